@@ -1,0 +1,62 @@
+"""``run.py`` and the ``recbole-mgformer`` console script, like RecBole's ``run_recbole.py``:
+
+    python run.py --model=MGFormer --dataset=ml-100k --config_files="a.yaml b.yaml" --learning_rate=0.002
+"""
+
+import argparse
+import sys
+
+import yaml
+from recbole.config import Config
+
+from recbole_mgformer.quick_start import run_recommender
+
+
+def parse_overrides(arguments):
+    """``["--key=value", ...]`` -> ``{key: value}``, values parsed as YAML like RecBole's config files."""
+    loader = Config._build_yaml_loader(None)
+    overrides = {}
+    for argument in arguments:
+        key, sep, raw = argument[2:].partition("=") if argument.startswith("--") else ("", "", "")
+        if not key or not sep:
+            raise SystemExit(f"error: cannot read argument {argument!r}; write config overrides as --key=value")
+        try:
+            overrides[key] = yaml.load(raw, Loader=loader) if raw else None
+        except yaml.YAMLError as error:
+            raise SystemExit(f"error: the value of --{key} is not valid YAML: {error}") from None
+    return overrides
+
+
+def format_summary(model, dataset, result, metrics=("recall@20", "ndcg@20")):
+    lines = [f"{model} on {dataset}"]
+    for split, values in (("valid", result["best_valid_result"]), ("test", result["test_result"])):
+        values = values or {}
+        shown = [f"{name} {values[name]:.4f}" for name in metrics if name in values]
+        lines.append(f"  {split:5s} " + ("  ".join(shown) if shown else str(dict(values))))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="recbole-mgformer",
+        description="Train and evaluate a recommender (this project's or RecBole's) on a RecBole atomic dataset. "
+                    "Any other --key=value overrides a config setting.",
+    )
+    parser.add_argument("--model", "-m", default="MGFormer", help="model name, e.g. MGFormer, LightGCN, BPR")
+    parser.add_argument("--dataset", "-d", default="ml-100k", help="dataset name (a folder under data_path)")
+    parser.add_argument("--config_files", default=None, help="space-separated YAML config files")
+    parser.add_argument("--resume_file", default=None, help="checkpoint to continue training from")
+    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    result = run_recommender(
+        args.model,
+        args.dataset,
+        config_file_list=args.config_files.split() if args.config_files else None,
+        config_dict=parse_overrides(rest),
+        resume_file=args.resume_file,
+    )
+    print(format_summary(args.model, args.dataset, result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

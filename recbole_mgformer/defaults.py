@@ -1,0 +1,31 @@
+"""Where the YAML defaults live: ``properties/`` of a source checkout, or the copy shipped
+inside the installed package (``recbole_mgformer/properties``)."""
+
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def properties_dir():
+    installed = _PACKAGE_DIR / "properties"
+    if installed.is_dir():
+        return installed
+    source = _PACKAGE_DIR.parent / "properties"
+    if source.is_dir():
+        return source
+    raise FileNotFoundError(
+        f"recbole_mgformer's properties/ folder is missing (looked in {installed} and {source}); "
+        "reinstall the package with `pip install .`"
+    )
+
+
+def model_config_file(model_name):
+    """``properties/model/<Name>.yaml`` if the project ships defaults for that model, else None."""
+    path = properties_dir() / "model" / f"{model_name}.yaml"
+    return str(path) if path.is_file() else None
+
+
+def dataset_config_file(dataset_name):
+    """``properties/dataset/<name>.yaml`` if the project ships a config for that dataset, else None."""
+    path = properties_dir() / "dataset" / f"{dataset_name}.yaml"
+    return str(path) if path.is_file() else None

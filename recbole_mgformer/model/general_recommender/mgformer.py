@@ -1,0 +1,223 @@
+"""MGFormer: Masked Graph Transformer (Chen et al., SIGIR 2024), section 3.2.
+
+Every user and item is a token ``x = [e, p]`` (Eq. 2-4): a learned embedding joined with a fixed
+SVD structural encoding. One layer of masked kernel attention (Eq. 5-12) mixes all ``n`` nodes in
+linear time, and the DirectAU loss (Eq. 13) trains it. Shapes: ``n`` nodes, ``b`` batch nodes,
+``d`` embedding size, ``w`` token width (2d with structural encodings), ``h`` heads, ``m`` features.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn as nn
+from recbole.model.abstract_recommender import GeneralRecommender
+from recbole.model.init import xavier_normal_initialization
+from recbole.utils import InputType
+
+from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention
+from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
+from recbole_mgformer.model.loss import directau_loss
+from recbole_mgformer.model.structural import degree_buckets, n_degree_buckets, svd_structural_encodings
+
+
+def _option(config, key, choices):
+    value = config[key]
+    if value not in choices:
+        raise ValueError(
+            f"MGFormer: unknown {key} {value!r}; choose one of {', '.join(map(str, choices))} "
+            f"(set it in a config file or with --{key}=...)"
+        )
+    return value
+
+
+def _positive_int(config, key, default=None):
+    value = config[key] if config[key] is not None else default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"MGFormer: {key} must be a positive integer, got {value!r}")
+    return value
+
+
+class MaskedAttentionLayer(nn.Module):
+    """One layer of masked kernel attention: ``Q = X W_Q``, ``K = X W_K``, ``V = X`` (Eq. 5)."""
+
+    def __init__(self, width, n_heads, feature_map, n_features, focusing_factor, residual,
+                 attention_weight, layer_norm, qk_init, generator):
+        super().__init__()
+        if width % n_heads:
+            raise ValueError(f"MGFormer: n_heads={n_heads} must divide the token width {width}")
+        self.n_heads, self.head_size = n_heads, width // n_heads
+        self.feature_map, self.focusing_factor = feature_map, focusing_factor
+        self.n_features = n_features or self.head_size
+        self.residual, self.attention_weight = residual, attention_weight
+        self.query = nn.Linear(width, width, bias=False)
+        self.key = nn.Linear(width, width, bias=False)
+        self.norm = nn.LayerNorm(width) if layer_norm else nn.Identity()
+        self.qk_init = qk_init
+        self.register_buffer("projection", torch.empty(n_heads, self.n_features, self.head_size), persistent=True)
+        self.redraw_features(generator)
+
+    def reset_qk(self):
+        """``identity`` starts the attention as a kernel on token similarity ``x_i^T x_j``."""
+        for linear in (self.query, self.key):
+            if self.qk_init == "identity":
+                nn.init.eye_(linear.weight)
+            else:
+                nn.init.xavier_normal_(linear.weight)
+
+    def redraw_features(self, generator):
+        if self.feature_map in RANDOM_FEATURE_MAPS:
+            draws = [draw_projection(self.feature_map, self.n_features, self.head_size, generator)
+                     for _ in range(self.n_heads)]
+            self.projection.copy_(torch.stack(draws))
+
+    def split_heads(self, x):  # (b, w) -> (h, b, w/h)
+        return x.view(x.shape[0], self.n_heads, self.head_size).transpose(0, 1)
+
+    def features(self, x, is_query):
+        return apply_feature_map(self.feature_map, x, self.projection, is_query, self.focusing_factor)
+
+    def forward(self, x, z=None, query_index=None, edges=None):
+        """x (n, w) all tokens; z (n,) degree centralities or None; query_index (b,) or None for
+        all nodes; edges (rows, cols) for the adjacency mask. Returns (b, w)."""
+        adjacency = edges is not None
+        x_query = x if query_index is None or adjacency else x[query_index]
+        phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
+        phi_k = self.features(self.split_heads(self.key(x)), is_query=False)
+        values = self.split_heads(x)
+        if adjacency:
+            mixed = adjacency_kernel_attention(phi_q, phi_k, values, *edges)
+            if query_index is not None:
+                mixed, x_query = mixed[:, query_index], x[query_index]
+        else:
+            query_z = z if z is None or query_index is None else z[query_index]
+            mixed = masked_kernel_attention(phi_q, phi_k, values, query_z, z)
+        mixed = mixed.transpose(0, 1).reshape(x_query.shape)
+        out = x_query + self.attention_weight * mixed if self.residual else mixed
+        return self.norm(out)
+
+
+class MGFormer(GeneralRecommender):
+    r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``."""
+
+    input_type = InputType.POINTWISE
+
+    def __init__(self, config, dataset):
+        super().__init__(config, dataset)
+        self.embedding_size = _positive_int(config, "embedding_size")
+        self.structural_encoding = _option(config, "structural_encoding", ("svd", "none"))
+        self.use_attention = _option(config, "attention", (True, False))
+        self.degree_mask = _option(config, "degree_mask", ("sin", "none", "adjacency"))
+        feature_map = _option(config, "feature_map", FEATURE_MAPS)
+        self.score = _option(config, "score", ("dot", "cosine"))
+        qk_init = _option(config, "qk_init", ("xavier", "identity"))
+        n_layers = _positive_int(config, "n_layers")
+        n_heads = _positive_int(config, "n_heads")
+        n_features = _positive_int(config, "n_features", default=0) if config["n_features"] else None
+        self.uniformity_weight = float(config["uniformity_weight"])
+        self.feature_redraw_interval = int(config["feature_redraw_interval"] or 0)
+        self.seed = int(config["seed"])
+
+        # Training interactions only: the dataset handed to a model is the training split.
+        interactions = dataset.inter_matrix(form="csr").astype(np.float32)
+        self.n_nodes = self.n_users + self.n_items
+        self.user_embedding = nn.Embedding(self.n_users, self.embedding_size)
+        self.item_embedding = nn.Embedding(self.n_items, self.embedding_size)
+        width = self.embedding_size
+        if self.structural_encoding == "svd":
+            users_p, items_p = svd_structural_encodings(interactions, self.embedding_size, self.seed)
+            self.register_buffer("structural", torch.from_numpy(np.concatenate([users_p, items_p])))
+            width *= 2
+        self.width = width
+
+        degrees = np.concatenate([interactions.getnnz(axis=1), interactions.getnnz(axis=0)])
+        max_exact_degree = _positive_int(config, "max_exact_degree")
+        self.register_buffer("degree_bucket", torch.from_numpy(degree_buckets(degrees, max_exact_degree)))
+        self.degree_embedding = nn.Embedding(
+            n_degree_buckets(int(degrees.max(initial=0)), max_exact_degree),
+            _positive_int(config, "degree_embedding_size"),
+        )
+        self.degree_projection = nn.Linear(self.degree_embedding.embedding_dim, 1)
+        if self.degree_mask == "adjacency":
+            self.register_buffer("edge_rows", torch.empty(0, dtype=torch.long), persistent=False)
+            self.register_buffer("edge_cols", torch.empty(0, dtype=torch.long), persistent=False)
+            self.edge_rows, self.edge_cols = self._adjacency_edges(interactions)
+
+        self.generator = torch.Generator().manual_seed(self.seed)
+        self.layers = nn.ModuleList(
+            MaskedAttentionLayer(width, n_heads, feature_map, n_features, float(config["focusing_factor"]),
+                                 bool(config["residual"]), float(config["attention_weight"]),
+                                 bool(config["layer_norm"]), qk_init, self.generator)
+            for _ in range(n_layers)
+        )
+        self.register_buffer("feature_draws", torch.zeros((), dtype=torch.long))
+        self.training_steps = 0
+
+        self.restore_user_e = None
+        self.restore_item_e = None
+        self.other_parameter_name = ["restore_user_e", "restore_item_e"]
+        self.apply(xavier_normal_initialization)
+        for layer in self.layers:
+            layer.reset_qk()
+
+    def _adjacency_edges(self, interactions):
+        """Symmetric user-item edges of the training graph plus self-loops, as node indices."""
+        coo = sp.coo_matrix(interactions)
+        users = torch.from_numpy(coo.row.astype(np.int64))
+        items = torch.from_numpy(coo.col.astype(np.int64)) + self.n_users
+        loops = torch.arange(self.n_nodes)
+        return torch.cat([users, items, loops]), torch.cat([items, users, loops])
+
+    def node_tokens(self):
+        """Eq. (4): ``X = [E, P]``, (n, w)."""
+        embeddings = torch.cat([self.user_embedding.weight, self.item_embedding.weight])
+        if self.structural_encoding == "none":
+            return embeddings
+        return torch.cat([embeddings, self.structural], dim=1)
+
+    def degree_centrality(self):
+        """Eq. (10): ``z = sigmoid(proj(embedding(deg)))`` in (0, 1), (n,)."""
+        return torch.sigmoid(self.degree_projection(self.degree_embedding(self.degree_bucket))).squeeze(-1)
+
+    def forward(self, query_nodes=None):
+        """Outputs for ``query_nodes`` (b,) (all n nodes when None): keys always span all nodes."""
+        x = self.node_tokens()
+        if not self.use_attention:
+            return x if query_nodes is None else x[query_nodes]
+        z = self.degree_centrality() if self.degree_mask == "sin" else None
+        edges = (self.edge_rows, self.edge_cols) if self.degree_mask == "adjacency" else None
+        for depth, layer in enumerate(self.layers):
+            last = depth == len(self.layers) - 1
+            x = layer(x, z, query_nodes if last else None, edges)
+        return x
+
+    def _maybe_redraw_features(self):
+        self.training_steps += 1
+        if self.feature_redraw_interval and self.training_steps % self.feature_redraw_interval == 0:
+            self.feature_draws += 1
+            generator = torch.Generator().manual_seed(self.seed + int(self.feature_draws))
+            for layer in self.layers:
+                layer.redraw_features(generator)
+
+    def calculate_loss(self, interaction):
+        self.restore_user_e, self.restore_item_e = None, None
+        self._maybe_redraw_features()
+        users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
+        outputs = self.forward(torch.cat([users, items + self.n_users]))
+        user_e, item_e = outputs.split([len(users), len(items)])
+        return directau_loss(user_e, item_e, self.uniformity_weight)
+
+    def _scoring(self, outputs):
+        return nn.functional.normalize(outputs, dim=-1) if self.score == "cosine" else outputs
+
+    def predict(self, interaction):
+        users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
+        outputs = self._scoring(self.forward(torch.cat([users, items + self.n_users])))
+        user_e, item_e = outputs.split([len(users), len(items)])
+        return (user_e * item_e).sum(dim=-1)
+
+    def full_sort_predict(self, interaction):
+        if self.restore_user_e is None or self.restore_item_e is None:
+            outputs = self._scoring(self.forward())
+            self.restore_user_e, self.restore_item_e = outputs.split([self.n_users, self.n_items])
+        user_e = self.restore_user_e[interaction[self.USER_ID]]
+        return (user_e @ self.restore_item_e.T).view(-1)

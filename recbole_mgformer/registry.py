@@ -1,0 +1,84 @@
+"""The one place that resolves a model name to its class and trainer:
+this project's models first, then RecBole's built-ins."""
+
+import importlib
+import pkgutil
+
+from recbole.utils import ModelType
+from recbole.utils import get_trainer as recbole_get_trainer
+
+import recbole_mgformer.trainer as project_trainers
+
+MODEL_TYPES = (
+    "general_recommender",
+    "context_aware_recommender",
+    "sequential_recommender",
+    "knowledge_aware_recommender",
+    "exlib_recommender",
+)
+
+
+def _models_in(package_prefix):
+    """``{lower name: class}`` for every model module under ``<package_prefix>.<type>``."""
+    models = {}
+    for model_type in MODEL_TYPES:
+        try:
+            package = importlib.import_module(f"{package_prefix}.{model_type}")
+        except ImportError:
+            continue
+        module_names = {info.name for info in pkgutil.iter_modules(package.__path__)}
+        for name in module_names:
+            module = importlib.import_module(f"{package.__name__}.{name}")
+            for attribute in dir(module):
+                if attribute.lower() == name and isinstance(getattr(module, attribute), type):
+                    models.setdefault(name, getattr(module, attribute))
+    return models
+
+
+def project_models():
+    return _models_in("recbole_mgformer.model")
+
+
+def available_models():
+    """Sorted names of every model the runner can train."""
+    names = {cls.__name__ for cls in project_models().values()}
+    names |= {cls.__name__ for cls in _models_in("recbole.model").values()}
+    return sorted(names, key=str.lower)
+
+
+def _find_module(package_prefix, name):
+    for model_type in MODEL_TYPES:
+        path = f"{package_prefix}.{model_type}.{name.lower()}"
+        try:
+            if importlib.util.find_spec(path) is not None:
+                return importlib.import_module(path)
+        except ModuleNotFoundError:
+            continue
+    return None
+
+
+def get_model(name):
+    """The model class for ``name`` (case-insensitive), or a ValueError listing the available ones."""
+    if not isinstance(name, str):
+        return name
+    for prefix in ("recbole_mgformer.model", "recbole.model"):
+        module = _find_module(prefix, name)
+        if module is None:
+            continue
+        for attribute in dir(module):
+            if attribute.lower() == name.lower() and isinstance(getattr(module, attribute), type):
+                return getattr(module, attribute)
+    raise ValueError(f"unknown model {name!r}; available models: {', '.join(available_models())}")
+
+
+def get_trainer(model_type, model_name):
+    """The trainer class for a model (a project trainer first, then RecBole's choice),
+    with checkpoints that load under ``torch.load(weights_only=True)``."""
+    try:
+        base = getattr(project_trainers, model_name + "Trainer")
+    except AttributeError:
+        base = recbole_get_trainer(model_type, model_name)
+    return project_trainers.safe_trainer_class(base)
+
+
+__all__ = ["available_models", "get_model", "get_trainer", "project_models", "ModelType"]

@@ -1,0 +1,90 @@
+"""Checkpoints that load with ``torch.load(weights_only=True)``.
+
+RecBole's trainers pickle the whole ``Config`` into each checkpoint; torch >= 2.6 refuses to load
+that by default, and allowing it would let a checkpoint run arbitrary code. Here a checkpoint holds
+only state dicts and plain values, and every load goes through :func:`load_checkpoint`.
+"""
+
+import functools
+
+import torch
+
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def plain_value(value):
+    """``value`` as None/bool/int/float/str and lists/dicts of them; anything else as its str."""
+    if isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [plain_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain_value(v) for k, v in value.items()}
+    return str(value)
+
+
+def load_checkpoint(path, device="cpu"):
+    """Load a checkpoint of this project safely; a file that needs pickled objects is refused."""
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # torch raises UnpicklingError or RuntimeError, depending on the content
+        raise ValueError(
+            f"{path} is not a checkpoint that loads with weights_only=True ({error}). "
+            "Checkpoints written by recbole_mgformer hold only tensors and plain values; "
+            "a checkpoint written by RecBole's own trainer pickles its Config and must be retrained."
+        ) from error
+
+
+class SafeCheckpointMixin:
+    """Overrides RecBole's checkpoint writing and loading; the rest of the trainer is unchanged."""
+
+    def _save_checkpoint(self, epoch, verbose=True, **kwargs):
+        if not self.config["single_spec"] and self.config["local_rank"] != 0:
+            return
+        saved_model_file = kwargs.pop("saved_model_file", self.saved_model_file)
+        state = {
+            "config": plain_value(self.config.final_config_dict),
+            "epoch": epoch,
+            "cur_step": self.cur_step,
+            "best_valid_score": float(self.best_valid_score),
+            "state_dict": self.model.state_dict(),
+            "other_parameter": self.model.other_parameter(),
+            "optimizer": self.optimizer.state_dict(),
+        }
+        torch.save(state, saved_model_file)
+        if verbose:
+            self.logger.info(f"Saving current: {saved_model_file}")
+
+    def _load_model_state(self, checkpoint):
+        self.model.load_state_dict(checkpoint["state_dict"])
+        self.model.load_other_parameter(checkpoint.get("other_parameter"))
+
+    def resume_checkpoint(self, resume_file):
+        """Continue training from a checkpoint: model, optimizer, epoch and early-stopping state."""
+        resume_file = str(resume_file)
+        checkpoint = load_checkpoint(resume_file, self.device)
+        if str(checkpoint["config"].get("model", "")).lower() != str(self.config["model"]).lower():
+            raise ValueError(
+                f"{resume_file} was written by model {checkpoint['config'].get('model')!r}, "
+                f"not {self.config['model']!r}; resume with the same model"
+            )
+        self.saved_model_file = resume_file
+        self.start_epoch = checkpoint["epoch"] + 1
+        self.cur_step = checkpoint["cur_step"]
+        self.best_valid_score = checkpoint["best_valid_score"]
+        self._load_model_state(checkpoint)
+        self.optimizer.load_state_dict(checkpoint["optimizer"])
+        self.logger.info(f"Checkpoint loaded. Resume training from epoch {self.start_epoch}")
+
+    def evaluate(self, eval_data, load_best_model=True, model_file=None, show_progress=False):
+        if eval_data and load_best_model:
+            checkpoint_file = model_file or self.saved_model_file
+            self._load_model_state(load_checkpoint(checkpoint_file, self.device))
+            self.logger.info(f"Loading model structure and parameters from {checkpoint_file}")
+        return super().evaluate(eval_data, load_best_model=False, show_progress=show_progress)
+
+
+@functools.lru_cache(maxsize=None)
+def safe_trainer_class(base):
+    """``base`` (a RecBole trainer class) with :class:`SafeCheckpointMixin` in front."""
+    return type(base.__name__, (SafeCheckpointMixin, base), {"__module__": __name__})
