@@ -18,8 +18,8 @@ def _parse_header(path, line, separator):
     fields = line.rstrip("\r\n").split(separator)
     types = []
     for column, field in enumerate(fields, start=1):
-        name, _, field_type = field.rpartition(":")
-        if not name or field_type not in ATOMIC_TYPES:
+        name, _, field_type = field.partition(":")
+        if not name or any(c.isspace() for c in name) or field_type not in ATOMIC_TYPES:
             raise AtomicFileError(
                 f"{path}:1: column {column} header {field!r} must be 'name:type' with type one of "
                 f"{', '.join(ATOMIC_TYPES)} (for example 'user_id:token'), columns separated by {separator!r}"

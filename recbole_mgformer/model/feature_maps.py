@@ -58,20 +58,27 @@ def draw_projection(kind, n_features, k, generator, dtype=torch.float32):
     return torch.cat(blocks)[:n_features]
 
 
-def positive_random_features(x, projection, is_query):
-    """Eq. (7): ``phi(a) = m^-1/2 exp(-|a|^2/2) [exp(w_1^T a), ..., exp(w_m^T a)]``.
+def random_feature_logits(x, projection):
+    """Logarithm of Eq. (7) without its ``m^-1/2`` factor: ``w_i^T a - |a|^2 / 2``.
 
-    ``x``: (..., n, k), ``projection``: (..., m, k) -> (..., n, m), so that
-    ``E[phi(a)^T phi(b)] = exp(a^T b)``. A detached maximum is subtracted from the exponent,
-    per row for queries and over all keys for keys; both factors cancel in the attention ratio.
+    ``x``: (..., n, k), ``projection``: (..., m, k) -> (..., n, m).
     """
-    n_features = projection.shape[-2]
-    logits = x @ projection.transpose(-2, -1) - 0.5 * x.pow(2).sum(-1, keepdim=True)
+    return x @ projection.transpose(-2, -1) - 0.5 * x.pow(2).sum(-1, keepdim=True)
+
+
+def positive_random_features(x, projection, is_query):
+    """Eq. (7): ``phi(a) = m^-1/2 exp(-|a|^2/2) [exp(w_1^T a), ..., exp(w_m^T a)]``, (..., n, m),
+    so that ``E[phi(a)^T phi(b)] = exp(a^T b)``.
+
+    A detached maximum is subtracted from the exponent, per row for queries and over all keys
+    for keys, so nothing overflows; both factors cancel in the ratio of Eq. (8).
+    """
+    logits = random_feature_logits(x, projection)
     if is_query:
         stabiliser = logits.amax(dim=-1, keepdim=True)
     else:
         stabiliser = logits.amax(dim=(-2, -1), keepdim=True)
-    return torch.exp(logits - stabiliser.detach()) / math.sqrt(n_features)
+    return torch.exp(logits - stabiliser.detach()) / math.sqrt(projection.shape[-2])
 
 
 def elu_features(x):

@@ -1,0 +1,117 @@
+"""MGFormer, its ablations and RecBole's LightGCN and BPR on ml-100k under one protocol
+(RS 8:1:1 per user, full ranking, NDCG@20 picks the epoch): writes results/ml-100k.md.
+
+    python benchmarks/ml100k.py                      # every variant, seed 2020
+    python benchmarks/ml100k.py --variants MGFormer,LightGCN --seeds 2020,2021
+
+Each run leaves a JSON record in results/runs/ml-100k/; finished runs are skipped on a rerun.
+"""
+
+import argparse
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from recbole_mgformer.cli import parse_overrides  # noqa: E402
+from recbole_mgformer.quick_start import run_recommender  # noqa: E402
+from recbole_mgformer.records import git_commit, machine, package_versions, read_records, write_record  # noqa: E402
+
+VARIANTS = {
+    "MGFormer": ("MGFormer", {}),
+    "MGFormer attention=False": ("MGFormer", {"attention": False}),
+    "MGFormer structural_encoding=none": ("MGFormer", {"structural_encoding": "none"}),
+    "MGFormer degree_mask=none": ("MGFormer", {"degree_mask": "none"}),
+    "MGFormer feature_map=elu": ("MGFormer", {"feature_map": "elu"}),
+    "LightGCN": ("LightGCN", {}),
+    "BPR": ("BPR", {}),
+}
+METRICS = ("recall@20", "ndcg@20")
+
+
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+
+
+def run_variant(name, model, overrides, seed, runs_dir, workdir):
+    record_path = runs_dir / f"{slug(name)}-seed{seed}.json"
+    if record_path.exists():
+        print(f"[skip] {name} seed {seed}: {record_path} exists", flush=True)
+        return
+    print(f"[run ] {name} seed {seed}", flush=True)
+    config = {"seed": seed, "show_progress": False, "checkpoint_dir": str(workdir / "saved"), **overrides}
+    started = time.perf_counter()
+    result = run_recommender(model, "ml-100k", config_dict=config)
+    write_record(record_path, {
+        "variant": name, "model": model, "dataset": "ml-100k", "overrides": overrides, "seed": seed,
+        "valid": dict(result["best_valid_result"]), "test": dict(result["test_result"]),
+        "seconds": round(time.perf_counter() - started, 1),
+        "commit": git_commit(ROOT), "versions": package_versions(), "machine": machine(),
+    })
+    print(f"[done] {name} seed {seed}: valid ndcg@20 {result['best_valid_result']['ndcg@20']:.4f} "
+          f"test ndcg@20 {result['test_result']['ndcg@20']:.4f}", flush=True)
+
+
+def mean_std(values):
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def render(records, order):
+    rows = ["| variant | seeds | valid Recall@20 | valid NDCG@20 | test Recall@20 | test NDCG@20 | minutes |",
+            "|---|---|---|---|---|---|---|"]
+    by_variant = {}
+    for record in records:
+        by_variant.setdefault(record["variant"], []).append(record)
+    names = [n for n in order if n in by_variant] + sorted(n for n in by_variant if n not in order)
+    for name in names:
+        group = by_variant[name]
+        cells = [mean_std([r[split][metric] for r in group]) for split in ("valid", "test") for metric in METRICS]
+        minutes = statistics.mean(r["seconds"] for r in group) / 60
+        rows.append(f"| {name} | {len(group)} | " + " | ".join(cells) + f" | {minutes:.1f} |")
+    provenance = sorted({(r["commit"], r["machine"], r["versions"]["torch"], r["versions"]["recbole"]) for r in records})
+    lines = ["# ml-100k", "",
+             "Protocol: all ratings as implicit interactions; each user's interactions split at random 8:1:1 "
+             "(train/valid/test); every item ranked for every user, training items excluded; the epoch with the "
+             "best valid NDCG@20 is tested. Each model runs with its defaults from `properties/model/` "
+             "(RecBole's own for LightGCN and BPR) and the dataset config `properties/dataset/ml-100k.yaml`.", "",
+             "Produced by `python benchmarks/ml100k.py` (records in `results/runs/ml-100k/`).", "", *rows, "",
+             "Runs: " + "; ".join(f"commit {c}, {m}, torch {t}, recbole {rb}" for c, m, t, rb in provenance)
+             + f"; seeds {sorted({r['seed'] for r in records})}.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names of VARIANTS")
+    parser.add_argument("--seeds", default="2020", help="comma-separated seeds")
+    parser.add_argument("--name", default=None, help="record an extra MGFormer variant under this name, "
+                        "with the --key=value overrides that follow")
+    parser.add_argument("--results", default=str(ROOT / "results"), help="folder for ml-100k.md and runs/")
+    args, rest = parser.parse_known_args(argv)
+    variants = {name: VARIANTS[name] for name in args.variants.split(",") if name}
+    unknown = [name for name in args.variants.split(",") if name and name not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {list(VARIANTS)}")
+    if args.name:
+        variants = {args.name: ("MGFormer", parse_overrides(rest))}
+    elif rest:
+        parser.error(f"overrides {rest} need --name")
+    results = Path(args.results)
+    runs_dir = results / "runs" / "ml-100k"
+    with tempfile.TemporaryDirectory() as workdir:
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            for name, (model, overrides) in variants.items():
+                run_variant(name, model, overrides, seed, runs_dir, Path(workdir))
+    (results / "ml-100k.md").write_text(render(read_records(runs_dir), list(VARIANTS)))
+    print(f"wrote {results / 'ml-100k.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Run records: what produced a figure (commit, versions, seed, machine) stored beside the figure."""
+
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+
+def git_commit(cwd=None):
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=cwd, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=cwd, check=True).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def package_versions():
+    import numpy
+    import recbole
+    import scipy
+    import torch
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "recbole": recbole.__version__,
+            "numpy": numpy.__version__, "scipy": scipy.__version__}
+
+
+def machine():
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{cpu}, {os.cpu_count()} CPUs"
+
+
+def write_record(path, record):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)  # a run stopped mid-write leaves no half record behind
+
+
+def read_records(folder):
+    return [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))]

@@ -1,0 +1,127 @@
+import numpy as np
+import pytest
+import torch
+
+from recbole_mgformer.model.general_recommender.mgformer import MGFormer
+from recbole_mgformer.model.structural import svd_structural_encodings
+
+
+def test_structural_encodings_come_from_the_training_split_only(tiny_setup):
+    _, model, _, (train, _, _) = tiny_setup()
+    matrix = train._dataset.inter_matrix(form="csr").astype(np.float32)
+    users, items = svd_structural_encodings(matrix, model.embedding_size, seed=model.seed)
+    np.testing.assert_array_equal(model.structural.numpy(), np.concatenate([users, items]))
+    assert not model.structural.requires_grad
+    full = train._dataset.inter_num  # the training split is smaller than the whole data
+    assert full < 40 * 12
+
+
+def test_tokens_join_embeddings_and_encodings(tiny_setup):
+    _, model, _, _ = tiny_setup()
+    x = model.node_tokens()
+    assert x.shape == (model.n_users + model.n_items, 2 * model.embedding_size)
+    torch.testing.assert_close(x[: model.n_users, model.embedding_size:], model.structural[: model.n_users])
+
+
+def test_batch_queries_equal_rows_of_the_full_forward(tiny_setup):
+    _, model, _, _ = tiny_setup(n_heads=2)
+    nodes = torch.tensor([1, 5, 41, 1, 60])
+    with torch.no_grad():
+        torch.testing.assert_close(model(nodes), model()[nodes])
+
+
+def test_attention_false_returns_the_tokens(tiny_setup):
+    _, model, _, _ = tiny_setup(attention=False)
+    with torch.no_grad():
+        torch.testing.assert_close(model(), model.node_tokens())
+
+
+def test_degree_centrality_is_in_the_open_unit_interval_and_learnable(tiny_setup):
+    _, model, _, (train, _, _) = tiny_setup()
+    z = model.degree_centrality()
+    assert ((z > 0) & (z < 1)).all()
+    loss = model.calculate_loss(next(iter(train)))
+    loss.backward()
+    assert model.degree_embedding.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("overrides", [
+    {}, {"attention": False}, {"structural_encoding": "none"}, {"degree_mask": "none"},
+    {"degree_mask": "adjacency"}, {"feature_map": "elu"}, {"feature_map": "focused"}, {"feature_map": "relu"},
+    {"feature_map": "orf"}, {"feature_map": "prf", "n_features": 24}, {"n_layers": 2, "n_heads": 2},
+    {"residual": False}, {"layer_norm": True, "qk_init": "identity", "score": "cosine"},
+], ids=str)
+def test_every_option_trains_and_scores_consistently(tiny_setup, overrides):
+    _, model, _, (train, _, test) = tiny_setup(**overrides)
+    batch = next(iter(train))
+    loss = model.calculate_loss(batch)
+    assert torch.isfinite(loss)
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+    model.eval()
+    with torch.no_grad():
+        interaction, _, _, positive_items = next(iter(test))
+        scores = model.full_sort_predict(interaction).view(len(interaction), -1)
+        users = interaction[model.USER_ID]
+        pairs = type(interaction)({model.USER_ID: users, model.ITEM_ID: positive_items[: len(users)]})
+        torch.testing.assert_close(model.predict(pairs), scores[torch.arange(len(users)), pairs[model.ITEM_ID]], rtol=1e-4, atol=1e-5)
+
+
+def test_full_sort_cache_is_cleared_when_training_resumes(tiny_setup):
+    _, model, _, (train, _, test) = tiny_setup()
+    interaction = next(iter(test))[0]
+    with torch.no_grad():
+        model.full_sort_predict(interaction)
+    assert model.restore_user_e is not None
+    model.calculate_loss(next(iter(train)))
+    assert model.restore_user_e is None and model.restore_item_e is None
+
+
+def test_large_norm_inputs_give_finite_outputs_and_gradients(tiny_setup):
+    _, model, _, _ = tiny_setup()
+    with torch.no_grad():
+        model.user_embedding.weight.mul_(0).add_(1e3)
+        model.layers[0].query.weight.mul_(50)
+        model.layers[0].key.weight.mul_(50)
+    out = model(torch.arange(10))
+    out.sum().backward()
+    assert torch.isfinite(out).all()
+    assert torch.isfinite(model.layers[0].query.weight.grad).all()
+    assert torch.isfinite(model.user_embedding.weight.grad).all()
+
+
+def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
+    _, first, _, (train, _, _) = tiny_setup(seed=11)
+    _, second, _, _ = tiny_setup(seed=11)
+    _, other, _, _ = tiny_setup(seed=12)
+    assert torch.equal(first.layers[0].projection, second.layers[0].projection)
+    assert not torch.equal(first.layers[0].projection, other.layers[0].projection)
+    assert "layers.0.projection" in first.state_dict()
+
+    _, redrawing, _, _ = tiny_setup(seed=11, feature_redraw_interval=2)
+    before = redrawing.layers[0].projection.clone()
+    batch = next(iter(train))
+    redrawing.calculate_loss(batch)
+    assert torch.equal(before, redrawing.layers[0].projection)
+    redrawing.calculate_loss(batch)
+    assert not torch.equal(before, redrawing.layers[0].projection)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"feature_map": "gaussian"}, "unknown feature_map 'gaussian'; choose one of simrf"),
+    ({"embedding_size": -4}, "embedding_size must be a positive integer"),
+    ({"degree_mask": "full"}, "unknown degree_mask 'full'"),
+    ({"n_heads": 3}, "n_heads=3 must divide the token width 16"),
+    ({"score": "l2"}, "unknown score"),
+])
+def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_setup(**overrides)
+
+
+def test_model_is_a_pointwise_general_recommender():
+    from recbole.model.abstract_recommender import GeneralRecommender
+    from recbole.utils import InputType
+
+    assert issubclass(MGFormer, GeneralRecommender)
+    assert MGFormer.input_type == InputType.POINTWISE

@@ -1,0 +1,52 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from recbole_mgformer.model import structural
+from recbole_mgformer.model.structural import degree_buckets, n_degree_buckets, svd_structural_encodings
+
+
+def random_interactions(m=30, n=40, density=0.15, seed=0):
+    rng = np.random.default_rng(seed)
+    return sp.csr_matrix((rng.random((m, n)) < density).astype(np.float32))
+
+
+def best_rank_approximation(dense, rank):
+    u, s, vt = np.linalg.svd(dense, full_matrices=False)
+    return (u[:, :rank] * s[:rank]) @ vt[:rank], s
+
+
+@pytest.mark.parametrize("dense_limit", [10**9, 0], ids=["dense-svd", "arpack"])
+def test_encodings_reproduce_the_best_rank_d_approximation(dense_limit, monkeypatch):
+    monkeypatch.setattr(structural, "DENSE_SVD_MAX_ENTRIES", dense_limit)
+    matrix = random_interactions()
+    users, items = svd_structural_encodings(matrix, 6, seed=0)
+    expected, singular_values = best_rank_approximation(matrix.toarray().astype(np.float64), 6)
+    np.testing.assert_allclose(users @ items.T, expected, atol=1e-4)
+    error = np.linalg.norm(matrix.toarray() - users @ items.T)
+    assert error == pytest.approx(np.sqrt((singular_values[6:] ** 2).sum()), rel=1e-4)
+
+
+def test_size_beyond_the_rank_pads_with_zero_columns():
+    matrix = random_interactions(m=5, n=7)
+    users, items = svd_structural_encodings(matrix, 16)
+    assert users.shape == (5, 16) and items.shape == (7, 16)
+    assert not users[:, 5:].any() and not items[:, 5:].any()
+    np.testing.assert_allclose(users @ items.T, matrix.toarray(), atol=1e-5)
+
+
+def test_encodings_are_deterministic_and_sign_fixed():
+    matrix = random_interactions(seed=3)
+    a = svd_structural_encodings(matrix, 5, seed=7)
+    b = svd_structural_encodings(-(-matrix), 5, seed=7)
+    np.testing.assert_array_equal(a[0], b[0])
+    u = a[0]
+    assert (u[np.abs(u).argmax(axis=0), np.arange(5)] > 0).all()
+
+
+def test_degree_buckets_are_exact_then_logarithmic():
+    degrees = np.array([0, 1, 7, 8, 15, 16, 31, 32, 1000])
+    buckets = degree_buckets(degrees, max_exact_degree=8)
+    assert buckets.tolist() == [0, 1, 7, 8, 8, 9, 9, 10, 14]
+    assert buckets.max() < n_degree_buckets(1000, 8)
+    assert n_degree_buckets(5, 8) == 8

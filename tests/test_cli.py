@@ -1,0 +1,40 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recbole_mgformer.cli import main, parse_overrides
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_overrides_are_typed_like_recbole_config_files():
+    parsed = parse_overrides(["--learning_rate=1e-3", "--n_heads=2", "--attention=False", "--feature_map=elu",
+                              "--topk=[10,20]", "--eval_args={split: {RS: [0.8, 0.1, 0.1]}}", "--n_features="])
+    assert parsed == {"learning_rate": 0.001, "n_heads": 2, "attention": False, "feature_map": "elu",
+                      "topk": [10, 20], "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}}, "n_features": None}
+
+
+@pytest.mark.parametrize("argument", ["embedding_size=3", "--embedding_size", "--topk=[10,"])
+def test_malformed_arguments_are_rejected(argument):
+    with pytest.raises(SystemExit):
+        parse_overrides([argument])
+
+
+def test_main_trains_with_config_files_and_overrides(tiny_data, tmp_path, capsys):
+    config_file = tmp_path / "tiny.yaml"
+    config_file.write_text(f"data_path: {tiny_data}\nshow_progress: False\nstate: WARNING\n"
+                           "metrics: [Recall, NDCG]\ntopk: [20]\nvalid_metric: NDCG@20\n")
+    result = main(["--model=MGFormer", "--dataset=tiny", f"--config_files={config_file}", "--epochs=1",
+                   "--embedding_size=8"])
+    out = capsys.readouterr().out
+    assert "MGFormer on tiny" in out and "test  recall@20" in out
+    assert result["test_result"]["ndcg@20"] >= 0
+
+
+def test_run_py_reports_an_unknown_model(tmp_path):
+    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), "--model=NoSuchNet"], capture_output=True,
+                               text=True, cwd=tmp_path)
+    assert completed.returncode != 0
+    assert "unknown model 'NoSuchNet'; available models:" in completed.stderr

@@ -1,0 +1,52 @@
+import subprocess
+import sys
+
+import pytest
+
+from recbole_mgformer import run_recommender
+from recbole_mgformer.quick_start import build_config
+
+ML100K_FAST = {"epochs": 6, "stopping_step": 6, "show_progress": False, "state": "WARNING"}
+
+
+def test_project_yaml_loads_under_user_config(tmp_path):
+    user_file = tmp_path / "mine.yaml"
+    user_file.write_text("uniformity_weight: 2.5\nn_heads: 2\n")
+    config, _ = build_config("MGFormer", "ml-100k", [str(user_file)], {"n_heads": 4})
+    assert config["feature_map"] == "simrf"          # properties/model/MGFormer.yaml
+    assert config["valid_metric"] == "NDCG@20"       # properties/dataset/ml-100k.yaml
+    assert config["uniformity_weight"] == 2.5        # the user's file wins over the defaults
+    assert config["n_heads"] == 4                    # and config_dict over the file
+
+
+def test_command_line_arguments_of_the_caller_are_not_read(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["pytest", "--embedding_size=3"])
+    config, _ = build_config("MGFormer", "ml-100k")
+    assert config["embedding_size"] == 64
+
+
+def test_runner_returns_run_recbole_dict(tiny_data):
+    result = run_recommender("MGFormer", "tiny", config_dict={
+        "data_path": str(tiny_data), "epochs": 2, "embedding_size": 8, "show_progress": False, "state": "WARNING",
+        "metrics": ["Recall", "NDCG"], "topk": [20], "valid_metric": "NDCG@20"})
+    assert set(result) == {"best_valid_score", "valid_score_bigger", "best_valid_result", "test_result"}
+    assert result["valid_score_bigger"] is True
+    assert result["best_valid_score"] == result["best_valid_result"]["ndcg@20"]
+
+
+def test_training_does_not_import_ray(tiny_data):
+    code = (
+        "import sys; from recbole_mgformer import run_recommender; "
+        f"run_recommender('MGFormer', 'tiny', config_dict={{'data_path': {str(tiny_data)!r}, 'epochs': 1, "
+        "'embedding_size': 8, 'show_progress': False, 'state': 'WARNING'}); "
+        "assert 'ray' not in sys.modules, 'ray was imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.slow
+def test_mgformer_learns_on_ml_100k_far_above_popularity():
+    pop = run_recommender("Pop", "ml-100k", config_dict={"show_progress": False, "state": "WARNING"}, saved=False)
+    mgformer = run_recommender("MGFormer", "ml-100k", config_dict=ML100K_FAST)
+    assert mgformer["test_result"]["ndcg@20"] > 1.3 * pop["test_result"]["ndcg@20"]
+    assert mgformer["test_result"]["recall@20"] > 1.3 * pop["test_result"]["recall@20"]

@@ -1,0 +1,29 @@
+import pytest
+
+from recbole_mgformer.model.general_recommender import MGFormer
+from recbole_mgformer.registry import available_models, get_model, get_trainer
+from recbole_mgformer.trainer import SafeCheckpointMixin
+
+
+def test_project_models_resolve_first_and_case_insensitively():
+    assert get_model("MGFormer") is MGFormer
+    assert get_model("mgformer") is MGFormer
+
+
+@pytest.mark.parametrize("name", ["BPR", "LightGCN", "SGL", "Pop"])
+def test_recbole_models_resolve_by_name(name):
+    cls = get_model(name)
+    assert cls.__name__ == name and cls.__module__.startswith("recbole.model")
+
+
+def test_unknown_model_lists_the_available_ones():
+    with pytest.raises(ValueError, match=r"unknown model 'NoSuchNet'; available models: .*BPR.*MGFormer"):
+        get_model("NoSuchNet")
+    assert {"MGFormer", "LightGCN", "SGL", "BPR"} <= set(available_models())
+
+
+def test_every_trainer_writes_safe_checkpoints():
+    from recbole.utils import ModelType
+
+    for model_type, name in [(ModelType.GENERAL, "MGFormer"), (ModelType.GENERAL, "LightGCN"), (ModelType.TRADITIONAL, "Pop")]:
+        assert issubclass(get_trainer(model_type, name), SafeCheckpointMixin)

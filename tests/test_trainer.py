@@ -1,0 +1,60 @@
+import pytest
+import torch
+
+from recbole_mgformer.trainer import load_checkpoint, plain_value
+
+
+def full_scores(model, test):
+    model.eval()
+    model.restore_user_e = model.restore_item_e = None
+    with torch.no_grad():
+        return torch.cat([model.full_sort_predict(batch[0]) for batch in test])
+
+
+def test_checkpoint_loads_weights_only_and_reproduces_scores(tiny_setup):
+    config, model, trainer, (train, valid, test) = tiny_setup(epochs=2)
+    trainer.fit(train, valid, saved=True, show_progress=False)
+    checkpoint = torch.load(trainer.saved_model_file, weights_only=True)
+    assert checkpoint["config"]["model"] == "MGFormer"
+
+    _, fresh, fresh_trainer, _ = tiny_setup(epochs=2, seed=99)  # other random init and features
+    assert not torch.equal(full_scores(fresh, test), full_scores(model, test))
+    fresh_trainer.evaluate(test, load_best_model=True, model_file=trainer.saved_model_file)
+    model.load_state_dict(checkpoint["state_dict"])
+    torch.testing.assert_close(full_scores(fresh, test), full_scores(model, test), rtol=0, atol=0)
+
+
+def test_training_resumes_from_a_checkpoint(tiny_setup):
+    _, _, trainer, (train, valid, _) = tiny_setup(epochs=1)
+    trainer.fit(train, valid, saved=True, show_progress=False)
+    checkpoint = load_checkpoint(trainer.saved_model_file)
+
+    _, resumed_model, resumed, _ = tiny_setup(epochs=3, seed=5)
+    resumed.resume_checkpoint(trainer.saved_model_file)
+    assert resumed.start_epoch == checkpoint["epoch"] + 1
+    for name, tensor in checkpoint["state_dict"].items():
+        torch.testing.assert_close(resumed_model.state_dict()[name], tensor)
+    resumed.fit(train, valid, saved=True, show_progress=False)
+    assert load_checkpoint(trainer.saved_model_file)["epoch"] >= checkpoint["epoch"]
+
+
+def test_resuming_with_another_model_is_refused(tiny_setup):
+    _, _, trainer, (train, valid, _) = tiny_setup(epochs=1)
+    trainer.fit(train, valid, saved=True, show_progress=False)
+    _, _, other, _ = tiny_setup("BPR", epochs=1, train_neg_sample_args={"distribution": "uniform", "sample_num": 1})
+    with pytest.raises(ValueError, match="written by model 'MGFormer'"):
+        other.resume_checkpoint(trainer.saved_model_file)
+
+
+def test_a_pickled_checkpoint_is_refused_with_a_clear_error(tmp_path):
+    import argparse
+
+    path = tmp_path / "pickled.pth"
+    torch.save({"config": argparse.Namespace(model="BPR")}, path)  # like RecBole's pickled Config
+    with pytest.raises(ValueError, match="weights_only=True"):
+        load_checkpoint(path)
+
+
+def test_plain_value_keeps_plain_data_and_stringifies_objects():
+    assert plain_value({"a": [1, 2.5, None, "x"], "b": (True,)}) == {"a": [1, 2.5, None, "x"], "b": [True]}
+    assert plain_value({"device": torch.device("cpu")}) == {"device": "cpu"}
