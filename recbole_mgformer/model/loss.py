@@ -3,6 +3,7 @@
 Shared by every model of this package that trains with alignment and uniformity.
 """
 
+import torch
 import torch.nn.functional as F
 
 
@@ -12,8 +13,16 @@ def alignment_loss(users, items):
 
 
 def uniformity_loss(x, t=2.0):
-    """``log E exp(-t ||h - h'||^2)`` over the distinct pairs of rows of ``x`` (b, d)."""
-    return F.pdist(x, p=2).pow(2).mul(-t).exp().mean().log()
+    """``log E exp(-t ||h - h'||^2)`` over the distinct pairs of rows of ``x`` (b, d).
+
+    Squared distances come from one Gram matmul over all ordered pairs, the diagonal taken out:
+    ``torch.pdist`` gives the same value, and its backward is about twice as slow on CPU.
+    """
+    squared_norms = x.pow(2).sum(dim=1)
+    squared = (squared_norms[:, None] + squared_norms[None, :] - 2 * x @ x.T).clamp_min(0)
+    kernel = squared.mul(-t).exp()
+    n = len(x)
+    return ((kernel.sum() - kernel.diagonal().sum()) / (n * (n - 1))).log()
 
 
 def directau_loss(user_e, item_e, uniformity_weight):
