@@ -30,8 +30,10 @@ def _option(config, key, choices):
     return value
 
 
-def _positive_int(config, key, default=None):
-    value = config[key] if config[key] is not None else default
+def _positive_int(config, key, optional=False):
+    value = config[key]
+    if optional and value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"MGFormer: {key} must be a positive integer, got {value!r}")
     return value
@@ -53,7 +55,7 @@ class MaskedAttentionLayer(nn.Module):
         self.key = nn.Linear(width, width, bias=False)
         self.norm = nn.LayerNorm(width) if layer_norm else nn.Identity()
         self.qk_init = qk_init
-        self.register_buffer("projection", torch.empty(n_heads, self.n_features, self.head_size), persistent=True)
+        self.register_buffer("projection", torch.empty(n_heads, self.n_features, self.head_size))
         self.redraw_features(generator)
 
     def reset_qk(self):
@@ -112,7 +114,7 @@ class MGFormer(GeneralRecommender):
         qk_init = _option(config, "qk_init", ("xavier", "identity"))
         n_layers = _positive_int(config, "n_layers")
         n_heads = _positive_int(config, "n_heads")
-        n_features = _positive_int(config, "n_features", default=0) if config["n_features"] else None
+        n_features = _positive_int(config, "n_features", optional=True)
         self.uniformity_weight = float(config["uniformity_weight"])
         self.feature_redraw_interval = int(config["feature_redraw_interval"] or 0)
         self.seed = int(config["seed"])
@@ -138,9 +140,9 @@ class MGFormer(GeneralRecommender):
         )
         self.degree_projection = nn.Linear(self.degree_embedding.embedding_dim, 1)
         if self.degree_mask == "adjacency":
-            self.register_buffer("edge_rows", torch.empty(0, dtype=torch.long), persistent=False)
-            self.register_buffer("edge_cols", torch.empty(0, dtype=torch.long), persistent=False)
-            self.edge_rows, self.edge_cols = self._adjacency_edges(interactions)
+            rows, cols = self._adjacency_edges(interactions)
+            self.register_buffer("edge_rows", rows, persistent=False)  # rebuilt from the data, not saved
+            self.register_buffer("edge_cols", cols, persistent=False)
 
         self.generator = torch.Generator().manual_seed(self.seed)
         self.layers = nn.ModuleList(
