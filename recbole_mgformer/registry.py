@@ -4,7 +4,6 @@ this project's models first, then RecBole's built-ins."""
 import importlib
 import pkgutil
 
-from recbole.utils import ModelType
 from recbole.utils import get_trainer as recbole_get_trainer
 
 import recbole_mgformer.trainer as project_trainers
@@ -81,4 +80,4 @@ def get_trainer(model_type, model_name):
     return project_trainers.safe_trainer_class(base)
 
 
-__all__ = ["available_models", "get_model", "get_trainer", "project_models", "ModelType"]
+__all__ = ["available_models", "get_model", "get_trainer", "project_models"]
