@@ -1,8 +1,10 @@
-"""MGFormer, its ablations and RecBole's LightGCN and BPR on ml-100k under one protocol
+"""MGFormer, its ablations and its baselines on ml-100k under one protocol
 (RS 8:1:1 per user, full ranking, NDCG@20 picks the epoch): writes results/ml-100k.md.
 
     python benchmarks/ml100k.py                      # every variant, seed 2020
     python benchmarks/ml100k.py --variants MGFormer,LightGCN --seeds 2020,2021
+    python benchmarks/ml100k.py --name "DirectAU gamma=0.5" --model DirectAU --gamma=0.5 \
+        --results results/runs/ml-100k-exploration  # an extra variant, recorded apart
 
 Each run leaves a JSON record in results/runs/ml-100k/; finished runs are skipped on a rerun.
 """
@@ -30,7 +32,13 @@ VARIANTS = {
     "MGFormer feature_map=elu": ("MGFormer", {"feature_map": "elu"}),
     "LightGCN": ("LightGCN", {}),
     "BPR": ("BPR", {}),
+    "SGL": ("SGL", {}),
+    "SimGCL": ("SimGCL", {}),
+    "XSimGCL": ("XSimGCL", {}),
+    "DirectAU": ("DirectAU", {}),
+    "DirectAU encoder=MF": ("DirectAU", {"encoder": "MF"}),
 }
+NOTES = ROOT / "results" / "notes" / "ml-100k.md"  # hand-written reading of the table, appended to it
 METRICS = ("recall@20", "ndcg@20")
 
 
@@ -63,7 +71,12 @@ def mean_std(values):
     return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
-def render(records, order):
+def _shown(path):
+    path = Path(path).resolve()
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def render(records, order, notes=None, runs_dir=ROOT / "results" / "runs" / "ml-100k"):
     rows = ["| variant | seeds | valid Recall@20 | valid NDCG@20 | test Recall@20 | test NDCG@20 | minutes |",
             "|---|---|---|---|---|---|---|"]
     by_variant = {}
@@ -81,9 +94,11 @@ def render(records, order):
              "(train/valid/test); every item ranked for every user, training items excluded; the epoch with the "
              "best valid NDCG@20 is tested. Each model runs with its defaults from `properties/model/` "
              "(RecBole's own for LightGCN and BPR) and the dataset config `properties/dataset/ml-100k.yaml`.", "",
-             "Produced by `python benchmarks/ml100k.py` (records in `results/runs/ml-100k/`).", "", *rows, "",
+             f"Produced by `python benchmarks/ml100k.py` (records in `{_shown(runs_dir)}/`).", "", *rows, "",
              "Runs: " + "; ".join(f"commit {c}, {m}, torch {t}, recbole {rb}" for c, m, t, rb in provenance)
              + f"; seeds {sorted({r['seed'] for r in records})}.", ""]
+    if notes is not None and notes.exists():
+        lines += [notes.read_text().strip(), ""]
     return "\n".join(lines)
 
 
@@ -91,26 +106,28 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names of VARIANTS")
     parser.add_argument("--seeds", default="2020", help="comma-separated seeds")
-    parser.add_argument("--name", default=None, help="record an extra MGFormer variant under this name, "
+    parser.add_argument("--name", default=None, help="record an extra variant under this name, "
                         "with the --key=value overrides that follow")
-    parser.add_argument("--results", default=str(ROOT / "results"), help="folder for ml-100k.md and runs/")
+    parser.add_argument("--model", default="MGFormer", help="the model of the --name variant")
+    parser.add_argument("--runs", default=str(ROOT / "results" / "runs" / "ml-100k"), help="folder of JSON records")
+    parser.add_argument("--table", default=str(ROOT / "results" / "ml-100k.md"), help="markdown table to write")
     args, rest = parser.parse_known_args(argv)
     variants = {name: VARIANTS[name] for name in args.variants.split(",") if name}
     unknown = [name for name in args.variants.split(",") if name and name not in VARIANTS]
     if unknown:
         parser.error(f"unknown variants {unknown}; choose from {list(VARIANTS)}")
     if args.name:
-        variants = {args.name: ("MGFormer", parse_overrides(rest))}
+        variants = {args.name: (args.model, parse_overrides(rest))}
     elif rest:
         parser.error(f"overrides {rest} need --name")
-    results = Path(args.results)
-    runs_dir = results / "runs" / "ml-100k"
+    runs_dir, table = Path(args.runs), Path(args.table)
     with tempfile.TemporaryDirectory() as workdir:
         for seed in [int(s) for s in args.seeds.split(",")]:
             for name, (model, overrides) in variants.items():
                 run_variant(name, model, overrides, seed, runs_dir, Path(workdir))
-    (results / "ml-100k.md").write_text(render(read_records(runs_dir), list(VARIANTS)))
-    print(f"wrote {results / 'ml-100k.md'}")
+    notes = NOTES if table == ROOT / "results" / "ml-100k.md" else None
+    table.write_text(render(read_records(runs_dir), list(VARIANTS), notes, runs_dir))
+    print(f"wrote {table}")
 
 
 if __name__ == "__main__":

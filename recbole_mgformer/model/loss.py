@@ -1,6 +1,7 @@
-"""The DirectAU loss (Wang et al., KDD 2022), Eq. (13) of the MGFormer paper.
+"""Training losses shared by this package's models: one implementation each.
 
-Shared by every model of this package that trains with alignment and uniformity.
+The DirectAU loss (Wang et al., KDD 2022; Eq. (13) of the MGFormer paper) trains MGFormer and DirectAU;
+BPR and InfoNCE train SimGCL and XSimGCL. Shapes: ``b`` rows in a batch, ``d`` embedding size.
 """
 
 import torch
@@ -30,3 +31,15 @@ def directau_loss(user_e, item_e, uniformity_weight):
     users, items = F.normalize(user_e, dim=-1), F.normalize(item_e, dim=-1)
     uniform = uniformity_loss(users) + uniformity_loss(items)
     return alignment_loss(users, items) + uniformity_weight * uniform
+
+
+def bpr_loss(positive_scores, negative_scores):
+    """``-log sigmoid(s_pos - s_neg)`` averaged over (b,) pairs, written as a softplus so it never hits log(0)."""
+    return F.softplus(negative_scores - positive_scores).mean()
+
+
+def info_nce_loss(view1, view2, temperature):
+    """InfoNCE between two views (b, d) of the same b nodes: row i of each view is the positive pair,
+    the other rows of ``view2`` are the negatives; similarities are cosines divided by ``temperature``."""
+    logits = F.normalize(view1, dim=-1) @ F.normalize(view2, dim=-1).T / temperature
+    return F.cross_entropy(logits, torch.arange(len(logits), device=logits.device))

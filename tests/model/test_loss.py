@@ -3,7 +3,7 @@ import math
 
 import torch
 
-from recbole_mgformer.model.loss import alignment_loss, directau_loss, uniformity_loss
+from recbole_mgformer.model.loss import alignment_loss, bpr_loss, directau_loss, info_nce_loss, uniformity_loss
 
 
 def direct_uniformity(x):
@@ -27,3 +27,32 @@ def test_directau_loss_is_scale_invariant():
     g = torch.Generator().manual_seed(1)
     users, items = torch.randn(5, 3, generator=g), torch.randn(5, 3, generator=g)
     torch.testing.assert_close(directau_loss(users, items, 1.0), directau_loss(10 * users, 0.1 * items, 1.0))
+
+
+def test_bpr_loss_is_minus_log_sigmoid_of_the_margin():
+    positive = torch.tensor([2.0, -1.0, 0.5, 40.0], dtype=torch.float64)
+    negative = torch.tensor([1.0, 1.0, 0.5, -40.0], dtype=torch.float64)
+    expected = sum(-math.log(1 / (1 + math.exp(-(p - n)))) for p, n in zip(positive.tolist(), negative.tolist())) / 4
+    assert math.isclose(float(bpr_loss(positive, negative)), expected, rel_tol=1e-12)
+
+
+def test_info_nce_loss_equals_its_formula_written_out():
+    g = torch.Generator().manual_seed(2)
+    view1, view2 = torch.randn(5, 3, generator=g, dtype=torch.float64), torch.randn(5, 3, generator=g, dtype=torch.float64)
+    tau = 0.2
+
+    def cos(a, b):
+        return float(a @ b / (a.norm() * b.norm()))
+
+    terms = []
+    for i in range(5):
+        numerator = math.exp(cos(view1[i], view2[i]) / tau)
+        denominator = sum(math.exp(cos(view1[i], view2[j]) / tau) for j in range(5))
+        terms.append(-math.log(numerator / denominator))
+    assert math.isclose(float(info_nce_loss(view1, view2, tau)), sum(terms) / 5, rel_tol=1e-9)
+
+
+def test_info_nce_loss_is_lowest_when_views_agree():
+    g = torch.Generator().manual_seed(3)
+    view = torch.randn(8, 4, generator=g)
+    assert info_nce_loss(view, view, 0.2) < info_nce_loss(view, torch.randn(8, 4, generator=g), 0.2)

@@ -17,26 +17,8 @@ from recbole.utils import InputType
 from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.loss import directau_loss
+from recbole_mgformer.model.options import choice, positive_int
 from recbole_mgformer.model.structural import degree_buckets, n_degree_buckets, svd_structural_encodings
-
-
-def _option(config, key, choices):
-    value = config[key]
-    if value not in choices:
-        raise ValueError(
-            f"MGFormer: unknown {key} {value!r}; choose one of {', '.join(map(str, choices))} "
-            f"(set it in a config file or with --{key}=...)"
-        )
-    return value
-
-
-def _positive_int(config, key, optional=False):
-    value = config[key]
-    if optional and value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"MGFormer: {key} must be a positive integer, got {value!r}")
-    return value
 
 
 class MaskedAttentionLayer(nn.Module):
@@ -105,16 +87,16 @@ class MGFormer(GeneralRecommender):
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
-        self.embedding_size = _positive_int(config, "embedding_size")
-        self.structural_encoding = _option(config, "structural_encoding", ("svd", "none"))
-        self.use_attention = _option(config, "attention", (True, False))
-        self.degree_mask = _option(config, "degree_mask", ("sin", "none", "adjacency"))
-        feature_map = _option(config, "feature_map", FEATURE_MAPS)
-        self.score = _option(config, "score", ("dot", "cosine"))
-        qk_init = _option(config, "qk_init", ("xavier", "identity"))
-        n_layers = _positive_int(config, "n_layers")
-        n_heads = _positive_int(config, "n_heads")
-        n_features = _positive_int(config, "n_features", optional=True)
+        self.embedding_size = positive_int(config, "embedding_size", "MGFormer")
+        self.structural_encoding = choice(config, "structural_encoding", ("svd", "none"), "MGFormer")
+        self.use_attention = choice(config, "attention", (True, False), "MGFormer")
+        self.degree_mask = choice(config, "degree_mask", ("sin", "none", "adjacency"), "MGFormer")
+        feature_map = choice(config, "feature_map", FEATURE_MAPS, "MGFormer")
+        self.score = choice(config, "score", ("dot", "cosine"), "MGFormer")
+        qk_init = choice(config, "qk_init", ("xavier", "identity"), "MGFormer")
+        n_layers = positive_int(config, "n_layers", "MGFormer")
+        n_heads = positive_int(config, "n_heads", "MGFormer")
+        n_features = positive_int(config, "n_features", "MGFormer", optional=True)
         self.uniformity_weight = float(config["uniformity_weight"])
         self.feature_redraw_interval = int(config["feature_redraw_interval"] or 0)
         self.seed = int(config["seed"])
@@ -132,11 +114,11 @@ class MGFormer(GeneralRecommender):
         self.width = width
 
         degrees = np.concatenate([interactions.getnnz(axis=1), interactions.getnnz(axis=0)])
-        max_exact_degree = _positive_int(config, "max_exact_degree")
+        max_exact_degree = positive_int(config, "max_exact_degree", "MGFormer")
         self.register_buffer("degree_bucket", torch.from_numpy(degree_buckets(degrees, max_exact_degree)))
         self.degree_embedding = nn.Embedding(
             n_degree_buckets(int(degrees.max(initial=0)), max_exact_degree),
-            _positive_int(config, "degree_embedding_size"),
+            positive_int(config, "degree_embedding_size", "MGFormer"),
         )
         self.degree_projection = nn.Linear(self.degree_embedding.embedding_dim, 1)
         if self.degree_mask == "adjacency":

@@ -1,0 +1,50 @@
+"""Base classes shared by this package's models."""
+
+import torch
+from recbole.model.abstract_recommender import GeneralRecommender
+
+from recbole_mgformer.model.graph import normalized_adjacency
+
+
+class GraphRecommender(GeneralRecommender):
+    """A general recommender whose user and item representations come from the whole training graph.
+
+    It builds ``D^-1/2 A D^-1/2`` from the training interactions once (the dataset a model receives is
+    the training split), and computes every node's representation once per evaluation, cached in
+    ``restore_user_e`` / ``restore_item_e`` until the model next changes mode.
+    Subclasses implement ``forward() -> (users (n_users, d), items (n_items, d))``.
+    """
+
+    def __init__(self, config, dataset):
+        super().__init__(config, dataset)
+        adjacency = normalized_adjacency(dataset.inter_matrix(form="coo"))
+        self.register_buffer("adjacency", adjacency, persistent=False)  # rebuilt from the data, never saved
+        self.restore_user_e = None
+        self.restore_item_e = None
+
+    def forget_representations(self):
+        self.restore_user_e, self.restore_item_e = None, None
+
+    def train(self, mode=True):
+        self.forget_representations()
+        return super().train(mode)
+
+    def representations(self):
+        """All users' and items' representations for scoring, cached outside training."""
+        if self.training:
+            return self.forward()
+        if self.restore_user_e is None or self.restore_item_e is None:
+            self.restore_user_e, self.restore_item_e = self.forward()
+        return self.restore_user_e, self.restore_item_e
+
+    def predict(self, interaction):
+        users, items = self.representations()
+        return (users[interaction[self.USER_ID]] * items[interaction[self.ITEM_ID]]).sum(dim=-1)
+
+    def full_sort_predict(self, interaction):
+        users, items = self.representations()
+        return (users[interaction[self.USER_ID]] @ items.T).view(-1)
+
+    def split_nodes(self, nodes):
+        """(n, d) -> users (n_users, d), items (n_items, d)."""
+        return torch.split(nodes, [self.n_users, self.n_items])

@@ -1,0 +1,77 @@
+"""SimGCL (Yu et al., SIGIR 2022): LightGCN with contrastive views made by uniform noise.
+
+Each view adds ``eps * sign(e) * normalize(u)`` to every layer's output (Eq. 7 of the SimGCL paper); the
+InfoNCE loss between two views of the batch's users and items, weighted by ``lambda``, joins the BPR loss.
+As in the authors' code the representation averages layers 1..L, leaving out the ego embeddings.
+"""
+
+import torch
+import torch.nn as nn
+from recbole.model.init import xavier_uniform_initialization
+from recbole.model.loss import EmbLoss
+from recbole.utils import InputType
+
+from recbole_mgformer.model.abstract_recommender import GraphRecommender
+from recbole_mgformer.model.graph import lightgcn_layers, sign_preserving_noise
+from recbole_mgformer.model.loss import bpr_loss, info_nce_loss
+from recbole_mgformer.model.options import non_negative_float, positive_float, positive_int
+
+
+class SimGCL(GraphRecommender):
+    r"""SimGCL; see ``properties/model/SimGCL.yaml`` for its options."""
+
+    input_type = InputType.PAIRWISE
+
+    def __init__(self, config, dataset):
+        super().__init__(config, dataset)
+        name = type(self).__name__
+        self.embedding_size = positive_int(config, "embedding_size", name)
+        self.n_layers = positive_int(config, "n_layers", name)
+        self.eps = non_negative_float(config, "eps", name)
+        self.tau = positive_float(config, "tau", name)
+        self.cl_weight = non_negative_float(config, "lambda", name)
+        self.reg_weight = non_negative_float(config, "reg_weight", name)
+        self.user_embedding = nn.Embedding(self.n_users, self.embedding_size)
+        self.item_embedding = nn.Embedding(self.n_items, self.embedding_size)
+        self.reg_loss = EmbLoss()
+        self.noise_generator = torch.Generator(device=self.device).manual_seed(int(config["seed"]))
+        self.apply(xavier_uniform_initialization)
+
+    def ego_embeddings(self):
+        return torch.cat([self.user_embedding.weight, self.item_embedding.weight])
+
+    def perturb(self, x):
+        return sign_preserving_noise(x, self.eps, self.noise_generator)
+
+    def layer_outputs(self, perturbed=False):
+        """``[E_1, ..., E_L]``, each (n, d), with noise after every layer when ``perturbed``."""
+        return lightgcn_layers(self.adjacency, self.ego_embeddings(), self.n_layers,
+                               self.perturb if perturbed else None)
+
+    def forward(self, perturbed=False):
+        return self.split_nodes(torch.stack(self.layer_outputs(perturbed)).mean(dim=0))
+
+    def contrastive_loss(self, users, items, view1, view2):
+        """InfoNCE on the batch's distinct users and items; views are (users, items) pairs."""
+        users, items = torch.unique(users), torch.unique(items)
+        return (info_nce_loss(view1[0][users], view2[0][users], self.tau)
+                + info_nce_loss(view1[1][items], view2[1][items], self.tau))
+
+    def recommendation_loss(self, interaction, user_all, item_all):
+        """BPR on the batch's triples plus L2 on the ego embeddings they touch."""
+        users = interaction[self.USER_ID]
+        positives, negatives = interaction[self.ITEM_ID], interaction[self.NEG_ITEM_ID]
+        user_e = user_all[users]
+        loss = bpr_loss((user_e * item_all[positives]).sum(-1), (user_e * item_all[negatives]).sum(-1))
+        regulariser = self.reg_loss(self.user_embedding(users), self.item_embedding(positives),
+                                    self.item_embedding(negatives), require_pow=True)
+        return loss + self.reg_weight * regulariser.squeeze()
+
+    def calculate_loss(self, interaction):
+        self.forget_representations()
+        loss = self.recommendation_loss(interaction, *self.forward())
+        if self.cl_weight:
+            users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
+            cl = self.contrastive_loss(users, items, self.forward(perturbed=True), self.forward(perturbed=True))
+            loss = loss + self.cl_weight * cl
+        return loss

@@ -1,0 +1,81 @@
+"""LightGCN propagation (He et al., SIGIR 2020) on ``torch.sparse``: one adjacency builder and one
+propagation, shared by SimGCL, XSimGCL and DirectAU's LightGCN encoder.
+
+Shapes: ``n = n_users + n_items`` nodes, ``d`` embedding size.
+"""
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+
+
+def normalized_adjacency(interactions):
+    """``D^-1/2 A D^-1/2`` of the bipartite graph ``A = [[0, R], [R^T, 0]]``, a sparse CSR (n, n) float32 tensor.
+
+    ``interactions`` is the (n_users, n_items) training matrix; repeated pairs count once, and a node
+    without interactions gets an all-zero row and column instead of a division by zero.
+    """
+    binary = sp.csr_matrix(interactions, dtype=np.float32)
+    binary.sum_duplicates()
+    binary.data[:] = 1.0
+    adjacency = sp.bmat([[None, binary], [binary.T, None]], format="coo", dtype=np.float32)
+    degrees = np.asarray(adjacency.sum(axis=1)).ravel()
+    inverse_sqrt = np.zeros_like(degrees)
+    np.power(degrees, -0.5, out=inverse_sqrt, where=degrees > 0)
+    values = inverse_sqrt[adjacency.row] * adjacency.data * inverse_sqrt[adjacency.col]
+    indices = torch.from_numpy(np.vstack([adjacency.row, adjacency.col]).astype(np.int64))
+    coo = torch.sparse_coo_tensor(indices, torch.from_numpy(values), adjacency.shape, check_invariants=True)
+    with warnings.catch_warnings():  # CSR is "beta" in torch, and the fastest sparse format for A_hat @ x
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return coo.coalesce().to_sparse_csr()
+
+
+class _SymmetricSparseMatmul(torch.autograd.Function):
+    """``A @ x`` for a symmetric sparse ``A``: the backward reuses ``A`` as its own transpose, which
+    makes forward plus backward about 3x faster on CPU than ``torch.sparse.mm``'s transposing backward."""
+
+    @staticmethod
+    def forward(ctx, adjacency, x):
+        ctx.adjacency = adjacency
+        return adjacency @ x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, ctx.adjacency @ grad
+
+
+def symmetric_sparse_matmul(adjacency, x):
+    """``adjacency @ x`` (n, d), differentiable in ``x``; ``adjacency`` must be symmetric."""
+    return _SymmetricSparseMatmul.apply(adjacency, x)
+
+
+def lightgcn_layers(adjacency, embeddings, n_layers, perturb=None):
+    """``[E_1, ..., E_L]`` with ``E_l = A_hat E_{l-1}`` from ``E_0 = embeddings`` (n, d); ``A_hat`` symmetric.
+
+    ``perturb``, when given, maps each layer's output before the next layer sees it (SimGCL's noise).
+    """
+    layers, x = [], embeddings
+    for _ in range(n_layers):
+        x = symmetric_sparse_matmul(adjacency, x)
+        if perturb is not None:
+            x = perturb(x)
+        layers.append(x)
+    return layers
+
+
+def lightgcn_propagate(adjacency, embeddings, n_layers):
+    """LightGCN's output: the mean of ``E_0, E_1, ..., E_L``, (n, d)."""
+    return torch.stack([embeddings, *lightgcn_layers(adjacency, embeddings, n_layers)]).mean(dim=0)
+
+
+def sign_preserving_noise(x, eps, generator):
+    """SimGCL's perturbation ``x + eps * sign(x) * normalize(u)`` with ``u ~ U(0, 1)^d`` per row.
+
+    The noise points into ``x``'s own orthant, so every coordinate keeps its sign and each row moves by
+    exactly ``eps``: a small rotation of the representation rather than a random jump.
+    """
+    uniform = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype)
+    return x + eps * torch.sign(x) * F.normalize(uniform, dim=-1)

@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from recbole_mgformer.model.graph import (lightgcn_layers, lightgcn_propagate, normalized_adjacency,
+                                          sign_preserving_noise, symmetric_sparse_matmul)
+
+
+def dense_normalized_adjacency(interactions):
+    """``D^-1/2 A D^-1/2`` written out on a dense matrix, isolated nodes left at zero."""
+    r = (np.asarray(interactions.todense()) > 0).astype(np.float64)
+    n_users, n_items = r.shape
+    a = np.zeros((n_users + n_items, n_users + n_items))
+    a[:n_users, n_users:], a[n_users:, :n_users] = r, r.T
+    degree = a.sum(axis=1)
+    scale = np.array([d ** -0.5 if d > 0 else 0.0 for d in degree])
+    return scale[:, None] * a * scale[None, :]
+
+
+@pytest.fixture
+def small_graph():
+    """4 users, 5 items; user 3 and item 4 have no interactions; (0, 1) appears twice."""
+    users = np.array([0, 0, 0, 1, 1, 2, 2, 0])
+    items = np.array([0, 1, 2, 1, 3, 0, 3, 1])
+    return sp.coo_matrix((np.ones(len(users), dtype=np.float32), (users, items)), shape=(4, 5))
+
+
+def test_normalized_adjacency_equals_the_dense_formula(small_graph):
+    adjacency = normalized_adjacency(small_graph)
+    assert adjacency.layout == torch.sparse_csr and adjacency.shape == (9, 9)
+    np.testing.assert_allclose(adjacency.to_dense().numpy(), dense_normalized_adjacency(small_graph), rtol=1e-6)
+
+
+def test_isolated_nodes_get_zero_rows_not_nan(small_graph):
+    dense = normalized_adjacency(small_graph).to_dense()
+    assert torch.isfinite(dense).all()
+    assert dense[3].abs().sum() == 0 and dense[4 + 4].abs().sum() == 0
+
+
+def test_lightgcn_propagation_equals_dense_powers_of_the_adjacency(small_graph):
+    embeddings = torch.randn(9, 3, generator=torch.Generator().manual_seed(0))
+    adjacency = normalized_adjacency(small_graph)
+    a = torch.from_numpy(dense_normalized_adjacency(small_graph)).float()
+    powers = [embeddings, a @ embeddings, a @ a @ embeddings, a @ a @ a @ embeddings]
+    torch.testing.assert_close(lightgcn_layers(adjacency, embeddings, 3), powers[1:])
+    torch.testing.assert_close(lightgcn_propagate(adjacency, embeddings, 3), torch.stack(powers).mean(dim=0))
+
+
+def test_propagation_gradient_equals_the_dense_gradient(small_graph):
+    embeddings = torch.randn(9, 3, requires_grad=True)
+    weights = torch.randn(9, 3)
+    (lightgcn_propagate(normalized_adjacency(small_graph), embeddings, 2) * weights).sum().backward()
+    a = torch.from_numpy(dense_normalized_adjacency(small_graph)).float()
+    dense = embeddings.detach().clone().requires_grad_()
+    (torch.stack([dense, a @ dense, a @ a @ dense]).mean(dim=0) * weights).sum().backward()
+    torch.testing.assert_close(embeddings.grad, dense.grad)
+
+
+def test_symmetric_matmul_passes_gradcheck(small_graph):
+    adjacency = torch.from_numpy(dense_normalized_adjacency(small_graph)).to_sparse_csr()
+    x = torch.randn(9, 2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: symmetric_sparse_matmul(adjacency, v), (x,))
+
+
+def test_simgcl_noise_keeps_every_sign_and_has_norm_eps():
+    x = torch.randn(50, 8, generator=torch.Generator().manual_seed(1))
+    perturbed = sign_preserving_noise(x, 0.1, torch.Generator().manual_seed(2))
+    noise = perturbed - x
+    assert torch.equal(torch.sign(perturbed), torch.sign(x))
+    assert torch.equal(torch.sign(noise), torch.sign(x))
+    torch.testing.assert_close(noise.norm(dim=1), torch.full((50,), 0.1))
+
+
+def test_simgcl_noise_comes_from_the_generator_it_is_given():
+    x = torch.randn(6, 4)
+    first = sign_preserving_noise(x, 0.2, torch.Generator().manual_seed(7))
+    torch.testing.assert_close(first, sign_preserving_noise(x, 0.2, torch.Generator().manual_seed(7)))
+    assert not torch.equal(first, sign_preserving_noise(x, 0.2, torch.Generator().manual_seed(8)))
