@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from recbole_mgformer.quick_start import build_config, prepare
 
@@ -56,3 +57,29 @@ def tiny_setup(tiny_data):
         return config, model_instance, trainer, data
 
     return make
+
+
+def dense_normalized_adjacency(interactions):
+    """``D^-1/2 A D^-1/2`` of ``A = [[0, R], [R^T, 0]]`` written out densely, isolated nodes left at zero;
+    ``interactions`` is a scipy (n_users, n_items) matrix. Returns a float64 numpy array."""
+    r = (np.asarray(interactions.todense()) > 0).astype(np.float64)
+    n_users, n_items = r.shape
+    a = np.zeros((n_users + n_items, n_users + n_items))
+    a[:n_users, n_users:], a[n_users:, :n_users] = r, r.T
+    degree = a.sum(axis=1)
+    scale = np.array([d ** -0.5 if d > 0 else 0.0 for d in degree])
+    return scale[:, None] * a * scale[None, :]
+
+
+@pytest.fixture
+def dense_adjacency():
+    """``dense(train_data) -> (n, n) float32 tensor``: the reference adjacency of a training split."""
+    return lambda train: torch.from_numpy(dense_normalized_adjacency(train._dataset.inter_matrix(form="coo"))).float()
+
+
+@pytest.fixture(scope="session")
+def ml100k_pop():
+    """Pop's result on ml-100k under the project's protocol, the floor every trained model must clear."""
+    from recbole_mgformer import run_recommender
+
+    return run_recommender("Pop", "ml-100k", config_dict={"show_progress": False, "state": "WARNING"}, saved=False)

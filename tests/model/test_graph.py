@@ -2,20 +2,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from conftest import dense_normalized_adjacency
 
 from recbole_mgformer.model.graph import (lightgcn_layers, lightgcn_propagate, normalized_adjacency,
                                           sign_preserving_noise, symmetric_sparse_matmul)
-
-
-def dense_normalized_adjacency(interactions):
-    """``D^-1/2 A D^-1/2`` written out on a dense matrix, isolated nodes left at zero."""
-    r = (np.asarray(interactions.todense()) > 0).astype(np.float64)
-    n_users, n_items = r.shape
-    a = np.zeros((n_users + n_items, n_users + n_items))
-    a[:n_users, n_users:], a[n_users:, :n_users] = r, r.T
-    degree = a.sum(axis=1)
-    scale = np.array([d ** -0.5 if d > 0 else 0.0 for d in degree])
-    return scale[:, None] * a * scale[None, :]
 
 
 @pytest.fixture

@@ -1,0 +1,66 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from recbole_mgformer import run_recommender
+from recbole_mgformer.model.general_recommender.directau import DirectAU
+
+from references import ML100K_FAST
+
+
+def direct_directau_loss(users, items, gamma):
+    """DirectAU's loss as its paper writes it: L_uniform averages the user and item terms."""
+    users, items = F.normalize(users, dim=1), F.normalize(items, dim=1)
+    align = (users - items).norm(dim=1).pow(2).mean()
+
+    def uniform(x):
+        return torch.pdist(x).pow(2).mul(-2).exp().mean().log()
+
+    return align + gamma * (uniform(users) + uniform(items)) / 2
+
+
+def test_lightgcn_encoder_equals_the_dense_reference(tiny_setup, dense_adjacency):
+    _, model, _, (train, _, _) = tiny_setup("DirectAU", encoder="LightGCN", n_layers=3)
+    a = dense_adjacency(train)
+    e0 = torch.cat([model.user_embedding.weight, model.item_embedding.weight]).detach()
+    expected = torch.stack([e0, a @ e0, a @ a @ e0, a @ a @ a @ e0]).mean(dim=0)
+    with torch.no_grad():
+        users, items = model()
+    torch.testing.assert_close(torch.cat([users, items]), expected)
+
+
+def test_mf_encoder_is_the_embeddings(tiny_setup):
+    _, model, _, _ = tiny_setup("DirectAU", encoder="MF")
+    users, items = model()
+    assert torch.equal(users, model.user_embedding.weight) and torch.equal(items, model.item_embedding.weight)
+
+
+@pytest.mark.parametrize("encoder", ["MF", "LightGCN"])
+def test_loss_is_directau_as_its_paper_writes_it(tiny_setup, encoder):
+    _, model, _, (train, _, _) = tiny_setup("DirectAU", encoder=encoder, gamma=0.7)
+    batch = next(iter(train))
+    users, items = model()
+    expected = direct_directau_loss(users[batch[model.USER_ID]], items[batch[model.ITEM_ID]], 0.7)
+    torch.testing.assert_close(model.calculate_loss(batch), expected)
+
+
+@pytest.mark.parametrize("encoder", ["MF", "LightGCN"])
+def test_both_encoders_train(tiny_setup, encoder):
+    _, model, trainer, (train, _, _) = tiny_setup("DirectAU", encoder=encoder, learning_rate=0.01)
+    batch = next(iter(train))
+    before = model.calculate_loss(batch).item()
+    for _ in range(3):
+        trainer._train_epoch(train, 0, show_progress=False)
+    assert model.calculate_loss(batch).item() < before
+
+
+def test_unknown_encoder_is_refused(tiny_setup):
+    with pytest.raises(ValueError, match="DirectAU: unknown encoder 'GCN'; choose one of MF, LightGCN"):
+        tiny_setup("DirectAU", encoder="GCN")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("encoder", ["MF", "LightGCN"])
+def test_learns_on_ml_100k_far_above_popularity(ml100k_pop, encoder):
+    result = run_recommender(DirectAU, "ml-100k", config_dict={**ML100K_FAST, "encoder": encoder})
+    assert result["test_result"]["ndcg@20"] > 1.3 * ml100k_pop["test_result"]["ndcg@20"]
