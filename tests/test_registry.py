@@ -1,13 +1,15 @@
 import pytest
 
-from recbole_mgformer.model.general_recommender import MGFormer
+from recbole_mgformer.model.general_recommender import DirectAU, MGFormer, SimGCL, XSimGCL
 from recbole_mgformer.registry import available_models, get_model, get_trainer
 from recbole_mgformer.trainer import SafeCheckpointMixin
 
 
-def test_project_models_resolve_first_and_case_insensitively():
-    assert get_model("MGFormer") is MGFormer
-    assert get_model("mgformer") is MGFormer
+@pytest.mark.parametrize("cls", [MGFormer, SimGCL, XSimGCL, DirectAU], ids=lambda cls: cls.__name__)
+def test_project_models_resolve_first_and_case_insensitively(cls):
+    assert get_model(cls.__name__) is cls
+    assert get_model(cls.__name__.lower()) is cls
+    assert cls.__name__ in available_models()
 
 
 @pytest.mark.parametrize("name", ["BPR", "LightGCN", "SGL", "Pop"])
