@@ -3,7 +3,7 @@ import torch
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.model.general_recommender.simgcl import SimGCL
-from references import ML100K_FAST, direct_bpr_and_reg, direct_info_nce, noisy
+from references import ML100K_SHORT_FAST_RATE, direct_bpr_and_reg, direct_info_nce, noisy
 
 def test_forward_averages_layers_one_to_l_of_the_dense_propagation(tiny_setup, dense_adjacency):
     _, model, _, (train, _, _) = tiny_setup("SimGCL", n_layers=3)
@@ -79,5 +79,5 @@ def test_resolves_by_name_and_trains_through_the_runner(tiny_data):
 
 @pytest.mark.slow
 def test_learns_on_ml_100k_far_above_popularity(ml100k_pop):
-    result = run_recommender(SimGCL, "ml-100k", config_dict=ML100K_FAST)
+    result = run_recommender(SimGCL, "ml-100k", config_dict=ML100K_SHORT_FAST_RATE)
     assert result["test_result"]["ndcg@20"] > 1.3 * ml100k_pop["test_result"]["ndcg@20"]
