@@ -76,7 +76,7 @@ def _shown(path):
     return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
-def render(records, order, notes=None, runs_dir=ROOT / "results" / "runs" / "ml-100k"):
+def render(records, order, notes=None, runs_dir=ROOT / "results" / "runs" / "ml-100k", title="ml-100k"):
     rows = ["| variant | seeds | valid Recall@20 | valid NDCG@20 | test Recall@20 | test NDCG@20 | minutes |",
             "|---|---|---|---|---|---|---|"]
     by_variant = {}
@@ -89,7 +89,7 @@ def render(records, order, notes=None, runs_dir=ROOT / "results" / "runs" / "ml-
         minutes = statistics.mean(r["seconds"] for r in group) / 60
         rows.append(f"| {name} | {len(group)} | " + " | ".join(cells) + f" | {minutes:.1f} |")
     provenance = sorted({(r["commit"], r["machine"], r["versions"]["torch"], r["versions"]["recbole"]) for r in records})
-    lines = ["# ml-100k", "",
+    lines = [f"# {title}", "",
              "Protocol: all ratings as implicit interactions; each user's interactions split at random 8:1:1 "
              "(train/valid/test); every item ranked for every user, training items excluded; the epoch with the "
              "best valid NDCG@20 is tested. Each model runs with its defaults from `properties/model/` "
@@ -126,7 +126,7 @@ def main(argv=None):
             for name, (model, overrides) in variants.items():
                 run_variant(name, model, overrides, seed, runs_dir, Path(workdir))
     notes = NOTES if table == ROOT / "results" / "ml-100k.md" else None
-    table.write_text(render(read_records(runs_dir), list(VARIANTS), notes, runs_dir))
+    table.write_text(render(read_records(runs_dir), list(VARIANTS), notes, runs_dir, table.stem))
     print(f"wrote {table}")
 
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 
 def git_commit(cwd=None):
+    """Short HEAD commit, ``-dirty`` when tracked files outside ``results/`` differ from it
+    (benchmarks rewrite their own tables in results/ while they run)."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=cwd, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"], capture_output=True,
                                text=True, cwd=cwd, check=True).stdout.strip()
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):

@@ -1,0 +1,28 @@
+import subprocess
+
+from recbole_mgformer.records import git_commit, read_records, write_record
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
+                   capture_output=True)
+
+
+def test_commit_is_dirty_for_code_changes_but_not_for_results(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "table.md").write_text("old\n")
+    (tmp_path / "model.py").write_text("x = 1\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "first")
+    clean = git_commit(tmp_path)
+    assert len(clean) >= 7 and not clean.endswith("-dirty")
+    (tmp_path / "results" / "table.md").write_text("new\n")  # a benchmark rewriting its table
+    assert git_commit(tmp_path) == clean
+    (tmp_path / "model.py").write_text("x = 2\n")
+    assert git_commit(tmp_path) == clean + "-dirty"
+
+
+def test_records_round_trip(tmp_path):
+    write_record(tmp_path / "a.json", {"variant": "A", "valid": {"ndcg@20": 0.5}})
+    assert read_records(tmp_path) == [{"variant": "A", "valid": {"ndcg@20": 0.5}}]
