@@ -1,0 +1,271 @@
+"""Leaderboards: train models on datasets over seeds, one JSON record per run, then render the tables.
+
+    python -m recbole_mgformer.benchmark --models MGFormer,DirectAU,SimGCL,XSimGCL,SGL,LightGCN,BPR \\
+        --datasets amazon-beauty --seeds 0,1,2
+    python -m recbole_mgformer.benchmark --models "MGFormer-ablations" --datasets amazon-beauty --seeds 0
+    python -m recbole_mgformer.benchmark --render-only
+
+A model entry is a name, a name with overrides in brackets (``MGFormer[degree_mask=none; feature_map=elu]``),
+or ``MGFormer-ablations`` for the paper's Table 3 ablations and ``attention: False``. Each run writes
+``results/runs/<dataset>/<variant>-seed<seed>.json``; a run whose record exists is skipped, so a long
+benchmark resumes across sessions and machines. ``results/leaderboard.md`` is rendered from all records.
+"""
+
+import argparse
+import re
+import statistics
+import sys
+import tempfile
+import time
+from logging import getLogger
+from pathlib import Path
+
+from recbole.utils import init_logger, init_seed
+
+from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.data.sources import ensure_dataset
+from recbole_mgformer.quick_start import build_config, prepare
+from recbole_mgformer.records import git_commit, machine, package_versions, read_records, write_record
+from recbole_mgformer.trainer import plain_value
+
+ROOT = Path(__file__).resolve().parents[1]
+METRICS = ("recall@20", "ndcg@20")
+ABLATIONS = [
+    "MGFormer",
+    "MGFormer[structural_encoding=none]",
+    "MGFormer[degree_mask=none]",
+    "MGFormer[degree_mask=adjacency]",
+    "MGFormer[feature_map=elu]",
+    "MGFormer[feature_map=focused]",
+    "MGFormer[attention=False]",
+]
+# The MGFormer paper's Table 2 (Recall@20, NDCG@20), under the protocol of properties/dataset/<name>.yaml.
+PAPER = {
+    "amazon-beauty": {
+        "BPR": (0.1153, 0.0534), "LightGCN": (0.1201, 0.0581), "SGL": (0.1228, 0.0644),
+        "SimGCL": (0.1367, 0.0682), "DirectAU": (0.1465, 0.0710), "MGFormer": (0.1531, 0.0748),
+    },
+}
+
+
+def split_models(text):
+    """Split on commas outside brackets, and expand ``MGFormer-ablations``."""
+    entries, depth, current = [], 0, ""
+    for char in text:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            entries.append(current.strip())
+            current = ""
+        else:
+            current += char
+    entries.append(current.strip())
+    expanded = []
+    for entry in filter(None, entries):
+        expanded += ABLATIONS if entry.lower() == "mgformer-ablations" else [entry]
+    return list(dict.fromkeys(expanded))
+
+
+def parse_entry(entry):
+    """``'MGFormer[degree_mask=none; n_heads=2]'`` -> ``('MGFormer', {'degree_mask': 'none', 'n_heads': 2})``."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9_]+)\s*(?:\[(.*)\])?\s*", entry)
+    if not match:
+        raise ValueError(f"model entry {entry!r} must be NAME or NAME[key=value; key=value]")
+    name, inside = match.groups()
+    overrides = {}
+    if inside:
+        pairs = [p.strip() for p in inside.split(";") if p.strip()]
+        bad = [p for p in pairs if "=" not in p]
+        if bad:
+            raise ValueError(f"model entry {entry!r}: {bad[0]!r} is not key=value")
+        overrides = parse_overrides([f"--{p}" for p in pairs])
+    return name, overrides
+
+
+def variant_name(model, overrides):
+    if not overrides:
+        return model
+    return model + " " + " ".join(f"{k}={v}" for k, v in overrides.items())
+
+
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+
+
+class RunTimer:
+    """Times a trainer's epochs and keeps its validation scores, by wrapping the two methods ``fit`` calls."""
+
+    def __init__(self, trainer):
+        self.train_seconds, self.valid_seconds, self.valid_scores = [], [], []
+        train_epoch, valid_epoch = trainer._train_epoch, trainer._valid_epoch
+
+        def timed_train_epoch(*args, **kwargs):
+            started = time.perf_counter()
+            result = train_epoch(*args, **kwargs)
+            self.train_seconds.append(time.perf_counter() - started)
+            return result
+
+        def timed_valid_epoch(*args, **kwargs):
+            started = time.perf_counter()
+            score, result = valid_epoch(*args, **kwargs)
+            self.valid_seconds.append(time.perf_counter() - started)
+            self.valid_scores.append((len(self.train_seconds) - 1, score))
+            return score, result
+
+        trainer._train_epoch, trainer._valid_epoch = timed_train_epoch, timed_valid_epoch
+
+    def best_epoch(self, bigger=True):
+        """The first epoch with the best validation score, as RecBole's early stopping keeps it."""
+        best = None
+        for epoch, score in self.valid_scores:
+            if best is None or (score > best[1] if bigger else score < best[1]):
+                best = (epoch, score)
+        return None if best is None else best[0]
+
+
+def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, extra, workdir):
+    """Train and test one (variant, dataset, seed); returns the record, or None when it already exists."""
+    variant = variant_name(model, overrides)
+    record_path = Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
+    if record_path.exists():
+        return None
+    ensure_dataset(dataset, data_path)
+    config_dict = {"seed": seed, "data_path": data_path, "checkpoint_dir": str(Path(workdir) / "saved"),
+                   "show_progress": False, **extra, **overrides}
+    config, _ = build_config(model, dataset, config_files, config_dict)
+    init_seed(config["seed"], config["reproducibility"])
+    init_logger(config)
+    model_instance, trainer, (train_data, valid_data, test_data) = prepare(config)
+    timer = RunTimer(trainer)
+    started = time.perf_counter()
+    _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=config["show_progress"])
+    fit_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    test_result = trainer.evaluate(test_data, load_best_model=True, show_progress=config["show_progress"])
+    test_seconds = time.perf_counter() - started
+    record = {
+        "dataset": dataset, "model": model, "variant": variant, "overrides": overrides, "seed": seed,
+        "valid": dict(best_valid_result), "test": dict(test_result),
+        "best_epoch": timer.best_epoch(config["valid_metric_bigger"]), "epochs": len(timer.train_seconds),
+        "train_seconds_per_epoch": round(statistics.mean(timer.train_seconds), 3) if timer.train_seconds else None,
+        "valid_seconds_per_evaluation": round(statistics.mean(timer.valid_seconds), 3) if timer.valid_seconds else None,
+        "test_seconds": round(test_seconds, 3), "fit_seconds": round(fit_seconds, 1),
+        "parameters": sum(p.numel() for p in model_instance.parameters() if p.requires_grad),
+        "device": str(config["device"]), "machine": machine(),
+        "commit": git_commit(ROOT), "versions": package_versions(),
+        "config": plain_value({k: v for k, v in config.final_config_dict.items() if not k.startswith("_")}),
+    }
+    write_record(record_path, record)
+    return record
+
+
+def _mean_std(values):
+    if len(values) == 1:
+        return values[0], None
+    return statistics.mean(values), statistics.stdev(values)
+
+
+def _cell(mean, std, bold):
+    text = f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "")
+    return f"**{text}**" if bold else text
+
+
+def render_dataset(dataset, records):
+    """One markdown table like the paper's Table 2 for one dataset's records."""
+    groups = {}
+    for record in records:
+        groups.setdefault(record["variant"], []).append(record)
+    rows = []
+    for variant, group in groups.items():
+        stats = {m: _mean_std([r["test"][m] for r in group]) for m in METRICS}
+        rows.append({"variant": variant, "model": group[0]["model"], "records": group, "stats": stats,
+                     "valid": _mean_std([r["valid"]["ndcg@20"] for r in group])[0]})
+    rows.sort(key=lambda row: -row["stats"]["ndcg@20"][0])
+    paper = PAPER.get(dataset, {})
+    best = {m: max(row["stats"][m][0] for row in rows) for m in METRICS}
+    header = ("| model | seeds | test Recall@20 | test NDCG@20 | valid NDCG@20 | paper Recall@20 | paper NDCG@20 "
+              "| best epoch | epochs | s / epoch | parameters |")
+    lines = [f"## {dataset}", "", header, "|" + "---|" * 11]
+    for row in rows:
+        group = row["records"]
+        paper_cells = [f"{v:.4f}" for v in paper[row["variant"]]] if row["variant"] in paper else ["", ""]
+        lines.append("| " + " | ".join([
+            row["variant"], str(len(group)),
+            *(_cell(*row["stats"][m], bold=row["stats"][m][0] == best[m]) for m in METRICS),
+            f"{row['valid']:.4f}", *paper_cells,
+            f"{statistics.mean(r['best_epoch'] for r in group if r['best_epoch'] is not None):.0f}"
+            if any(r["best_epoch"] is not None for r in group) else "",
+            f"{statistics.mean(r['epochs'] for r in group):.0f}",
+            f"{statistics.mean(r['train_seconds_per_epoch'] for r in group):.1f}",
+            f"{group[0]['parameters']:,}",
+        ]) + " |")
+    lines.append("")
+    for metric in METRICS:
+        top = max(rows, key=lambda row: row["stats"][metric][0])
+        others = [row for row in rows if row["model"] != top["model"]]
+        if others:
+            runner_up = max(others, key=lambda row: row["stats"][metric][0])
+            gain = 100 * (top["stats"][metric][0] / runner_up["stats"][metric][0] - 1)
+            lines.append(f"Best test {metric}: {top['variant']}, {gain:+.2f}% over the best other model "
+                         f"({runner_up['variant']}).")
+    machines = sorted({(r["machine"], r["commit"]) for r in records})
+    lines += ["", "Runs: " + "; ".join(f"{m} at {c}" for m, c in machines)
+              + f"; seeds {sorted({r['seed'] for r in records})}.", ""]
+    return "\n".join(lines)
+
+
+def render_leaderboard(runs_dir, notes=None):
+    records = [r for folder in sorted(Path(runs_dir).iterdir()) if folder.is_dir() for r in read_records(folder)]
+    by_dataset = {}
+    for record in records:
+        if "best_epoch" in record:  # records of this command (older scripts write fewer fields)
+            by_dataset.setdefault(record["dataset"], []).append(record)
+    lines = ["# Leaderboard", "",
+             "Rendered by `python -m recbole_mgformer.benchmark` from `results/runs/<dataset>/*.json`. Test metrics are "
+             "mean ± std over seeds, at the epoch with the best validation NDCG@20 (early stopping); best in bold. "
+             "Protocols: `properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2.", ""]
+    for dataset in sorted(by_dataset):
+        lines.append(render_dataset(dataset, by_dataset[dataset]))
+    if notes is not None and Path(notes).exists():
+        lines += [Path(notes).read_text().strip(), ""]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default="MGFormer,DirectAU,SimGCL,XSimGCL,SGL,LightGCN,BPR")
+    parser.add_argument("--datasets", default="amazon-beauty")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--data_path", default="dataset", help="RecBole's data_path; known datasets are imported here")
+    parser.add_argument("--config_files", default="", help="space-separated YAML files applied to every run")
+    parser.add_argument("--results", default=str(ROOT / "results"), help="folder of runs/ and leaderboard.md")
+    parser.add_argument("--render-only", action="store_true", help="only re-render the leaderboard")
+    args, rest = parser.parse_known_args(argv)
+    extra = parse_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
+    results = Path(args.results)
+    runs_dir = results / "runs"
+    if not args.render_only:
+        entries = [parse_entry(e) for e in split_models(args.models)]
+        datasets = [d for d in args.datasets.split(",") if d]
+        seeds = [int(s) for s in args.seeds.split(",") if s]
+        jobs = [(m, o, d, s) for d in datasets for s in seeds for m, o in entries]
+        with tempfile.TemporaryDirectory() as workdir:
+            for index, (model, overrides, dataset, seed) in enumerate(jobs, start=1):
+                label = f"[{index}/{len(jobs)}] {variant_name(model, overrides)} on {dataset}, seed {seed}"
+                print(f"{label}: running", flush=True)
+                record = run_one(model, overrides, dataset, seed, runs_dir, args.data_path,
+                                 args.config_files.split(), extra, workdir)
+                if record is None:
+                    print(f"{label}: record exists, skipped", flush=True)
+                else:
+                    print(f"{label}: test recall@20 {record['test']['recall@20']:.4f} ndcg@20 "
+                          f"{record['test']['ndcg@20']:.4f}, best epoch {record['best_epoch']} of {record['epochs']}, "
+                          f"{record['train_seconds_per_epoch']:.1f} s/epoch", flush=True)
+                    getLogger().handlers.clear()  # the next run's init_logger adds its own
+    leaderboard = results / "leaderboard.md"
+    leaderboard.write_text(render_leaderboard(runs_dir, results / "notes" / "leaderboard.md"))
+    print(f"wrote {leaderboard}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Turn common public interaction formats into RecBole atomic files.
+
+    python -m recbole_mgformer.data.importer --format selfrec --name amazon-beauty --output dataset \\
+        ../shared/datasets/amazon-beauty/train.txt ../shared/datasets/amazon-beauty/test.txt
+    python -m recbole_mgformer.data.importer --format pairs --name mine --output dataset \\
+        --train train.tsv --valid valid.tsv --test test.tsv
+
+Formats, one record per line (blank lines are skipped):
+  selfrec   ``uid:i1 i2 i3``   (SELFRec)
+  lightgcn  ``u i1 i2 i3``     (LightGCN, NGCF)
+  pairs     ``user item``      (tab or spaces)
+
+Given input files, it writes one ``<name>.inter`` for RecBole to split, with a ``timestamp`` column that is
+each interaction's position in its user's history across the files in the order given (these formats carry
+no times; SELFRec's and LightGCN's files list each user's items chronologically). Given ``--train/--valid/--test``
+it writes ``<name>.train.inter``, ``.valid.inter`` and ``.test.inter`` for RecBole's ``benchmark_filename``.
+Ids stay tokens, exactly as written. A malformed line stops the import with its file and line number;
+repeated pairs and users listed without items are kept or reported, never dropped silently.
+"""
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+FORMATS = ("selfrec", "lightgcn", "pairs")
+SPLITS = ("train", "valid", "test")
+
+
+class SourceFormatError(ValueError):
+    """A line that does not follow the declared source format."""
+
+
+@dataclasses.dataclass
+class ImportSummary:
+    interactions: int = 0
+    users: int = 0
+    items: int = 0
+    repeated_pairs: int = 0           # kept: RecBole decides what repeats mean
+    users_without_items: int = 0      # listed in the source with no item: nothing to write for them
+    files: list = dataclasses.field(default_factory=list)
+
+    def __str__(self):
+        lines = [f"{self.interactions} interactions, {self.users} users, {self.items} items -> "
+                 + ", ".join(map(str, self.files))]
+        if self.repeated_pairs:
+            lines.append(f"{self.repeated_pairs} repeated (user, item) pairs kept as separate interactions")
+        if self.users_without_items:
+            lines.append(f"{self.users_without_items} users listed without items (no interaction to write)")
+        return "\n".join(lines)
+
+
+def _parse_line(fmt, line, where):
+    """``(user, [items])`` of one non-blank line."""
+    if fmt == "selfrec":
+        user, colon, rest = line.partition(":")
+        if not colon or not user.strip() or any(c.isspace() for c in user.strip()):
+            raise SourceFormatError(f"{where}: expected 'user:item item ...' (selfrec format), got {line[:80]!r}")
+        return user.strip(), rest.split()
+    fields = line.split()
+    if fmt == "lightgcn":
+        return fields[0], fields[1:]
+    if len(fields) != 2:
+        raise SourceFormatError(f"{where}: expected 2 columns 'user item' (pairs format), got {len(fields)}: "
+                                f"{line[:80]!r}; convert extra columns away or use another format")
+    return fields[0], fields[1:]
+
+
+def read_source(path, fmt):
+    """``[(user, item), ...]`` in file order, and the number of users listed without items."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    pairs, empty_users = [], 0
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            user, items = _parse_line(fmt, line.rstrip("\r\n"), f"{path}:{number}")
+            if not items:
+                empty_users += 1
+            pairs.extend((user, item) for item in items)
+    return pairs, empty_users
+
+
+def _write(path, rows, with_position):
+    header = "user_id:token\titem_id:token" + ("\ttimestamp:float" if with_position else "")
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(header + "\n")
+        for row in rows:
+            handle.write("\t".join(map(str, row)) + "\n")
+    os.replace(temporary, path)  # a reader never sees half a file
+
+
+def _summarise(summary, pairs):
+    summary.interactions += len(pairs)
+    summary.users = len({u for u, _ in pairs})
+    summary.items = len({i for _, i in pairs})
+    summary.repeated_pairs = len(pairs) - len(set(pairs))
+
+
+def import_merged(fmt, inputs, name, output):
+    """One ``<output>/<name>/<name>.inter`` from ``inputs``, with per-user positions as ``timestamp``."""
+    folder = Path(output) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    summary, pairs = ImportSummary(), []
+    for path in inputs:
+        source, empty = read_source(path, fmt)
+        pairs += source
+        summary.users_without_items += empty
+    positions, rows = {}, []
+    for user, item in pairs:
+        positions[user] = positions.get(user, -1) + 1
+        rows.append((user, item, positions[user]))
+    target = folder / f"{name}.inter"
+    _write(target, rows, with_position=True)
+    _summarise(summary, pairs)
+    summary.files = [target]
+    return summary
+
+
+def import_presplit(fmt, splits, name, output):
+    """``<name>.train.inter`` / ``.valid.inter`` / ``.test.inter`` from ``{"train": path, ...}``."""
+    missing = [s for s in SPLITS if not splits.get(s)]
+    if missing:
+        raise ValueError(f"pre-split import needs --train, --valid and --test (RecBole's benchmark_filename reads "
+                         f"all three); missing: {', '.join('--' + s for s in missing)}")
+    folder = Path(output) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    summary, everything = ImportSummary(), []
+    for split in SPLITS:
+        pairs, empty = read_source(splits[split], fmt)
+        summary.users_without_items += empty
+        target = folder / f"{name}.{split}.inter"
+        _write(target, pairs, with_position=False)
+        summary.files.append(target)
+        everything += pairs
+    _summarise(summary, everything)
+    return summary
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--format", required=True, choices=FORMATS)
+    parser.add_argument("--name", required=True, help="dataset name: files go to OUTPUT/NAME/NAME.*.inter")
+    parser.add_argument("--output", default="dataset", help="RecBole's data_path (default: dataset)")
+    parser.add_argument("inputs", nargs="*", help="files merged, in this order, into one NAME.inter")
+    for split in SPLITS:
+        parser.add_argument(f"--{split}", help=f"the {split} file of a pre-split dataset")
+    args = parser.parse_args(argv)
+    splits = {s: getattr(args, s) for s in SPLITS}
+    if args.inputs and any(splits.values()):
+        parser.error("give either input files to merge or --train/--valid/--test, not both")
+    if not args.inputs and not any(splits.values()):
+        parser.error("give input files to merge, or --train, --valid and --test")
+    try:
+        if args.inputs:
+            summary = import_merged(args.format, args.inputs, args.name, args.output)
+        else:
+            summary = import_presplit(args.format, splits, args.name, args.output)
+    except (SourceFormatError, ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
