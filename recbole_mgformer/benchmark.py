@@ -12,12 +12,11 @@ benchmark resumes across sessions and machines. ``results/leaderboard.md`` is re
 """
 
 import argparse
+import logging
 import re
 import statistics
 import sys
-import tempfile
 import time
-from logging import getLogger
 from pathlib import Path
 
 from recbole.utils import init_logger, init_seed
@@ -94,8 +93,11 @@ def slug(text):
 class RunTimer:
     """Times a trainer's epochs and keeps its validation scores, by wrapping the two methods ``fit`` calls."""
 
-    def __init__(self, trainer):
+    def __init__(self, trainer, first_epoch=0):
+        self.first_epoch = first_epoch
         self.train_seconds, self.valid_seconds, self.valid_scores = [], [], []
+        if first_epoch:  # resumed: the checkpoint holds the best epoch before this process
+            self.valid_scores.append((first_epoch - 1, trainer.best_valid_score))
         train_epoch, valid_epoch = trainer._train_epoch, trainer._valid_epoch
 
         def timed_train_epoch(*args, **kwargs):
@@ -108,13 +110,17 @@ class RunTimer:
             started = time.perf_counter()
             score, result = valid_epoch(*args, **kwargs)
             self.valid_seconds.append(time.perf_counter() - started)
-            self.valid_scores.append((len(self.train_seconds) - 1, score))
+            self.valid_scores.append((self.first_epoch + len(self.train_seconds) - 1, score))
             return score, result
 
         trainer._train_epoch, trainer._valid_epoch = timed_train_epoch, timed_valid_epoch
 
+    def epochs(self):
+        """Epochs trained in all, counting those before a resume."""
+        return self.first_epoch + len(self.train_seconds)
+
     def best_epoch(self, bigger=True):
-        """The first epoch with the best validation score, as RecBole's early stopping keeps it."""
+        """The first epoch with the best validation score, as early stopping keeps it."""
         best = None
         for epoch, score in self.valid_scores:
             if best is None or (score > best[1] if bigger else score < best[1]):
@@ -122,20 +128,32 @@ class RunTimer:
         return None if best is None else best[0]
 
 
-def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, extra, workdir):
-    """Train and test one (variant, dataset, seed); returns the record, or None when it already exists."""
+def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, extra, checkpoint_dir):
+    """Train and test one (variant, dataset, seed); returns the record, or None when it already exists.
+
+    The run's checkpoint (its best epoch so far) lives at ``checkpoint_dir/<dataset>/<variant>-seed<seed>.pth``;
+    an interrupted run resumes from it.
+    """
     variant = variant_name(model, overrides)
     record_path = Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
     if record_path.exists():
         return None
     ensure_dataset(dataset, data_path)
-    config_dict = {"seed": seed, "data_path": data_path, "checkpoint_dir": str(Path(workdir) / "saved"),
+    checkpoint = Path(checkpoint_dir) / dataset / f"{slug(variant)}-seed{seed}.pth"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    config_dict = {"seed": seed, "data_path": data_path, "checkpoint_dir": str(checkpoint.parent),
                    "show_progress": False, **extra, **overrides}
     config, _ = build_config(model, dataset, config_files, config_dict)
     init_seed(config["seed"], config["reproducibility"])
     init_logger(config)
     model_instance, trainer, (train_data, valid_data, test_data) = prepare(config)
-    timer = RunTimer(trainer)
+    resumed_from = None
+    if checkpoint.exists():
+        trainer.resume_checkpoint(checkpoint)
+        resumed_from = trainer.start_epoch
+        print(f"resuming {variant} on {dataset}, seed {seed} from epoch {resumed_from} ({checkpoint})", flush=True)
+    trainer.saved_model_file = str(checkpoint)
+    timer = RunTimer(trainer, first_epoch=trainer.start_epoch)
     started = time.perf_counter()
     _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=config["show_progress"])
     fit_seconds = time.perf_counter() - started
@@ -145,7 +163,8 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
     record = {
         "dataset": dataset, "model": model, "variant": variant, "overrides": overrides, "seed": seed,
         "valid": dict(best_valid_result), "test": dict(test_result),
-        "best_epoch": timer.best_epoch(config["valid_metric_bigger"]), "epochs": len(timer.train_seconds),
+        "best_epoch": timer.best_epoch(config["valid_metric_bigger"]), "epochs": timer.epochs(),
+        "resumed_from_epoch": resumed_from,
         "train_seconds_per_epoch": round(statistics.mean(timer.train_seconds), 3) if timer.train_seconds else None,
         "valid_seconds_per_evaluation": round(statistics.mean(timer.valid_seconds), 3) if timer.valid_seconds else None,
         "test_seconds": round(test_seconds, 3), "fit_seconds": round(fit_seconds, 1),
@@ -238,6 +257,7 @@ def main(argv=None):
     parser.add_argument("--data_path", default="dataset", help="RecBole's data_path; known datasets are imported here")
     parser.add_argument("--config_files", default="", help="space-separated YAML files applied to every run")
     parser.add_argument("--results", default=str(ROOT / "results"), help="folder of runs/ and leaderboard.md")
+    parser.add_argument("--checkpoint_dir", default="saved/benchmark", help="per-run checkpoints, for resuming")
     parser.add_argument("--render-only", action="store_true", help="only re-render the leaderboard")
     args, rest = parser.parse_known_args(argv)
     extra = parse_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
@@ -248,19 +268,18 @@ def main(argv=None):
         datasets = [d for d in args.datasets.split(",") if d]
         seeds = [int(s) for s in args.seeds.split(",") if s]
         jobs = [(m, o, d, s) for d in datasets for s in seeds for m, o in entries]
-        with tempfile.TemporaryDirectory() as workdir:
-            for index, (model, overrides, dataset, seed) in enumerate(jobs, start=1):
-                label = f"[{index}/{len(jobs)}] {variant_name(model, overrides)} on {dataset}, seed {seed}"
-                print(f"{label}: running", flush=True)
-                record = run_one(model, overrides, dataset, seed, runs_dir, args.data_path,
-                                 args.config_files.split(), extra, workdir)
-                if record is None:
-                    print(f"{label}: record exists, skipped", flush=True)
-                else:
-                    print(f"{label}: test recall@20 {record['test']['recall@20']:.4f} ndcg@20 "
-                          f"{record['test']['ndcg@20']:.4f}, best epoch {record['best_epoch']} of {record['epochs']}, "
-                          f"{record['train_seconds_per_epoch']:.1f} s/epoch", flush=True)
-                    getLogger().handlers.clear()  # the next run's init_logger adds its own
+        for index, (model, overrides, dataset, seed) in enumerate(jobs, start=1):
+            label = f"[{index}/{len(jobs)}] {variant_name(model, overrides)} on {dataset}, seed {seed}"
+            print(f"{label}: running", flush=True)
+            record = run_one(model, overrides, dataset, seed, runs_dir, args.data_path,
+                             args.config_files.split(), extra, args.checkpoint_dir)
+            if record is None:
+                print(f"{label}: record exists, skipped", flush=True)
+                continue
+            print(f"{label}: test recall@20 {record['test']['recall@20']:.4f} ndcg@20 "
+                  f"{record['test']['ndcg@20']:.4f}, best epoch {record['best_epoch']} of {record['epochs']}, "
+                  f"{record['train_seconds_per_epoch']:.1f} s/epoch", flush=True)
+            logging.getLogger().handlers.clear()  # RecBole's init_logger only configures a bare root logger
     leaderboard = results / "leaderboard.md"
     leaderboard.write_text(render_leaderboard(runs_dir, results / "notes" / "leaderboard.md"))
     print(f"wrote {leaderboard}")

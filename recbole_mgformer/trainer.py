@@ -76,6 +76,15 @@ class SafeCheckpointMixin:
         self.optimizer.load_state_dict(checkpoint["optimizer"])
         self.logger.info(f"Checkpoint loaded. Resume training from epoch {self.start_epoch}")
 
+    def fit(self, train_data, valid_data=None, verbose=True, saved=True, show_progress=False, callback_fn=None):
+        best_valid_score, best_valid_result = super().fit(train_data, valid_data, verbose, saved, show_progress,
+                                                          callback_fn)
+        if best_valid_result is None and valid_data and saved:
+            # Resumed and never improved on the checkpoint: its result is the best one, so measure it again.
+            best_valid_result = self.evaluate(valid_data, load_best_model=True, show_progress=show_progress)
+            self.best_valid_result = best_valid_result
+        return best_valid_score, best_valid_result
+
     def evaluate(self, eval_data, load_best_model=True, model_file=None, show_progress=False):
         if eval_data and load_best_model:
             checkpoint_file = model_file or self.saved_model_file

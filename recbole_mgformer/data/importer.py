@@ -85,7 +85,7 @@ def read_source(path, fmt):
 
 def _write(path, rows, with_position):
     header = "user_id:token\titem_id:token" + ("\ttimestamp:float" if with_position else "")
-    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # unique: two importers may race
     with open(temporary, "w", encoding="utf-8") as handle:
         handle.write(header + "\n")
         for row in rows:
