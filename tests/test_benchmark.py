@@ -1,0 +1,57 @@
+import json
+
+import pytest
+
+from recbole_mgformer.benchmark import ABLATIONS, main, parse_entry, render_dataset, split_models
+
+
+def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
+    entries = split_models("BPR, MGFormer[degree_mask=none; n_heads=2],MGFormer-ablations")
+    assert entries[:2] == ["BPR", "MGFormer[degree_mask=none; n_heads=2]"]
+    assert entries[2:] == ABLATIONS
+    assert parse_entry("MGFormer[degree_mask=none; n_heads=2; attention=False]") == (
+        "MGFormer", {"degree_mask": "none", "n_heads": 2, "attention": False})
+    with pytest.raises(ValueError, match="is not key=value"):
+        parse_entry("MGFormer[degree_mask]")
+    with pytest.raises(ValueError, match="must be NAME or NAME"):
+        parse_entry("MG Former")
+
+
+def record(variant, model, seed, recall, ndcg):
+    return {"variant": variant, "model": model, "seed": seed, "test": {"recall@20": recall, "ndcg@20": ndcg},
+            "valid": {"ndcg@20": ndcg}, "best_epoch": 3, "epochs": 14, "train_seconds_per_epoch": 2.0,
+            "parameters": 1000, "machine": "cpu", "commit": "abc"}
+
+
+def test_table_has_mean_std_bold_best_improvement_and_paper_numbers():
+    records = [record("MGFormer", "MGFormer", 0, 0.15, 0.07), record("MGFormer", "MGFormer", 1, 0.17, 0.08),
+               record("MGFormer degree_mask=none", "MGFormer", 0, 0.19, 0.09),
+               record("DirectAU", "DirectAU", 0, 0.14, 0.06)]
+    table = render_dataset("amazon-beauty", records)
+    assert "| MGFormer | 2 | 0.1600 ± 0.0141 | 0.0750 ± 0.0071 | 0.0750 | 0.1531 | 0.0748 |" in table
+    assert "| MGFormer degree_mask=none | 1 | **0.1900** | **0.0900** |" in table
+    assert "| DirectAU | 1 | 0.1400 | 0.0600 | 0.0600 | 0.1465 | 0.0710 |" in table
+    # the best other *model* is DirectAU, not another MGFormer variant
+    assert "Best test ndcg@20: MGFormer degree_mask=none, +50.00% over the best other model (DirectAU)." in table
+
+
+def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_data, tmp_path, capsys):
+    args = ["--models", "BPR,MGFormer[embedding_size=8]", "--datasets", "tiny", "--seeds", "0",
+            "--data_path", str(tiny_data), "--results", str(tmp_path / "results"),
+            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=2", "--state=WARNING",
+            "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    assert main(args) == 0
+    runs = tmp_path / "results" / "runs" / "tiny"
+    written = json.loads((runs / "mgformer-embedding-size-8-seed0.json").read_text())
+    assert written["overrides"] == {"embedding_size": 8} and written["config"]["embedding_size"] == 8
+    assert written["epochs"] == 2 and 0 <= written["best_epoch"] < 2 and written["parameters"] > 0
+    assert written["train_seconds_per_epoch"] > 0 and written["test_seconds"] > 0
+    for key in ("commit", "machine", "versions", "device", "valid", "test", "seed"):
+        assert key in written
+    assert "[2/2] MGFormer embedding_size=8 on tiny, seed 0: test recall@20" in capsys.readouterr().out
+    before = (runs / "bpr-seed0.json").read_text()
+    assert main(args) == 0
+    assert "record exists, skipped" in capsys.readouterr().out
+    assert (runs / "bpr-seed0.json").read_text() == before
+    leaderboard = (tmp_path / "results" / "leaderboard.md").read_text()
+    assert "## tiny" in leaderboard and "| BPR | 1 |" in leaderboard
