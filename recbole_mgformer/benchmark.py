@@ -12,6 +12,7 @@ benchmark resumes across sessions and machines. ``results/leaderboard.md`` is re
 """
 
 import argparse
+import json
 import logging
 import re
 import statistics
@@ -23,6 +24,7 @@ from recbole.utils import init_logger, init_seed
 
 from recbole_mgformer.cli import parse_overrides
 from recbole_mgformer.data.sources import ensure_dataset
+from recbole_mgformer.evaluation import GROUP_RULE, GROUPS, metrics_by_group, popularity_groups, training_counts
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import git_commit, machine, package_versions, read_records, write_record
 from recbole_mgformer.trainer import plain_value
@@ -128,25 +130,47 @@ class RunTimer:
         return None if best is None else best[0]
 
 
-def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, extra, checkpoint_dir):
-    """Train and test one (variant, dataset, seed); returns the record, or None when it already exists.
-
-    The run's checkpoint (its best epoch so far) lives at ``checkpoint_dir/<dataset>/<variant>-seed<seed>.pth``;
-    an interrupted run resumes from it.
-    """
-    variant = variant_name(model, overrides)
-    record_path = Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
-    if record_path.exists():
-        return None
+def _setup(model, overrides, dataset, seed, data_path, config_files, extra, checkpoint):
     ensure_dataset(dataset, data_path)
-    checkpoint = Path(checkpoint_dir) / dataset / f"{slug(variant)}-seed{seed}.pth"
-    checkpoint.parent.mkdir(parents=True, exist_ok=True)
     config_dict = {"seed": seed, "data_path": data_path, "checkpoint_dir": str(checkpoint.parent),
                    "show_progress": False, **extra, **overrides}
     config, _ = build_config(model, dataset, config_files, config_dict)
     init_seed(config["seed"], config["reproducibility"])
+    logging.getLogger().handlers.clear()  # RecBole's init_logger only configures a bare root logger
     init_logger(config)
-    model_instance, trainer, (train_data, valid_data, test_data) = prepare(config)
+    return config, *prepare(config)
+
+
+def popularity_metrics(trainer, train_data, test_data):
+    """Test Recall@20 / NDCG@20 by item popularity group (Fig. 2), for the weights the trainer holds."""
+    return metrics_by_group(trainer, test_data, popularity_groups(training_counts(train_data)), k=20)
+
+
+def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, extra, checkpoint_dir):
+    """Train and test one (variant, dataset, seed); returns the record, or None when it already exists.
+
+    The run's checkpoint (its best epoch so far) lives at ``checkpoint_dir/<dataset>/<variant>-seed<seed>.pth``;
+    an interrupted run resumes from it. A finished record without popularity-group metrics gets them
+    from that checkpoint.
+    """
+    variant = variant_name(model, overrides)
+    record_path = Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
+    checkpoint = Path(checkpoint_dir) / dataset / f"{slug(variant)}-seed{seed}.pth"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    if record_path.exists():
+        record = json.loads(record_path.read_text())
+        if "test_popularity" in record or not checkpoint.exists():
+            return None
+        _, _, trainer, (train_data, _, test_data) = _setup(model, overrides, dataset, seed, data_path,
+                                                           config_files, extra, checkpoint)
+        trainer.evaluate(test_data, load_best_model=True, model_file=str(checkpoint))
+        record.update(test_popularity=popularity_metrics(trainer, train_data, test_data), popularity_rule=GROUP_RULE)
+        write_record(record_path, record)
+        print(f"added popularity-group metrics to {record_path}", flush=True)
+        return None
+
+    config, model_instance, trainer, (train_data, valid_data, test_data) = _setup(
+        model, overrides, dataset, seed, data_path, config_files, extra, checkpoint)
     resumed_from = None
     if checkpoint.exists():
         trainer.resume_checkpoint(checkpoint)
@@ -163,6 +187,7 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
     record = {
         "dataset": dataset, "model": model, "variant": variant, "overrides": overrides, "seed": seed,
         "valid": dict(best_valid_result), "test": dict(test_result),
+        "test_popularity": popularity_metrics(trainer, train_data, test_data), "popularity_rule": GROUP_RULE,
         "best_epoch": timer.best_epoch(config["valid_metric_bigger"]), "epochs": timer.epochs(),
         "resumed_from_epoch": resumed_from,
         "train_seconds_per_epoch": round(statistics.mean(timer.train_seconds), 3) if timer.train_seconds else None,
@@ -232,12 +257,84 @@ def render_dataset(dataset, records):
     return "\n".join(lines)
 
 
-def render_leaderboard(runs_dir, notes=None):
-    records = [r for folder in sorted(Path(runs_dir).iterdir()) if folder.is_dir() for r in read_records(folder)]
+def records_by_dataset(runs_dir):
+    """This command's records (older scripts wrote fewer fields), by dataset."""
     by_dataset = {}
-    for record in records:
-        if "best_epoch" in record:  # records of this command (older scripts write fewer fields)
+    folders = sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()) if Path(runs_dir).is_dir() else []
+    for record in (r for folder in folders for r in read_records(folder)):
+        if "best_epoch" in record:
             by_dataset.setdefault(record["dataset"], []).append(record)
+    return by_dataset
+
+
+def popularity_table(dataset, records):
+    """Rows of (variant, group) with test Recall@20 / NDCG@20 averaged over seeds; None without records."""
+    records = [r for r in records if "test_popularity" in r]
+    if not records:
+        return None, {}
+    means = {}
+    for record in records:
+        for group in GROUPS:
+            values = record["test_popularity"][group]
+            means.setdefault(record["variant"], {}).setdefault(group, []).append(
+                (values["recall@20"], values["ndcg@20"], values["users"]))
+    lines = [f"## {dataset}", "", f"Groups: {GROUP_RULE}; a user counts in a group when one of their test items is in it.",
+             "", "| model | seeds | " + " | ".join(f"{g} Recall@20 | {g} NDCG@20" for g in GROUPS) + " |",
+             "|" + "---|" * (2 + 2 * len(GROUPS))]
+    summary = {}
+    for variant, groups in sorted(means.items(), key=lambda item: item[0]):
+        cells = []
+        for group in GROUPS:
+            recall = statistics.mean(v[0] for v in groups[group] if v[0] is not None)
+            ndcg = statistics.mean(v[1] for v in groups[group] if v[1] is not None)
+            summary.setdefault(variant, {})[group] = (recall, ndcg)
+            cells += [f"{recall:.4f}", f"{ndcg:.4f}"]
+        lines.append(f"| {variant} | {len(groups[GROUPS[0]])} | " + " | ".join(cells) + " |")
+    users = {g: records[0]["test_popularity"][g]["users"] for g in GROUPS}
+    lines += ["", "Test users per group: " + ", ".join(f"{g} {n}" for g, n in users.items()) + ".", ""]
+    return "\n".join(lines), summary
+
+
+def popularity_chart(dataset, summary, path):
+    """Grouped bars like the paper's Fig. 2: one bar per model in each popularity group."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    variants = sorted(summary)
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.8 / len(variants)
+    for axis, (metric_index, metric) in zip(axes, enumerate(("Recall@20", "NDCG@20"))):
+        for index, variant in enumerate(variants):
+            values = [summary[variant][group][metric_index] for group in GROUPS]
+            axis.bar([g + index * width for g in range(len(GROUPS))], values, width, label=variant)
+        axis.set_xticks([g + width * (len(variants) - 1) / 2 for g in range(len(GROUPS))], GROUPS)
+        axis.set_title(f"{dataset}: test {metric} by item popularity")
+    axes[1].legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def render_popularity(by_dataset, results):
+    """``results/popularity.md`` and ``results/popularity-<dataset>.png`` from the records that have group metrics."""
+    sections = ["# Metrics by item popularity", "",
+                "Rendered by `python -m recbole_mgformer.benchmark` (the paper's Fig. 2), at each run's best epoch.", ""]
+    for dataset in sorted(by_dataset):
+        # the chart compares models at their defaults; the table also lists variants
+        table, summary = popularity_table(dataset, by_dataset[dataset])
+        if table is None:
+            continue
+        chart = Path(results) / f"popularity-{dataset}.png"
+        defaults = {v: s for v, s in summary.items() if " " not in v}
+        popularity_chart(dataset, defaults or summary, chart)
+        sections += [table, f"![{dataset}]({chart.name})", ""]
+    (Path(results) / "popularity.md").write_text("\n".join(sections))
+
+
+def render_leaderboard(runs_dir, notes=None):
+    by_dataset = records_by_dataset(runs_dir)
     lines = ["# Leaderboard", "",
              "Rendered by `python -m recbole_mgformer.benchmark` from `results/runs/<dataset>/*.json`. Test metrics are "
              "mean ± std over seeds, at the epoch with the best validation NDCG@20 (early stopping); best in bold. "
@@ -279,10 +376,10 @@ def main(argv=None):
             print(f"{label}: test recall@20 {record['test']['recall@20']:.4f} ndcg@20 "
                   f"{record['test']['ndcg@20']:.4f}, best epoch {record['best_epoch']} of {record['epochs']}, "
                   f"{record['train_seconds_per_epoch']:.1f} s/epoch", flush=True)
-            logging.getLogger().handlers.clear()  # RecBole's init_logger only configures a bare root logger
     leaderboard = results / "leaderboard.md"
     leaderboard.write_text(render_leaderboard(runs_dir, results / "notes" / "leaderboard.md"))
-    print(f"wrote {leaderboard}")
+    render_popularity(records_by_dataset(runs_dir), results)
+    print(f"wrote {leaderboard} and {results / 'popularity.md'}")
     return 0
 
 

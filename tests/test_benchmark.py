@@ -55,3 +55,21 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
     assert (runs / "bpr-seed0.json").read_text() == before
     leaderboard = (tmp_path / "results" / "leaderboard.md").read_text()
     assert "## tiny" in leaderboard and "| BPR | 1 |" in leaderboard
+    groups = written["test_popularity"]
+    assert set(groups) == {"Unpopular", "Normal", "Popular"} and sum(g["users"] for g in groups.values()) > 0
+    popularity = (tmp_path / "results" / "popularity.md").read_text()
+    assert "| BPR | 1 |" in popularity and "Unpopular = the 80% least interacted" in popularity
+    assert (tmp_path / "results" / "popularity-tiny.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_record_without_group_metrics_gets_them_from_its_checkpoint(tiny_data, tmp_path):
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1",
+            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    main(args)
+    path = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
+    record = json.loads(path.read_text())
+    complete = record.pop("test_popularity")
+    path.write_text(json.dumps(record))
+    main(args)
+    assert json.loads(path.read_text())["test_popularity"] == complete

@@ -1,0 +1,74 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from recbole_mgformer.evaluation import metrics_by_group, popularity_groups, training_counts
+
+
+def test_groups_follow_the_80_15_5_rule_with_ties_by_id():
+    counts = np.array([0, 5, 1, 1, 9, 3, 2, 2, 7, 4, 0, 6, 8, 1, 1, 3, 2, 2, 5, 4, 3])  # item 0 is padding
+    groups = popularity_groups(counts)
+    assert groups[0] == -1
+    assert (groups == 0).sum() == 16 and (groups == 2).sum() == 1 and (groups == 1).sum() == 3
+    assert groups[4] == 2                                           # the most interacted item
+    assert groups[[12, 8, 11]].tolist() == [1, 1, 1]                # the next ones
+    assert groups[10] == 0 and groups[2] == 0
+
+
+def direct_group_metrics(model, eval_data, groups, k):
+    """Per user, one at a time: rank every item, mask the history, score the group's test items."""
+    sums = {}
+    for interaction, history, positive_u, positive_i in eval_data:
+        scores = model.full_sort_predict(interaction).view(len(interaction), -1).clone()
+        scores[:, 0] = -math.inf
+        scores[history] = -math.inf
+        for row in range(len(interaction)):
+            ranking = scores[row].topk(k).indices.tolist()
+            relevant = set(positive_i[positive_u == row].tolist())
+            for group in set(groups.tolist()) - {-1}:
+                mine = {i for i in relevant if groups[i] == group}
+                if not mine:
+                    continue
+                hits = [1.0 if item in mine else 0.0 for item in ranking]
+                dcg = sum(h / math.log2(r + 2) for r, h in enumerate(hits))
+                idcg = sum(1 / math.log2(r + 2) for r in range(min(len(mine), k)))
+                total = sums.setdefault(group, [0.0, 0.0, 0])
+                total[0] += sum(hits) / len(mine)
+                total[1] += dcg / idcg
+                total[2] += 1
+    return {g: (r / n, d / n, n) for g, (r, d, n) in sums.items()}
+
+
+@pytest.fixture
+def trained(tiny_setup):
+    _, model, trainer, (train, valid, test) = tiny_setup("BPR", epochs=1, train_neg_sample_args={
+        "distribution": "uniform", "sample_num": 1})
+    trainer.fit(train, valid, saved=False, show_progress=False)
+    return model, trainer, train, test
+
+
+def test_one_group_of_every_item_equals_recboles_own_metrics(trained):
+    model, trainer, _, test = trained
+    expected = trainer.evaluate(test, load_best_model=False)
+    everything = np.zeros(test._dataset.item_num, dtype=np.int64)
+    result = metrics_by_group(trainer, test, everything, k=20)["0"]
+    assert result["recall@20"] == pytest.approx(expected["recall@20"], abs=1e-4)
+    assert result["ndcg@20"] == pytest.approx(expected["ndcg@20"], abs=1e-4)
+
+
+def test_groups_equal_the_direct_per_user_computation(trained):
+    model, trainer, train, test = trained
+    groups = popularity_groups(training_counts(train))
+    result = metrics_by_group(trainer, test, groups, k=5)
+    with torch.no_grad():
+        direct = direct_group_metrics(model, test, groups, k=5)
+    for index, name in enumerate(("Unpopular", "Normal", "Popular")):
+        if index not in direct:
+            assert result[name]["users"] == 0
+            continue
+        recall, ndcg, users = direct[index]
+        assert result[name]["users"] == users
+        assert result[name]["recall@5"] == pytest.approx(recall)
+        assert result[name]["ndcg@5"] == pytest.approx(ndcg)
