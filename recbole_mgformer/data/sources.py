@@ -15,9 +15,14 @@ SOURCES = {
 
 
 def shared_datasets_dir():
+    """``$RECBOLE_MGFORMER_SHARED/datasets``, else ``../shared/datasets`` beside the source checkout,
+    else beside the working directory (for an installed package)."""
     if os.environ.get("RECBOLE_MGFORMER_SHARED"):
         return Path(os.environ["RECBOLE_MGFORMER_SHARED"]) / "datasets"
-    return Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+    beside_checkout = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+    if beside_checkout.is_dir():
+        return beside_checkout
+    return Path.cwd().resolve().parent / "shared" / "datasets"
 
 
 def ensure_dataset(name, data_path):
