@@ -93,13 +93,20 @@ def slug(text):
 
 
 class RunTimer:
-    """Times a trainer's epochs and keeps its validation scores, by wrapping the two methods ``fit`` calls."""
+    """Times a trainer's epochs and keeps its validation scores, by wrapping the two methods ``fit`` calls.
 
-    def __init__(self, trainer, first_epoch=0):
-        self.first_epoch = first_epoch
-        self.train_seconds, self.valid_seconds, self.valid_scores = [], [], []
-        if first_epoch:  # resumed: the checkpoint holds the best epoch before this process
-            self.valid_scores.append((first_epoch - 1, trainer.best_valid_score))
+    ``history`` continues the lists of an interrupted run; ``first_epoch`` alone (a resume without them)
+    counts the epochs before it and takes the checkpoint's score as the best so far.
+    """
+
+    def __init__(self, trainer, history=None, first_epoch=0):
+        history = history or {}
+        self.first_epoch = 0 if history else first_epoch
+        self.train_seconds = list(history.get("train_seconds", []))
+        self.valid_seconds = list(history.get("valid_seconds", []))
+        self.valid_scores = [tuple(pair) for pair in history.get("valid_scores", [])]
+        if self.first_epoch:
+            self.valid_scores.append((self.first_epoch - 1, trainer.best_valid_score))
         train_epoch, valid_epoch = trainer._train_epoch, trainer._valid_epoch
 
         def timed_train_epoch(*args, **kwargs):
@@ -112,10 +119,14 @@ class RunTimer:
             started = time.perf_counter()
             score, result = valid_epoch(*args, **kwargs)
             self.valid_seconds.append(time.perf_counter() - started)
-            self.valid_scores.append((self.first_epoch + len(self.train_seconds) - 1, score))
+            self.valid_scores.append((self.epochs() - 1, score))
             return score, result
 
         trainer._train_epoch, trainer._valid_epoch = timed_train_epoch, timed_valid_epoch
+
+    def history(self):
+        return {"train_seconds": self.train_seconds, "valid_seconds": self.valid_seconds,
+                "valid_scores": self.valid_scores}
 
     def epochs(self):
         """Epochs trained in all, counting those before a resume."""
@@ -171,15 +182,28 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
 
     config, model_instance, trainer, (train_data, valid_data, test_data) = _setup(
         model, overrides, dataset, seed, data_path, config_files, extra, checkpoint)
-    resumed_from = None
-    if checkpoint.exists():
+    # <run>.pth holds the best epoch (what the test uses); <run>.latest.pth and .latest.json the last epoch
+    # and the timings so far, so an interrupted run continues where it stopped.
+    latest, latest_history = checkpoint.with_suffix(".latest.pth"), checkpoint.with_suffix(".latest.json")
+    resumed_from, history = None, None
+    if latest.exists() and latest_history.exists():
+        trainer.resume_checkpoint(latest)
+        history = json.loads(latest_history.read_text())
+    elif checkpoint.exists():
         trainer.resume_checkpoint(checkpoint)
+    if trainer.start_epoch:
         resumed_from = trainer.start_epoch
-        print(f"resuming {variant} on {dataset}, seed {seed} from epoch {resumed_from} ({checkpoint})", flush=True)
+        print(f"resuming {variant} on {dataset}, seed {seed} at epoch {resumed_from}", flush=True)
     trainer.saved_model_file = str(checkpoint)
-    timer = RunTimer(trainer, first_epoch=trainer.start_epoch)
+    timer = RunTimer(trainer, history, first_epoch=trainer.start_epoch)
+
+    def save_latest(epoch, _score):
+        trainer._save_checkpoint(epoch, verbose=False, saved_model_file=str(latest))
+        write_record(latest_history, timer.history())
+
     started = time.perf_counter()
-    _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=config["show_progress"])
+    _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=config["show_progress"],
+                                       callback_fn=save_latest)
     fit_seconds = time.perf_counter() - started
     started = time.perf_counter()
     test_result = trainer.evaluate(test_data, load_best_model=True, show_progress=config["show_progress"])
@@ -199,6 +223,8 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
         "config": plain_value({k: v for k, v in config.final_config_dict.items() if not k.startswith("_")}),
     }
     write_record(record_path, record)
+    latest.unlink(missing_ok=True)
+    latest_history.unlink(missing_ok=True)
     return record
 
 

@@ -73,3 +73,28 @@ def test_a_record_without_group_metrics_gets_them_from_its_checkpoint(tiny_data,
     path.write_text(json.dumps(record))
     main(args)
     assert json.loads(path.read_text())["test_popularity"] == complete
+
+
+def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, monkeypatch, capsys):
+    import recbole_mgformer.benchmark as benchmark
+
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
+            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--stopping_step=50"]
+
+    def stop(*_):
+        raise KeyboardInterrupt  # the machine goes away after training, before the record is written
+
+    monkeypatch.setattr(benchmark.RunTimer, "best_epoch", stop)
+    with pytest.raises(KeyboardInterrupt):
+        main(args + ["--epochs=3"])
+    saved = tmp_path / "saved" / "tiny"
+    assert (saved / "bpr-seed0.latest.pth").exists()
+    assert len(json.loads((saved / "bpr-seed0.latest.json").read_text())["train_seconds"]) == 3
+    monkeypatch.undo()
+
+    main(args + ["--epochs=5"])
+    assert "resuming BPR on tiny, seed 0 at epoch 3" in capsys.readouterr().out
+    record = json.loads((tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json").read_text())
+    assert record["epochs"] == 5 and record["resumed_from_epoch"] == 3
+    assert not (saved / "bpr-seed0.latest.pth").exists() and (saved / "bpr-seed0.pth").exists()
