@@ -1,0 +1,161 @@
+"""Training-epoch and full-sort evaluation time of MGFormer beside RecBole's LightGCN (3 layers), DirectAU and
+SimGCL on one dataset, measured side by side: every (model, batch size) runs once per repeat, interleaved, each
+in a fresh subprocess (so peak memory is its own), and times are reported as ratios to LightGCN in the same repeat.
+
+    python benchmarks/epoch_time.py --dataset amazon-beauty --batch_sizes 256,2048 --repeats 3
+    python benchmarks/epoch_time.py --dataset amazon-beauty --max_steps 40 --device=cuda
+
+``--max_steps`` times that many training steps after one warm-up step and scales the mean step time to the
+epoch's number of steps (reported as ``epoch_seconds``; ``measured_steps`` says how many were timed).
+Writes JSON records to results/runs/performance/ and the table to results/epoch_time-<dataset>.md.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MODELS = {  # name -> overrides that make the comparison the issue asks for
+    "MGFormer": {},
+    "LightGCN": {"n_layers": 3},
+    "DirectAU": {"encoder": "LightGCN"},
+    "SimGCL": {},
+}
+
+
+def measure(model, dataset, batch_size, max_steps, overrides):
+    """One measurement in this process: train steps, one full-sort evaluation, peak memory."""
+    import resource
+
+    import torch
+
+    from recbole_mgformer.data.sources import ensure_dataset
+    from recbole_mgformer.quick_start import build_config, prepare
+
+    config_dict = {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides}
+    config, _ = build_config(model, dataset, config_dict=config_dict)
+    ensure_dataset(dataset, Path(config["data_path"]).parent)  # RecBole's data_path ends in /<dataset>
+    model_instance, trainer, (train_data, valid_data, _) = prepare(config)
+    optimizer = trainer.optimizer
+    cuda = config["device"].type == "cuda"
+
+    def synchronise():
+        if cuda:
+            torch.cuda.synchronize()
+
+    steps_per_epoch = len(train_data)
+    limit = steps_per_epoch if not max_steps else min(max_steps + 1, steps_per_epoch)
+    model_instance.train()
+    step_seconds = []
+    for index, batch in enumerate(train_data):
+        if index >= limit:
+            break
+        batch = batch.to(config["device"])
+        synchronise()
+        started = time.perf_counter()
+        optimizer.zero_grad()
+        loss = model_instance.calculate_loss(batch)
+        loss = sum(loss) if isinstance(loss, tuple) else loss
+        loss.backward()
+        optimizer.step()
+        synchronise()
+        step_seconds.append(time.perf_counter() - started)
+    timed = step_seconds[1:] or step_seconds  # the first step pays for lazy initialisation
+    synchronise()
+    started = time.perf_counter()
+    trainer.evaluate(valid_data, load_best_model=False)
+    synchronise()
+    evaluation_seconds = time.perf_counter() - started
+    peak = (torch.cuda.max_memory_allocated() if cuda
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    return {
+        "model": model, "dataset": dataset, "batch_size": batch_size, "overrides": overrides,
+        "steps_per_epoch": steps_per_epoch, "measured_steps": len(timed),
+        "step_seconds_median": statistics.median(timed),
+        "epoch_seconds": statistics.mean(timed) * steps_per_epoch,
+        "evaluation_seconds": evaluation_seconds, "peak_memory_bytes": int(peak),
+        "peak_memory_kind": "cuda max_memory_allocated" if cuda else "process max RSS",
+    }
+
+
+def run_in_subprocess(model, dataset, batch_size, max_steps, overrides):
+    code = ("import json, sys; sys.path.insert(0, {root!r}); from benchmarks.epoch_time import measure; "
+            "print('RESULT' + json.dumps(measure({model!r}, {dataset!r}, {batch}, {steps!r}, {overrides!r})))").format(
+        root=str(ROOT), model=model, dataset=dataset, batch=batch_size, steps=max_steps, overrides=overrides)
+    completed = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise RuntimeError(f"{model} at batch {batch_size} failed:\n{completed.stderr[-3000:]}")
+    line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT"))
+    return json.loads(line[len("RESULT"):])
+
+
+def spread(values):
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
+
+
+def render(records, dataset, provenance):
+    lines = [f"# Epoch time on {dataset}", "",
+             "Produced by `python benchmarks/epoch_time.py`. Each cell is min / median / max over repeats; ratios are "
+             "to LightGCN (3 layers) at the same batch size in the same repeat, measured interleaved.", "",
+             "| model | batch | epoch s | ratio to LightGCN | evaluation s | eval ratio | peak memory MiB | steps timed |",
+             "|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["batch_size"], r["model"]) for r in records})
+    for batch, model in keys:
+        mine = [r for r in records if r["model"] == model and r["batch_size"] == batch]
+        base = {r["repeat"]: r for r in records if r["model"] == "LightGCN" and r["batch_size"] == batch}
+        ratios = [r["epoch_seconds"] / base[r["repeat"]]["epoch_seconds"] for r in mine if r["repeat"] in base]
+        eval_ratios = [r["evaluation_seconds"] / base[r["repeat"]]["evaluation_seconds"]
+                       for r in mine if r["repeat"] in base]
+        lines.append(f"| {model} | {batch} | {spread([r['epoch_seconds'] for r in mine])} | "
+                     f"{spread(ratios) if ratios else ''} | {spread([r['evaluation_seconds'] for r in mine])} | "
+                     f"{spread(eval_ratios) if eval_ratios else ''} | "
+                     f"{max(r['peak_memory_bytes'] for r in mine) / 2**20:.0f} | {mine[0]['measured_steps']} |")
+    lines += ["", provenance, ""]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    from recbole_mgformer.cli import parse_overrides
+    from recbole_mgformer.records import git_commit, machine, package_versions, write_record
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="amazon-beauty")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--batch_sizes", default="256,2048")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max_steps", type=int, default=0, help="time this many steps per epoch (0: all)")
+    parser.add_argument("--results", default=str(ROOT / "results"))
+    args, rest = parser.parse_known_args(argv)
+    extra = parse_overrides(rest)
+    records, stamp = [], time.strftime("%Y%m%d-%H%M%S")
+    models = [m for m in args.models.split(",") if m]
+    if "LightGCN" not in models:
+        parser.error("ratios are to LightGCN: keep it in --models")
+    for repeat in range(args.repeats):
+        for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
+            for model in models:
+                result = run_in_subprocess(model, args.dataset, batch_size, args.max_steps,
+                                           {**MODELS.get(model, {}), **extra})
+                result["repeat"] = repeat
+                records.append(result)
+                print(f"repeat {repeat} batch {batch_size} {model}: epoch {result['epoch_seconds']:.1f} s, "
+                      f"evaluation {result['evaluation_seconds']:.1f} s, "
+                      f"peak {result['peak_memory_bytes'] / 2**20:.0f} MiB", flush=True)
+    provenance = (f"Commit {git_commit(ROOT)}, {machine()}, torch {package_versions()['torch']}, "
+                  f"{args.repeats} repeats, overrides {extra or 'none'}, {time.strftime('%Y-%m-%d')}.")
+    results = Path(args.results)
+    write_record(results / "runs" / "performance" / f"epoch-time-{args.dataset}-{stamp}.json",
+                 {"records": records, "provenance": provenance, "versions": package_versions()})
+    table = results / f"epoch_time-{args.dataset}.md"
+    table.write_text(render(records, args.dataset, provenance))
+    print(f"wrote {table}")
+
+
+if __name__ == "__main__":
+    main()
