@@ -11,15 +11,15 @@ Writes JSON records to results/runs/performance/ and the table to results/epoch_
 """
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.isolated import measure_in_subprocess  # noqa: E402
 
 MODELS = {  # name -> overrides that make the comparison the issue asks for
     "MGFormer": {},
@@ -84,17 +84,6 @@ def measure(model, dataset, batch_size, max_steps, overrides):
     }
 
 
-def run_in_subprocess(model, dataset, batch_size, max_steps, overrides):
-    code = ("import json, sys; sys.path.insert(0, {root!r}); from benchmarks.epoch_time import measure; "
-            "print('RESULT' + json.dumps(measure({model!r}, {dataset!r}, {batch}, {steps!r}, {overrides!r})))").format(
-        root=str(ROOT), model=model, dataset=dataset, batch=batch_size, steps=max_steps, overrides=overrides)
-    completed = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
-    if completed.returncode != 0:
-        raise RuntimeError(f"{model} at batch {batch_size} failed:\n{completed.stderr[-3000:]}")
-    line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT"))
-    return json.loads(line[len("RESULT"):])
-
-
 def spread(values):
     return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
 
@@ -140,8 +129,9 @@ def main(argv=None):
     for repeat in range(args.repeats):
         for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
             for model in models:
-                result = run_in_subprocess(model, args.dataset, batch_size, args.max_steps,
-                                           {**MODELS.get(model, {}), **extra})
+                overrides = {**MODELS.get(model, {}), **extra}
+                result = measure_in_subprocess("epoch_time", "measure", model, args.dataset, batch_size,
+                                               args.max_steps, overrides)
                 result["repeat"] = repeat
                 records.append(result)
                 print(f"repeat {repeat} batch {batch_size} {model}: epoch {result['epoch_seconds']:.1f} s, "

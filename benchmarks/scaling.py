@@ -10,11 +10,9 @@ matrix fits in ``--exact_limit_gib``. Writes results/runs/performance/scaling-*.
 """
 
 import argparse
-import json
 import math
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,6 +21,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.isolated import measure_in_subprocess  # noqa: E402
 
 
 def power_law_graph(n_nodes, edges_per_node, exponent, seed):
@@ -116,16 +116,6 @@ def measure(n_nodes, batch, dim, exact_limit_gib, device, seed=0, repeats=3):
     return {"nodes": n_nodes, "edges": len(users), "batch": batch, "dim": dim, "device": device, **results}
 
 
-def run_in_subprocess(n_nodes, batch, dim, exact_limit_gib, device):
-    code = ("import json, sys; sys.path.insert(0, {root!r}); from benchmarks.scaling import measure; "
-            "print('RESULT' + json.dumps(measure({n}, {b}, {d}, {e}, {dev!r})))").format(
-        root=str(ROOT), n=n_nodes, b=batch, d=dim, e=exact_limit_gib, dev=device)
-    completed = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
-    if completed.returncode != 0:
-        raise RuntimeError(f"{n_nodes} nodes failed:\n{completed.stderr[-3000:]}")
-    return json.loads(next(line for line in completed.stdout.splitlines() if line.startswith("RESULT"))[6:])
-
-
 def slope(records, key):
     """Least-squares slope of log(key) against log(nodes)."""
     points = [(math.log(r["nodes"]), math.log(r[key])) for r in records if r.get(key)]
@@ -198,7 +188,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     records = []
     for n_nodes in [int(n) for n in args.nodes.split(",")]:
-        record = run_in_subprocess(n_nodes, args.batch, args.dim, args.exact_limit_gib, args.device)
+        record = measure_in_subprocess("scaling", "measure", n_nodes, args.batch, args.dim,
+                                       args.exact_limit_gib, args.device)
         records.append(record)
         print(f"{n_nodes:>10,} nodes: step {record['step_seconds']:.3f} s, evaluation {record['evaluation_seconds']:.3f} s, "
               f"peak {record['peak_memory_bytes'] / 2**20:.0f} MiB", flush=True)
