@@ -13,21 +13,57 @@ import scipy.sparse.linalg
 DENSE_SVD_MAX_ENTRIES = 25_000_000
 
 
-def truncated_svd(matrix, rank, seed=0):
+SVD_SOLVERS = ("auto", "dense", "arpack", "randomized")
+
+
+def randomized_range(matrix, size, power_iterations, rng):
+    """An orthonormal basis (M, size) for the dominant column space of ``matrix`` (Halko et al., 2011, Alg. 4.4).
+
+    Each power iteration multiplies by ``A A^T`` and re-orthonormalises, so the small singular values fade
+    as ``(s_k / s_j)^(2q+1)``; a sparse ``A`` is only touched through products.
+    """
+    basis, _ = np.linalg.qr(matrix @ rng.standard_normal((matrix.shape[1], size)))
+    for _ in range(power_iterations):
+        basis, _ = np.linalg.qr(matrix.T @ basis)
+        basis, _ = np.linalg.qr(matrix @ basis)
+    return basis
+
+
+def randomized_svd(matrix, rank, seed=0, oversampling=16, power_iterations=4):
+    """The ``rank`` largest singular triplets, approximately, in ``O(nnz * (rank + oversampling) * q)``:
+    project onto a randomized range basis Q, then take the exact SVD of the small ``Q^T A``."""
+    rng = np.random.default_rng(seed)
+    size = min(rank + oversampling, *matrix.shape)
+    basis = randomized_range(matrix, size, power_iterations, rng)
+    u_small, s, vt = np.linalg.svd(np.asarray((matrix.T @ basis).T), full_matrices=False)
+    return (basis @ u_small)[:, :rank], s[:rank], vt[:rank]
+
+
+def truncated_svd(matrix, rank, seed=0, solver="auto"):
     """The ``rank`` largest singular triplets of a sparse (M, N) matrix, largest first.
 
-    Deterministic for a seed: ARPACK starts from a seeded vector, and each pair of singular
-    vectors is flipped so that the largest-magnitude entry of ``u`` is positive.
-    Returns ``u`` (M, r), ``s`` (r,), ``vt`` (r, N) with ``r = min(rank, M, N)``.
+    ``solver``: ``dense`` (LAPACK on the dense matrix), ``arpack`` (exact, iterative), ``randomized``
+    (:func:`randomized_svd`, approximate and much faster on large graphs) or ``auto``: dense up to
+    ``DENSE_SVD_MAX_ENTRIES`` entries, ARPACK above. Deterministic for a seed: ARPACK and the randomized
+    solver start from seeded draws, and each pair of singular vectors is flipped so that the
+    largest-magnitude entry of ``u`` is positive. Returns ``u`` (M, r), ``s`` (r,), ``vt`` (r, N)
+    with ``r = min(rank, M, N)``.
     """
+    if solver not in SVD_SOLVERS:
+        raise ValueError(f"unknown SVD solver {solver!r}; choose one of {', '.join(SVD_SOLVERS)}")
     matrix = sp.csr_matrix(matrix, dtype=np.float64)
     rank = min(rank, *matrix.shape)
     if rank == 0:
         return np.zeros((matrix.shape[0], 0)), np.zeros(0), np.zeros((0, matrix.shape[1]))
-    dense = matrix.shape[0] * matrix.shape[1] <= DENSE_SVD_MAX_ENTRIES
-    if dense or rank >= min(matrix.shape) - 1:
+    if solver == "auto":
+        solver = "dense" if matrix.shape[0] * matrix.shape[1] <= DENSE_SVD_MAX_ENTRIES else "arpack"
+    if solver == "arpack" and rank >= min(matrix.shape) - 1:
+        solver = "dense"  # ARPACK needs rank < min(M, N)
+    if solver == "dense":
         u, s, vt = np.linalg.svd(matrix.toarray(), full_matrices=False)
         u, s, vt = u[:, :rank], s[:rank], vt[:rank]
+    elif solver == "randomized":
+        u, s, vt = randomized_svd(matrix, rank, seed)
     else:
         start = np.random.default_rng(seed).standard_normal(min(matrix.shape))
         u, s, vt = scipy.sparse.linalg.svds(matrix, k=rank, v0=start)
@@ -38,13 +74,13 @@ def truncated_svd(matrix, rank, seed=0):
     return u * signs, s, vt * signs[:, None]
 
 
-def svd_structural_encodings(matrix, size, seed=0):
-    """Eq. (3): users ``U sqrt(S)`` (M, size) and items ``V sqrt(S)`` (N, size).
+def svd_structural_encodings(matrix, size, seed=0, solver="auto"):
+    """Eq. (3): users ``U sqrt(S)`` (M, size) and items ``V sqrt(S)`` (N, size), from :func:`truncated_svd`.
 
     ``P_users @ P_items.T`` is the best rank-``size`` approximation of ``matrix``. Where the
     matrix allows fewer than ``size`` components the remaining columns are zero.
     """
-    u, s, vt = truncated_svd(matrix, size, seed)
+    u, s, vt = truncated_svd(matrix, size, seed, solver)
     root = np.sqrt(np.clip(s, 0.0, None))
     users = np.zeros((matrix.shape[0], size), dtype=np.float32)
     items = np.zeros((matrix.shape[1], size), dtype=np.float32)

@@ -27,6 +27,39 @@ def test_encodings_reproduce_the_best_rank_d_approximation(dense_limit, monkeypa
     assert error == pytest.approx(np.sqrt((singular_values[6:] ** 2).sum()), rel=1e-4)
 
 
+def low_rank_plus_noise(m=300, n=200, rank=8, noise=0.05, seed=0):
+    """A sparse matrix whose spectrum has a clear gap after ``rank``, as interaction matrices roughly do."""
+    rng = np.random.default_rng(seed)
+    scales = np.linspace(3.0, 1.0, rank)  # distinct singular values, so each vector is well defined
+    signal = (rng.random((m, rank)) < 0.3) * scales @ (rng.random((rank, n)) < 0.3)
+    return sp.csr_matrix(signal + noise * (rng.random((m, n)) < 0.05))
+
+
+def test_randomized_solver_matches_the_exact_singular_values_and_subspace():
+    matrix = low_rank_plus_noise()
+    exact_u, exact_s, _ = structural.truncated_svd(matrix, 6, solver="dense")
+    u, s, vt = structural.truncated_svd(matrix, 6, seed=1, solver="randomized")
+    np.testing.assert_allclose(s, exact_s, rtol=1e-3)
+    # Same leading subspace: the projection of one basis onto the other keeps its norm.
+    assert np.linalg.norm(exact_u.T @ u) ** 2 == pytest.approx(6, rel=1e-3)
+    np.testing.assert_allclose(u.T @ u, np.eye(6), atol=1e-8)
+    np.testing.assert_allclose(vt @ vt.T, np.eye(6), atol=1e-8)
+
+
+def test_randomized_solver_is_deterministic_for_a_seed_and_varies_with_it():
+    matrix = random_interactions(m=60, n=50, seed=5)
+    a = structural.truncated_svd(matrix, 4, seed=3, solver="randomized")
+    b = structural.truncated_svd(matrix, 4, seed=3, solver="randomized")
+    c = structural.truncated_svd(matrix, 4, seed=4, solver="randomized")
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.array_equal(a[0], c[0])
+
+
+def test_unknown_solver_is_named_in_the_error():
+    with pytest.raises(ValueError, match="unknown SVD solver 'lanczos'.*randomized"):
+        structural.truncated_svd(random_interactions(), 3, solver="lanczos")
+
+
 def test_size_beyond_the_rank_pads_with_zero_columns():
     matrix = random_interactions(m=5, n=7)
     users, items = svd_structural_encodings(matrix, 16)

@@ -18,7 +18,12 @@ from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.loss import directau_loss
 from recbole_mgformer.model.options import choice, positive_int
-from recbole_mgformer.model.structural import degree_buckets, n_degree_buckets, svd_structural_encodings
+from recbole_mgformer.model.structural import (
+    SVD_SOLVERS,
+    degree_buckets,
+    n_degree_buckets,
+    svd_structural_encodings,
+)
 
 
 class MaskedAttentionLayer(nn.Module):
@@ -89,6 +94,7 @@ class MGFormer(GeneralRecommender):
         super().__init__(config, dataset)
         self.embedding_size = positive_int(config, "embedding_size", "MGFormer")
         self.structural_encoding = choice(config, "structural_encoding", ("svd", "none"), "MGFormer")
+        svd_solver = choice(config, "svd_solver", SVD_SOLVERS, "MGFormer")
         self.use_attention = choice(config, "attention", (True, False), "MGFormer")
         self.degree_mask = choice(config, "degree_mask", ("sin", "none", "adjacency"), "MGFormer")
         feature_map = choice(config, "feature_map", FEATURE_MAPS, "MGFormer")
@@ -108,7 +114,7 @@ class MGFormer(GeneralRecommender):
         self.item_embedding = nn.Embedding(self.n_items, self.embedding_size)
         width = self.embedding_size
         if self.structural_encoding == "svd":
-            users_p, items_p = svd_structural_encodings(interactions, self.embedding_size, self.seed)
+            users_p, items_p = svd_structural_encodings(interactions, self.embedding_size, self.seed, svd_solver)
             self.register_buffer("structural", torch.from_numpy(np.concatenate([users_p, items_p])))
             width *= 2
         self.width = width

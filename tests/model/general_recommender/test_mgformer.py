@@ -50,6 +50,7 @@ def test_degree_centrality_is_in_the_open_unit_interval_and_learnable(tiny_setup
     {"degree_mask": "adjacency"}, {"feature_map": "elu"}, {"feature_map": "focused"}, {"feature_map": "relu"},
     {"feature_map": "orf"}, {"feature_map": "prf", "n_features": 24}, {"n_layers": 2, "n_heads": 2},
     {"residual": False}, {"layer_norm": True, "qk_init": "identity", "score": "cosine"},
+    {"svd_solver": "randomized"},
 ], ids=str)
 def test_every_option_trains_and_scores_consistently(tiny_setup, overrides):
     _, model, _, (train, _, test) = tiny_setup(**overrides)
@@ -113,6 +114,7 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     ({"degree_mask": "full"}, "unknown degree_mask 'full'"),
     ({"n_heads": 3}, "n_heads=3 must divide the token width 16"),
     ({"score": "l2"}, "unknown score"),
+    ({"svd_solver": "lanczos"}, "unknown svd_solver 'lanczos'"),
 ])
 def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
