@@ -63,7 +63,9 @@ def random_feature_logits(x, projection):
 
     ``x``: (..., n, k), ``projection``: (..., m, k) -> (..., n, m).
     """
-    return x @ projection.transpose(-2, -1) - 0.5 * x.pow(2).sum(-1, keepdim=True)
+    logits = x @ projection.transpose(-2, -1)
+    # In place: the matmul's backward needs its inputs, not its output, so no (n, m) copy is made.
+    return logits.sub_(0.5 * x.pow(2).sum(-1, keepdim=True))
 
 
 def positive_random_features(x, projection, is_query):
@@ -71,14 +73,14 @@ def positive_random_features(x, projection, is_query):
     so that ``E[phi(a)^T phi(b)] = exp(a^T b)``.
 
     A detached maximum is subtracted from the exponent, per row for queries and over all keys
-    for keys, so nothing overflows; both factors cancel in the ratio of Eq. (8).
+    for keys, so nothing overflows; both factors cancel in the ratio of Eq. (8). The ``m^-1/2``
+    factor joins that subtraction, and the exponential is taken in place, so the only (n, m)
+    tensor built is the output.
     """
     logits = random_feature_logits(x, projection)
-    if is_query:
-        stabiliser = logits.amax(dim=-1, keepdim=True)
-    else:
-        stabiliser = logits.amax(dim=(-2, -1), keepdim=True)
-    return torch.exp(logits - stabiliser.detach()) / math.sqrt(projection.shape[-2])
+    dims = -1 if is_query else (-2, -1)
+    shift = logits.detach().amax(dim=dims, keepdim=True) + 0.5 * math.log(projection.shape[-2])
+    return logits.sub_(shift).exp_()
 
 
 def elu_features(x):
