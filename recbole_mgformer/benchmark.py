@@ -24,6 +24,7 @@ from recbole.utils import init_logger, init_seed
 
 from recbole_mgformer.cli import parse_overrides
 from recbole_mgformer.data.sources import ensure_dataset
+from recbole_mgformer.defaults import benchmark_config_file
 from recbole_mgformer.evaluation import GROUP_RULE, GROUPS, metrics_by_group, popularity_groups, training_counts
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import git_commit, machine, package_versions, read_records, write_record
@@ -141,8 +142,15 @@ class RunTimer:
         return None if best is None else best[0]
 
 
+def tuned_config_files(model, dataset, config_files):
+    """The benchmark's tuned file for (model, dataset) first, so the user's files and overrides win over it."""
+    tuned = benchmark_config_file(model, dataset)
+    return ([tuned] if tuned else []) + list(config_files or [])
+
+
 def _setup(model, overrides, dataset, seed, data_path, config_files, extra, checkpoint):
     ensure_dataset(dataset, data_path)
+    config_files = tuned_config_files(model, dataset, config_files)
     config_dict = {"seed": seed, "data_path": data_path, "checkpoint_dir": str(checkpoint.parent),
                    "show_progress": False, **extra, **overrides}
     config, _ = build_config(model, dataset, config_files, config_dict)
@@ -210,6 +218,7 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
     test_seconds = time.perf_counter() - started
     record = {
         "dataset": dataset, "model": model, "variant": variant, "overrides": overrides, "seed": seed,
+        "tuned_config": _relative(benchmark_config_file(model, dataset)),
         "valid": dict(best_valid_result), "test": dict(test_result),
         "test_popularity": popularity_metrics(trainer, train_data, test_data), "popularity_rule": GROUP_RULE,
         "best_epoch": timer.best_epoch(config["valid_metric_bigger"]), "epochs": timer.epochs(),
@@ -226,6 +235,15 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
     latest.unlink(missing_ok=True)
     latest_history.unlink(missing_ok=True)
     return record
+
+
+def _relative(path):
+    if path is None:
+        return None
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def _mean_std(values):

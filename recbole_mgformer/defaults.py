@@ -29,3 +29,10 @@ def dataset_config_file(dataset_name):
     """``properties/dataset/<name>.yaml`` if the project ships a config for that dataset, else None."""
     path = properties_dir() / "dataset" / f"{dataset_name}.yaml"
     return str(path) if path.is_file() else None
+
+
+def benchmark_config_file(model_name, dataset_name):
+    """``properties/benchmark/<dataset>/<Name>.yaml``: a model's hyperparameters tuned for one leaderboard
+    dataset, applied by the benchmark on top of the model's defaults, else None."""
+    path = properties_dir() / "benchmark" / dataset_name / f"{model_name}.yaml"
+    return str(path) if path.is_file() else None

@@ -98,3 +98,33 @@ def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, m
     record = json.loads((tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json").read_text())
     assert record["epochs"] == 5 and record["resumed_from_epoch"] == 3
     assert not (saved / "bpr-seed0.latest.pth").exists() and (saved / "bpr-seed0.pth").exists()
+
+
+def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides_win(tiny_data, tmp_path, monkeypatch):
+    import recbole_mgformer.benchmark as benchmark
+
+    tuned = tmp_path / "MGFormer.yaml"
+    tuned.write_text("embedding_size: 8\nuniformity_weight: 2.0\n")
+    monkeypatch.setattr(benchmark, "benchmark_config_file",
+                        lambda model, dataset: str(tuned) if (model, dataset) == ("MGFormer", "tiny") else None)
+    args = ["--models", "MGFormer,MGFormer[uniformity_weight=0.5],BPR", "--datasets", "tiny", "--seeds", "0",
+            "--data_path", str(tiny_data), "--results", str(tmp_path / "results"),
+            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1", "--state=WARNING",
+            "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    assert main(args) == 0
+    runs = tmp_path / "results" / "runs" / "tiny"
+    default = json.loads((runs / "mgformer-seed0.json").read_text())
+    assert default["config"]["embedding_size"] == 8 and default["config"]["uniformity_weight"] == 2.0
+    assert default["tuned_config"] == str(tuned)
+    overridden = json.loads((runs / "mgformer-uniformity-weight-0-5-seed0.json").read_text())
+    assert overridden["config"]["uniformity_weight"] == 0.5 and overridden["config"]["embedding_size"] == 8
+    assert json.loads((runs / "bpr-seed0.json").read_text())["tuned_config"] is None
+
+
+def test_shipped_tuned_configs_name_known_models_and_datasets():
+    from recbole_mgformer.defaults import properties_dir
+    from recbole_mgformer.registry import get_model
+
+    for path in (properties_dir() / "benchmark").glob("*/*.yaml"):
+        assert (properties_dir() / "dataset" / f"{path.parent.name}.yaml").is_file(), path
+        get_model(path.stem)
