@@ -38,6 +38,36 @@ def power_law_graph(n_nodes, edges_per_node, exponent, seed):
     return n_users, n_items, draw(n_users), draw(n_items)
 
 
+def step_flops(n_nodes, batch, width):
+    """Matmul FLOPs of one training step of :func:`measure` (forward and backward), m = v = width.
+
+    Per node on the key side, and per query node (2 * batch of them): W_K or W_Q (3 w^2 MACs with the
+    backward), random-feature logits (2 w m; the projection is fixed), the masked key sums or their readout
+    (6 m (v + 1): two branches of m features, forward plus two backward products); then the loss's two
+    batch x batch Gram matrices (3 b^2 w each). Checked against ``torch.utils.flop_counter`` in the tests.
+    """
+    m = v = width
+    per_node = 3 * width * width + 2 * width * m + 6 * m * (v + 1)
+    return 2 * ((n_nodes + 2 * batch) * per_node + 2 * 3 * batch * batch * width)
+
+
+def matmul_throughput(device, size=2048, repeats=5):
+    """The machine's dense fp32 matmul rate in FLOP/s, best of ``repeats``: the roof of the roofline."""
+    import torch
+
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    best = float("inf")
+    for _ in range(repeats + 1):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        a @ b
+        if device == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - started)
+    return 2 * size**3 / best
+
+
 def measure(n_nodes, batch, dim, exact_limit_gib, device, seed=0, repeats=3):
     """Step and evaluation time, and peak memory, of MGFormer's attention + loss on a synthetic graph."""
     import torch
@@ -113,6 +143,7 @@ def measure(n_nodes, batch, dim, exact_limit_gib, device, seed=0, repeats=3):
         exact()
         sync()
         results["exact_evaluation_seconds"] = time.perf_counter() - started
+    results["step_flops"] = step_flops(n_nodes, batch, width)
     return {"nodes": n_nodes, "edges": len(users), "batch": batch, "dim": dim, "device": device, **results}
 
 
@@ -126,17 +157,21 @@ def slope(records, key):
     return sum((px - mean_x) * (py - mean_y) for px, py in points) / sum((px - mean_x) ** 2 for px, _ in points)
 
 
-def render(records, provenance, chart_name):
+def render(records, provenance, chart_name, peak_flops=None):
     lines = ["# Scaling with the number of nodes", "",
              "Produced by `python benchmarks/scaling.py`: one MGFormer attention layer plus the DirectAU loss on "
              "synthetic power-law bipartite graphs (5 edges per node), token width 128, one head, m = 128 SimRF "
              "features. Step: a training batch (queries for the batch only, keys over all nodes), forward and "
              "backward. Evaluation: every node's output. Exact: softmax attention with the explicit n x n sin mask.",
-             "", "| nodes | step s | evaluation s | exact evaluation s | peak memory MiB | working memory MiB |",
-             "|---|---|---|---|---|---|"]
+             "", "| nodes | step s | step GFLOP/s | of matmul peak | evaluation s | exact evaluation s | "
+             "peak memory MiB | working memory MiB |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in records:
         exact = f"{r['exact_evaluation_seconds']:.3f}" if "exact_evaluation_seconds" in r else "does not fit"
-        lines.append(f"| {r['nodes']:,} | {r['step_seconds']:.3f} | {r['evaluation_seconds']:.3f} | {exact} | "
+        achieved = r["step_flops"] / r["step_seconds"]
+        share = f"{achieved / peak_flops:.0%}" if peak_flops else "-"
+        lines.append(f"| {r['nodes']:,} | {r['step_seconds']:.3f} | {achieved / 1e9:.1f} | {share} | "
+                     f"{r['evaluation_seconds']:.3f} | {exact} | "
                      f"{r['peak_memory_bytes'] / 2**20:.0f} | {r['working_memory_bytes'] / 2**20:.0f} |")
     fits = {key: slope(records, key) for key in ("step_seconds", "evaluation_seconds", "working_memory_bytes",
                                                   "exact_evaluation_seconds")}
@@ -144,7 +179,11 @@ def render(records, provenance, chart_name):
         f"{key.replace('_', ' ')} {value:.2f}" for key, value in fits.items() if value is not None) + ".",
         "Peak memory is the process's maximum RSS on CPU (interpreter and torch included), "
         "`torch.cuda.max_memory_allocated` on a GPU, before the exact attention runs; working memory is what the "
-        "step and the evaluation add to the setup (graph and tokens).", "", f"![scaling]({chart_name})", "", provenance, ""]
+        "step and the evaluation add to the setup (graph and tokens).",
+        "Roofline: a step's matmul FLOPs (`step_flops`, equal to `torch.utils.flop_counter`'s count) over its time, "
+        "against the machine's dense fp32 matmul rate" + (f" of {peak_flops / 1e9:.1f} GFLOP/s (2048 x 2048, best of 5, "
+                                                          "same threads)." if peak_flops else "."),
+        "", f"![scaling]({chart_name})", "", provenance, ""]
     return "\n".join(lines), fits
 
 
@@ -186,6 +225,8 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--results", default=str(ROOT / "results"))
     args = parser.parse_args(argv)
+    peak_flops = measure_in_subprocess("scaling", "matmul_throughput", args.device)
+    print(f"dense matmul: {peak_flops / 1e9:.1f} GFLOP/s", flush=True)
     records = []
     for n_nodes in [int(n) for n in args.nodes.split(",")]:
         record = measure_in_subprocess("scaling", "measure", n_nodes, args.batch, args.dim,
@@ -198,10 +239,11 @@ def main(argv=None):
     results = Path(args.results)
     suffix = "gpu" if args.device == "cuda" else "cpu"
     chart_path = results / f"scaling-{suffix}.png"
-    text, fits = render(records, provenance, chart_path.name)
+    text, fits = render(records, provenance, chart_path.name, peak_flops)
     chart(records, chart_path)
     write_record(results / "runs" / "performance" / f"scaling-{suffix}-{time.strftime('%Y%m%d-%H%M%S')}.json",
-                 {"records": records, "slopes": fits, "provenance": provenance, "versions": package_versions()})
+                 {"records": records, "slopes": fits, "matmul_flops_per_second": peak_flops, "provenance": provenance,
+                  "versions": package_versions()})
     (results / f"scaling-{suffix}.md").write_text(text)
     print(f"wrote {results / f'scaling-{suffix}.md'}")
 
