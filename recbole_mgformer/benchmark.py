@@ -295,6 +295,10 @@ def render_dataset(dataset, records):
             gain = 100 * (top["stats"][metric][0] / runner_up["stats"][metric][0] - 1)
             lines.append(f"Best test {metric}: {top['variant']}, {gain:+.2f}% over the best other model "
                          f"({runner_up['variant']}).")
+    tuned = sorted({(r["model"], r["tuned_config"]) for r in records if r.get("tuned_config")})
+    if tuned:
+        lines += ["", "Tuned for this dataset, over each model's defaults: "
+                  + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned) + "."]
     machines = sorted({(r["machine"], r["commit"]) for r in records})
     lines += ["", "Runs: " + "; ".join(f"{m} at {c}" for m, c in machines)
               + f"; seeds {sorted({r['seed'] for r in records})}.", ""]

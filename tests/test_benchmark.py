@@ -119,6 +119,8 @@ def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides
     overridden = json.loads((runs / "mgformer-uniformity-weight-0-5-seed0.json").read_text())
     assert overridden["config"]["uniformity_weight"] == 0.5 and overridden["config"]["embedding_size"] == 8
     assert json.loads((runs / "bpr-seed0.json").read_text())["tuned_config"] is None
+    leaderboard = (tmp_path / "results" / "leaderboard.md").read_text()
+    assert f"MGFormer (and its variants) `{tuned}`" in leaderboard
 
 
 def test_shipped_tuned_configs_name_known_models_and_datasets():
