@@ -188,6 +188,7 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
         print(f"added popularity-group metrics to {record_path}", flush=True)
         return None
 
+    commit = git_commit(ROOT)  # the code this process imported, however long the run takes
     config, model_instance, trainer, (train_data, valid_data, test_data) = _setup(
         model, overrides, dataset, seed, data_path, config_files, extra, checkpoint)
     # <run>.pth holds the best epoch (what the test uses); <run>.latest.pth and .latest.json the last epoch
@@ -228,7 +229,7 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
         "test_seconds": round(test_seconds, 3), "fit_seconds": round(fit_seconds, 1),
         "parameters": sum(p.numel() for p in model_instance.parameters() if p.requires_grad),
         "device": str(config["device"]), "machine": machine(),
-        "commit": git_commit(ROOT), "versions": package_versions(),
+        "commit": commit, "versions": package_versions(),
         "config": plain_value({k: v for k, v in config.final_config_dict.items() if not k.startswith("_")}),
     }
     write_record(record_path, record)
