@@ -25,6 +25,13 @@ def positive_int(config, key, model, optional=False):
     return int(value)
 
 
+def non_negative_int(config, key, model):
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        _fail(model, key, value, "a non-negative integer")
+    return int(value)
+
+
 def _real(config, key, model, expected, accept):
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not accept(value):

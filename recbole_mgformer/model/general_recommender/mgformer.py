@@ -17,7 +17,7 @@ from recbole.utils import InputType
 from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.loss import directau_loss
-from recbole_mgformer.model.options import choice, positive_int
+from recbole_mgformer.model.options import choice, non_negative_int, positive_int
 from recbole_mgformer.model.structural import (
     SVD_SOLVERS,
     degree_buckets,
@@ -65,21 +65,24 @@ class MaskedAttentionLayer(nn.Module):
     def features(self, x, is_query):
         return apply_feature_map(self.feature_map, x, self.projection, is_query, self.focusing_factor)
 
-    def forward(self, x, z=None, query_index=None, edges=None):
+    def forward(self, x, z=None, query_index=None, edges=None, key_index=None):
         """x (n, w) all tokens; z (n,) degree centralities or None; query_index (b,) or None for
-        all nodes; edges (rows, cols) for the adjacency mask. Returns (b, w)."""
+        all nodes; edges (rows, cols) for the adjacency mask; key_index (s,) keys to attend to, or
+        None for all n. Returns (b, w)."""
         adjacency = edges is not None
         x_query = x if query_index is None or adjacency else x[query_index]
+        x_key = x if key_index is None else x[key_index]
         phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
-        phi_k = self.features(self.split_heads(self.key(x)), is_query=False)
-        values = self.split_heads(x)
+        phi_k = self.features(self.split_heads(self.key(x_key)), is_query=False)
+        values = self.split_heads(x_key)
         if adjacency:
             mixed = adjacency_kernel_attention(phi_q, phi_k, values, *edges)
             if query_index is not None:
                 mixed, x_query = mixed[:, query_index], x[query_index]
         else:
             query_z = z if z is None or query_index is None else z[query_index]
-            mixed = masked_kernel_attention(phi_q, phi_k, values, query_z, z)
+            key_z = z if z is None or key_index is None else z[key_index]
+            mixed = masked_kernel_attention(phi_q, phi_k, values, query_z, key_z)
         mixed = mixed.transpose(0, 1).reshape(x_query.shape)
         out = x_query + self.attention_weight * mixed if self.residual else mixed
         return self.norm(out)
@@ -105,6 +108,10 @@ class MGFormer(GeneralRecommender):
         n_features = positive_int(config, "n_features", "MGFormer", optional=True)
         self.uniformity_weight = float(config["uniformity_weight"])
         self.feature_redraw_interval = int(config["feature_redraw_interval"] or 0)
+        self.key_sample_size = non_negative_int(config, "key_sample_size", "MGFormer")
+        if self.key_sample_size and self.degree_mask == "adjacency":
+            raise ValueError("MGFormer: key_sample_size applies to degree_mask sin or none; the adjacency mask is "
+                             "already sparse (set key_sample_size: 0)")
         self.seed = int(config["seed"])
 
         # Training interactions only: the dataset handed to a model is the training split.
@@ -141,6 +148,7 @@ class MGFormer(GeneralRecommender):
         )
         self.register_buffer("feature_draws", torch.zeros((), dtype=torch.long))
         self.training_steps = 0
+        self.key_generator = torch.Generator().manual_seed(self.seed)
 
         self.restore_user_e = None
         self.restore_item_e = None
@@ -168,8 +176,9 @@ class MGFormer(GeneralRecommender):
         """Eq. (10): ``z = sigmoid(proj(embedding(deg)))`` in (0, 1), (n,)."""
         return torch.sigmoid(self.degree_projection(self.degree_embedding(self.degree_bucket))).squeeze(-1)
 
-    def forward(self, query_nodes=None):
-        """Outputs for ``query_nodes`` (b,) (all n nodes when None): keys always span all nodes."""
+    def forward(self, query_nodes=None, key_nodes=None):
+        """Outputs for ``query_nodes`` (b,) (all n nodes when None), attending to ``key_nodes`` (s,)
+        (all n nodes when None, as in Eq. 12)."""
         x = self.node_tokens()
         if not self.use_attention:
             return x if query_nodes is None else x[query_nodes]
@@ -177,8 +186,19 @@ class MGFormer(GeneralRecommender):
         edges = (self.edge_rows, self.edge_cols) if self.degree_mask == "adjacency" else None
         for depth, layer in enumerate(self.layers):
             last = depth == len(self.layers) - 1
-            x = layer(x, z, query_nodes if last else None, edges)
+            x = layer(x, z, query_nodes if last else None, edges, key_nodes)
         return x
+
+    def sample_keys(self):
+        """``key_sample_size`` distinct nodes drawn uniformly for one training step, or None for all.
+
+        Eq. (12) sums over all n keys; a uniform sample estimates both of its sums with the same scale,
+        which cancels in the ratio, so a step costs O(s m d) instead of O(n m d). Evaluation always uses all keys.
+        """
+        if not self.key_sample_size or self.key_sample_size >= self.n_nodes:
+            return None
+        keys = torch.randperm(self.n_nodes, generator=self.key_generator)[: self.key_sample_size]
+        return keys.to(self.user_embedding.weight.device)
 
     def _maybe_redraw_features(self):
         self.training_steps += 1
@@ -192,7 +212,7 @@ class MGFormer(GeneralRecommender):
         self.restore_user_e, self.restore_item_e = None, None
         self._maybe_redraw_features()
         users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
-        outputs = self.forward(torch.cat([users, items + self.n_users]))
+        outputs = self.forward(torch.cat([users, items + self.n_users]), self.sample_keys())
         user_e, item_e = outputs.split([len(users), len(items)])
         return directau_loss(user_e, item_e, self.uniformity_weight)
 

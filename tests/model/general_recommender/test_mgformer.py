@@ -30,6 +30,40 @@ def test_batch_queries_equal_rows_of_the_full_forward(tiny_setup):
         torch.testing.assert_close(model(nodes), model()[nodes])
 
 
+def test_sampled_keys_equal_eq_8_over_those_keys_with_an_explicit_mask(tiny_setup):
+    import math
+
+    _, model, _, _ = tiny_setup(key_sample_size=7)
+    queries, keys = torch.tensor([0, 3, 45, 50]), torch.tensor([2, 9, 30, 44, 51, 58, 60])
+    with torch.no_grad():
+        x, z, layer = model.node_tokens(), model.degree_centrality(), model.layers[0]
+        phi_q = layer.features(layer.query(x[queries])[None], is_query=True)[0]
+        phi_k = layer.features(layer.key(x[keys])[None], is_query=False)[0]
+        mask = torch.sin(math.pi / 2 * (z[queries, None] + z[None, keys]) / 2)
+        weights = (phi_q @ phi_k.T) * mask
+        expected = x[queries] + weights @ x[keys] / weights.sum(1, keepdim=True)
+        torch.testing.assert_close(model(queries, keys), expected)
+
+
+def test_keys_are_sampled_from_the_seed_in_training_and_evaluation_uses_all(tiny_setup):
+    _, model, _, (train, _, test) = tiny_setup(key_sample_size=7, seed=5)
+    _, same, _, _ = tiny_setup(key_sample_size=7, seed=5)
+    draws = [model.sample_keys() for _ in range(3)]
+    assert all(len(d) == 7 and len(set(d.tolist())) == 7 for d in draws)
+    assert not torch.equal(draws[0], draws[1])
+    assert torch.equal(draws[0], same.sample_keys())
+    _, everything, _, _ = tiny_setup(key_sample_size=10_000)
+    assert everything.sample_keys() is None
+    # Training attends to the sample only; full-sort scores come from all keys.
+    model.calculate_loss(next(iter(train)))
+    _, exact, _, _ = tiny_setup(seed=5)
+    exact.load_state_dict(model.state_dict())
+    model.eval(), exact.eval()
+    interaction = next(iter(test))[0]
+    with torch.no_grad():
+        torch.testing.assert_close(model.full_sort_predict(interaction), exact.full_sort_predict(interaction))
+
+
 def test_attention_false_returns_the_tokens(tiny_setup):
     _, model, _, _ = tiny_setup(attention=False)
     with torch.no_grad():
@@ -50,7 +84,7 @@ def test_degree_centrality_is_in_the_open_unit_interval_and_learnable(tiny_setup
     {"degree_mask": "adjacency"}, {"feature_map": "elu"}, {"feature_map": "focused"}, {"feature_map": "relu"},
     {"feature_map": "orf"}, {"feature_map": "prf", "n_features": 24}, {"n_layers": 2, "n_heads": 2},
     {"residual": False}, {"layer_norm": True, "qk_init": "identity", "score": "cosine"},
-    {"svd_solver": "randomized"},
+    {"svd_solver": "randomized"}, {"key_sample_size": 16}, {"key_sample_size": 16, "degree_mask": "none"},
 ], ids=str)
 def test_every_option_trains_and_scores_consistently(tiny_setup, overrides):
     _, model, _, (train, _, test) = tiny_setup(**overrides)
@@ -115,6 +149,8 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     ({"n_heads": 3}, "n_heads=3 must divide the token width 16"),
     ({"score": "l2"}, "unknown score"),
     ({"svd_solver": "lanczos"}, "unknown svd_solver 'lanczos'"),
+    ({"key_sample_size": -1}, "key_sample_size must be a non-negative integer"),
+    ({"key_sample_size": 8, "degree_mask": "adjacency"}, "the adjacency mask is already sparse"),
 ])
 def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
