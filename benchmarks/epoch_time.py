@@ -4,6 +4,7 @@ in a fresh subprocess (so peak memory is its own), and times are reported as rat
 
     python benchmarks/epoch_time.py --dataset amazon-beauty --batch_sizes 256,2048 --repeats 3
     python benchmarks/epoch_time.py --dataset amazon-beauty --max_steps 40 --device=cuda
+    python benchmarks/epoch_time.py --models "LightGCN,MGFormer,MGFormer[key_sample_size=4096]" --batch_sizes 2048
 
 ``--max_steps`` times that many training steps after one warm-up step and scales the mean step time to the
 epoch's number of steps (reported as ``epoch_seconds``; ``measured_steps`` says how many were timed).
@@ -110,6 +111,7 @@ def render(records, dataset, provenance):
 
 
 def main(argv=None):
+    from recbole_mgformer.benchmark import parse_entry, split_models, variant_name
     from recbole_mgformer.cli import parse_overrides
     from recbole_mgformer.records import git_commit, machine, package_versions, write_record
 
@@ -123,15 +125,16 @@ def main(argv=None):
     args, rest = parser.parse_known_args(argv)
     extra = parse_overrides(rest)
     records, stamp = [], time.strftime("%Y%m%d-%H%M%S")
-    models = [m for m in args.models.split(",") if m]
-    if "LightGCN" not in models:
+    models = [parse_entry(entry) for entry in split_models(args.models)]  # NAME or NAME[key=value; ...]
+    if ("LightGCN", {}) not in models:
         parser.error("ratios are to LightGCN: keep it in --models")
     for repeat in range(args.repeats):
         for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
-            for model in models:
-                overrides = {**MODELS.get(model, {}), **extra}
+            for model, entry_overrides in models:
+                overrides = {**MODELS.get(model, {}), **entry_overrides, **extra}
                 result = measure_in_subprocess("epoch_time", "measure", model, args.dataset, batch_size,
                                                args.max_steps, overrides)
+                model = result["model"] = variant_name(model, entry_overrides)
                 result["repeat"] = repeat
                 records.append(result)
                 print(f"repeat {repeat} batch {batch_size} {model}: epoch {result['epoch_seconds']:.1f} s, "
