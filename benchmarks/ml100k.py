@@ -4,7 +4,7 @@
     python benchmarks/ml100k.py                      # every variant, seed 2020
     python benchmarks/ml100k.py --variants MGFormer,LightGCN --seeds 2020,2021
     python benchmarks/ml100k.py --name "DirectAU gamma=0.5" --model DirectAU --gamma=0.5 \
-        --results results/runs/ml-100k-exploration  # an extra variant, recorded apart
+        --runs results/runs/ml-100k-exploration --table results/ml-100k-exploration.md  # an extra variant, recorded apart
 
 Each run leaves a JSON record in results/runs/ml-100k/; finished runs are skipped on a rerun.
 """
