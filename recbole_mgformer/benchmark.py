@@ -223,6 +223,7 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
         "valid": dict(best_valid_result), "test": dict(test_result),
         "test_popularity": popularity_metrics(trainer, train_data, test_data), "popularity_rule": GROUP_RULE,
         "best_epoch": timer.best_epoch(config["valid_metric_bigger"]), "epochs": timer.epochs(),
+        "valid_history": [list(pair) for pair in timer.valid_scores],  # (epoch, validation score) of every evaluation
         "resumed_from_epoch": resumed_from,
         "train_seconds_per_epoch": round(statistics.mean(timer.train_seconds), 3) if timer.train_seconds else None,
         "valid_seconds_per_evaluation": round(statistics.mean(timer.valid_seconds), 3) if timer.valid_seconds else None,

@@ -45,6 +45,7 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
     written = json.loads((runs / "mgformer-embedding-size-8-seed0.json").read_text())
     assert written["overrides"] == {"embedding_size": 8} and written["config"]["embedding_size"] == 8
     assert written["epochs"] == 2 and 0 <= written["best_epoch"] < 2 and written["parameters"] > 0
+    assert [epoch for epoch, _ in written["valid_history"]] == [0, 1]
     assert written["train_seconds_per_epoch"] > 0 and written["test_seconds"] > 0
     for key in ("commit", "machine", "versions", "device", "valid", "test", "seed"):
         assert key in written
