@@ -15,6 +15,7 @@ from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
 from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention
+from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.loss import directau_loss
 from recbole_mgformer.model.options import choice, non_negative_int, positive_int
@@ -30,7 +31,7 @@ class MaskedAttentionLayer(nn.Module):
     """One layer of masked kernel attention: ``Q = X W_Q``, ``K = X W_K``, ``V = X`` (Eq. 5)."""
 
     def __init__(self, width, n_heads, feature_map, n_features, focusing_factor, residual,
-                 attention_weight, layer_norm, qk_init, generator):
+                 attention_weight, layer_norm, qk_init, generator, compile=False):
         super().__init__()
         if width % n_heads:
             raise ValueError(f"MGFormer: n_heads={n_heads} must divide the token width {width}")
@@ -44,6 +45,8 @@ class MaskedAttentionLayer(nn.Module):
         self.qk_init = qk_init
         self.register_buffer("projection", torch.empty(n_heads, self.n_features, self.head_size))
         self.redraw_features(generator)
+        # dynamic=True: the batch and key-sample sizes vary, one graph serves them all.
+        self.mix = CompiledOrEager(self._mix, "MGFormer attention", dynamic=True) if compile else self._mix
 
     def reset_qk(self):
         """``identity`` starts the attention as a kernel on token similarity ``x_i^T x_j``."""
@@ -69,20 +72,28 @@ class MaskedAttentionLayer(nn.Module):
         """x (n, w) all tokens; z (n,) degree centralities or None; query_index (b,) or None for
         all nodes; edges (rows, cols) for the adjacency mask; key_index (s,) keys to attend to, or
         None for all n. Returns (b, w)."""
-        adjacency = edges is not None
-        x_query = x if query_index is None or adjacency else x[query_index]
-        x_key = x if key_index is None else x[key_index]
-        phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
-        phi_k = self.features(self.split_heads(self.key(x_key)), is_query=False)
-        values = self.split_heads(x_key)
-        if adjacency:
-            mixed = adjacency_kernel_attention(phi_q, phi_k, values, *edges)
+        if edges is not None:
+            phi_q = self.features(self.split_heads(self.query(x)), is_query=True)
+            phi_k = self.features(self.split_heads(self.key(x)), is_query=False)
+            mixed = adjacency_kernel_attention(phi_q, phi_k, self.split_heads(x), *edges)
+            x_query = x
             if query_index is not None:
                 mixed, x_query = mixed[:, query_index], x[query_index]
-        else:
-            query_z = z if z is None or query_index is None else z[query_index]
-            key_z = z if z is None or key_index is None else z[key_index]
-            mixed = masked_kernel_attention(phi_q, phi_k, values, query_z, key_z)
+            return self._combine(x_query, mixed)
+        x_query = x if query_index is None else x[query_index]
+        x_key = x if key_index is None else x[key_index]
+        query_z = z if z is None or query_index is None else z[query_index]
+        key_z = z if z is None or key_index is None else z[key_index]
+        return self.mix(x_query, x_key, query_z, key_z)
+
+    def _mix(self, x_query, x_key, query_z, key_z):
+        """Eq. (5)-(12) for the sin mask (or none): x_query (b, w), x_key (s, w), z's (b,), (s,) or None -> (b, w)."""
+        phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
+        phi_k = self.features(self.split_heads(self.key(x_key)), is_query=False)
+        mixed = masked_kernel_attention(phi_q, phi_k, self.split_heads(x_key), query_z, key_z)
+        return self._combine(x_query, mixed)
+
+    def _combine(self, x_query, mixed):  # mixed (h, b, w/h) -> (b, w)
         mixed = mixed.transpose(0, 1).reshape(x_query.shape)
         out = x_query + self.attention_weight * mixed if self.residual else mixed
         return self.norm(out)
@@ -113,6 +124,7 @@ class MGFormer(GeneralRecommender):
             raise ValueError("MGFormer: key_sample_size applies to degree_mask sin or none; the adjacency mask is "
                              "already sparse (set key_sample_size: 0)")
         self.seed = int(config["seed"])
+        compile_attention = choice(config, "compile", (False, True), "MGFormer")
 
         # Training interactions only: the dataset handed to a model is the training split.
         interactions = dataset.inter_matrix(form="csr").astype(np.float32)
@@ -143,7 +155,7 @@ class MGFormer(GeneralRecommender):
         self.layers = nn.ModuleList(
             MaskedAttentionLayer(width, n_heads, feature_map, n_features, float(config["focusing_factor"]),
                                  bool(config["residual"]), float(config["attention_weight"]),
-                                 bool(config["layer_norm"]), qk_init, self.generator)
+                                 bool(config["layer_norm"]), qk_init, self.generator, compile_attention)
             for _ in range(n_layers)
         )
         self.register_buffer("feature_draws", torch.zeros((), dtype=torch.long))

@@ -151,6 +151,7 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     ({"svd_solver": "lanczos"}, "unknown svd_solver 'lanczos'"),
     ({"key_sample_size": -1}, "key_sample_size must be a non-negative integer"),
     ({"key_sample_size": 8, "degree_mask": "adjacency"}, "the adjacency mask is already sparse"),
+    ({"compile": "yes"}, "unknown compile .yes.; choose one of False, True"),
 ])
 def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -163,3 +164,18 @@ def test_model_is_a_pointwise_general_recommender():
 
     assert issubclass(MGFormer, GeneralRecommender)
     assert MGFormer.input_type == InputType.POINTWISE
+
+
+@pytest.mark.slow
+def test_compiled_attention_gives_the_eager_loss_and_gradients(tiny_setup):
+    _, eager, _, (train, _, _) = tiny_setup(seed=3)
+    _, compiled, _, _ = tiny_setup(seed=3, compile=True)
+    assert compiled.layers[0].mix.active
+    batch = next(iter(train))
+    losses = [model.calculate_loss(batch) for model in (eager, compiled)]
+    torch.testing.assert_close(losses[1], losses[0])
+    for loss in losses:
+        loss.backward()
+    for (name, p_eager), (_, p_compiled) in zip(eager.named_parameters(), compiled.named_parameters()):
+        torch.testing.assert_close(p_compiled.grad, p_eager.grad, msg=name)
+    assert compiled.layers[0].mix.active  # it really ran compiled, with no fallback
