@@ -242,3 +242,17 @@ def test_a_failing_trial_is_recorded_and_the_others_complete(ray_session, tiny_d
     assert "| failed: ValueError: MGFormer: unknown feature_map 'not_a_map'" in table
     assert "| failed: ValueError: Training loss is nan |" in table
     assert summary["retrained"] is None and (tmp_path / "results" / "MGFormer-tiny.yaml").is_file()
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("hyperopt") is None,
+                    reason="hyperopt is not installed (pip install hyperopt==0.2.5, or make test installs it)")
+def test_hyperopt_search_draws_inside_the_space(ray_session, tiny_data, tiny_yaml, tmp_path):
+    space = {"uniformity_weight": {"loguniform": [0.2, 2.0]}, "embedding_size": {"choice": [8, 16]}}
+    summary = tune_recommender("MGFormer", "tiny", space, config_files=[str(tiny_yaml)], data_path=str(tiny_data),
+                               search="hyperopt", samples=3, results_dir=tmp_path / "results",
+                               storage_dir=tmp_path / "tune", retrain_best=False, verbose=0)
+    rows = summary["rows"]
+    assert len(rows) == 3 and all(r["status"] in ("completed", "stopped early") for r in rows)
+    assert all(0.2 <= r["params"]["uniformity_weight"] <= 2.0 and r["params"]["embedding_size"] in (8, 16)
+               for r in rows)
+    assert "Search: hyperopt" in Path(summary["markdown"]).read_text()
