@@ -27,7 +27,7 @@ from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.defaults import benchmark_config_file
 from recbole_mgformer.evaluation import GROUP_RULE, GROUPS, metrics_by_group, popularity_groups, training_counts
 from recbole_mgformer.quick_start import build_config, prepare
-from recbole_mgformer.records import git_commit, machine, package_versions, read_records, write_record
+from recbole_mgformer.records import display_path, git_commit, machine, package_versions, read_records, write_record
 from recbole_mgformer.trainer import plain_value
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,7 +219,7 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
     test_seconds = time.perf_counter() - started
     record = {
         "dataset": dataset, "model": model, "variant": variant, "overrides": overrides, "seed": seed,
-        "tuned_config": _relative(benchmark_config_file(model, dataset)),
+        "tuned_config": display_path(benchmark_config_file(model, dataset), ROOT),
         "valid": dict(best_valid_result), "test": dict(test_result),
         "test_popularity": popularity_metrics(trainer, train_data, test_data), "popularity_rule": GROUP_RULE,
         "best_epoch": timer.best_epoch(config["valid_metric_bigger"]), "epochs": timer.epochs(),
@@ -237,15 +237,6 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
     latest.unlink(missing_ok=True)
     latest_history.unlink(missing_ok=True)
     return record
-
-
-def _relative(path):
-    if path is None:
-        return None
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
 
 
 def _mean_std(values):

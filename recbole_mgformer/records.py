@@ -54,3 +54,14 @@ def write_record(path, record):
 
 def read_records(folder):
     return [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))]
+
+
+def display_path(path, base=None):
+    """``path`` relative to ``base`` (default: the current directory) when it lies inside it, as given otherwise,
+    so records name files the way a reader of the checkout finds them; None stays None."""
+    if path is None:
+        return None
+    try:
+        return str(Path(path).resolve().relative_to(Path(base or Path.cwd()).resolve()))
+    except ValueError:
+        return str(path)

@@ -44,7 +44,7 @@ from recbole_mgformer.cli import parse_overrides
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.defaults import properties_dir
 from recbole_mgformer.quick_start import build_config, prepare, run_recommender
-from recbole_mgformer.records import git_commit, machine, package_versions, write_record
+from recbole_mgformer.records import display_path, git_commit, machine, package_versions, write_record
 from recbole_mgformer.registry import get_model
 from recbole_mgformer.trainer import plain_value
 
@@ -424,7 +424,7 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
     storage = Path(storage_dir or "saved/tune").resolve()
     max_t = _evaluations(config, parsed)
     return {
-        "model": model, "dataset": dataset, "space": raw, "space_source": _relative(source),
+        "model": model, "dataset": dataset, "space": raw, "space_source": display_path(source),
         "config_files": config_files, "overrides": plain_value(overrides), "data_path": data_path,
         "data_path_given": data_path_given, "search": search, "samples": 1 if search == "grid" else int(samples),
         "scheduler": scheduler, "grace_period": max(1, min(int(grace_period), max_t)), "max_t": max_t,
@@ -432,13 +432,6 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         "mode": "max" if config["valid_metric_bigger"] else "min",
         "name": name, "storage": str(storage), "experiment": str(storage / name),
     }
-
-
-def _relative(path):
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def _require_hyperopt():
@@ -602,7 +595,7 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
     paths = {suffix: folder / f"{request['model']}-{request['dataset']}.{suffix}" for suffix in ("md", "json", "yaml")}
     folder.mkdir(parents=True, exist_ok=True)
     if best is not None:
-        summary["best_yaml"] = _relative(paths["yaml"])
+        summary["best_yaml"] = display_path(paths["yaml"])
         paths["yaml"].write_text(best_config_yaml(request, best, summary["best_yaml"]))
     paths["md"].write_text(render_markdown(summary))
     write_record(paths["json"], plain_value(summary))

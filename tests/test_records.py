@@ -1,6 +1,6 @@
 import subprocess
 
-from recbole_mgformer.records import git_commit, read_records, write_record
+from recbole_mgformer.records import display_path, git_commit, read_records, write_record
 
 
 def git(repo, *args):
@@ -26,3 +26,12 @@ def test_commit_is_dirty_for_code_changes_but_not_for_results(tmp_path):
 def test_records_round_trip(tmp_path):
     write_record(tmp_path / "a.json", {"variant": "A", "valid": {"ndcg@20": 0.5}})
     assert read_records(tmp_path) == [{"variant": "A", "valid": {"ndcg@20": 0.5}}]
+
+
+def test_display_path_is_relative_inside_the_base_and_unchanged_outside(tmp_path, monkeypatch):
+    inside = tmp_path / "properties" / "x.yaml"
+    assert display_path(inside, tmp_path) == "properties/x.yaml"
+    assert display_path("/elsewhere/y.yaml", tmp_path) == "/elsewhere/y.yaml"
+    assert display_path(None, tmp_path) is None
+    monkeypatch.chdir(tmp_path)
+    assert display_path(inside) == "properties/x.yaml"
