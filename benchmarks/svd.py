@@ -36,8 +36,8 @@ def beauty_matrix(data_path, seed=0):
     """Beauty's interactions, 80% of each user's kept at random, as in the RS 8:1:1 protocol."""
     from recbole_mgformer.data.sources import ensure_dataset
 
-    folder = ensure_dataset("amazon-beauty", data_path)
-    table = np.loadtxt(folder / "amazon-beauty.inter", dtype=str, skiprows=1, usecols=(0, 1))
+    inter_file = ensure_dataset("amazon-beauty", data_path)
+    table = np.loadtxt(inter_file, dtype=str, skiprows=1, usecols=(0, 1))
     _, users = np.unique(table[:, 0], return_inverse=True)
     _, items = np.unique(table[:, 1], return_inverse=True)
     keep = np.random.default_rng(seed).random(len(users)) < BEAUTY_TRAIN_SHARE

@@ -33,3 +33,16 @@ def test_main_writes_the_table_and_a_record(tmp_path):
     table = (tmp_path / "svd.md").read_text()
     assert "| 1,500 nodes |" in table and "Commit" in table
     assert len(list((tmp_path / "runs" / "performance").glob("svd-*.json"))) == 1
+
+
+def test_beauty_matrix_reads_the_imported_atomic_file(tmp_path):
+    from benchmarks.svd import beauty_matrix
+
+    folder = tmp_path / "amazon-beauty"
+    folder.mkdir()
+    pairs = [(f"u{u}", f"i{(u * 7 + k) % 13}") for u in range(40) for k in range(5)]
+    (folder / "amazon-beauty.inter").write_text(
+        "user_id:token\titem_id:token\n" + "".join(f"{u}\t{i}\n" for u, i in pairs))
+    matrix = beauty_matrix(tmp_path)
+    assert matrix.shape == (40, 13)
+    assert 0.7 * len(pairs) < matrix.nnz < 0.9 * len(pairs)  # about 80% of the interactions kept
