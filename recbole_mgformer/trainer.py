@@ -8,6 +8,7 @@ only state dicts and plain values, and every load goes through :func:`load_check
 import functools
 
 import torch
+from recbole.trainer import Trainer
 
 _PLAIN = (type(None), bool, int, float, str)
 
@@ -97,3 +98,29 @@ class SafeCheckpointMixin:
 def safe_trainer_class(base):
     """``base`` (a RecBole trainer class) with :class:`SafeCheckpointMixin` in front."""
     return type(base.__name__, (SafeCheckpointMixin, base), {"__module__": __name__})
+
+
+class CSATrainer(Trainer):
+    """RecBole's trainer with the CSA paper's step decay: the learning rate is multiplied by
+    ``lr_decay_factor`` every ``lr_decay_step`` epochs (``lr_decay_step: 0`` keeps it constant).
+
+    The rate is a function of the epoch alone, so a resumed run decays exactly as an uninterrupted one.
+    """
+
+    def __init__(self, config, model):
+        super().__init__(config, model)
+        self.lr_decay_step = int(config["lr_decay_step"] or 0)
+        self.lr_decay_factor = float(config["lr_decay_factor"] if config["lr_decay_factor"] is not None else 1.0)
+        if self.lr_decay_step < 0 or not 0 < self.lr_decay_factor <= 1:
+            raise ValueError(f"CSA: lr_decay_step must be >= 0 and lr_decay_factor in (0, 1], got "
+                             f"{config['lr_decay_step']!r} and {config['lr_decay_factor']!r}")
+
+    def learning_rate_at(self, epoch):
+        if not self.lr_decay_step:
+            return self.learning_rate
+        return self.learning_rate * self.lr_decay_factor ** (epoch // self.lr_decay_step)
+
+    def _train_epoch(self, train_data, epoch_idx, loss_func=None, show_progress=False):
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate_at(epoch_idx)
+        return super()._train_epoch(train_data, epoch_idx, loss_func, show_progress)

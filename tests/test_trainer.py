@@ -63,3 +63,23 @@ def test_a_pickled_checkpoint_is_refused_with_a_clear_error(tmp_path):
 def test_plain_value_keeps_plain_data_and_stringifies_objects():
     assert plain_value({"a": [1, 2.5, None, "x"], "b": (True,)}) == {"a": [1, 2.5, None, "x"], "b": [True]}
     assert plain_value({"device": torch.device("cpu")}) == {"device": "cpu"}
+
+
+def test_csa_trainer_decays_the_learning_rate_by_epoch_alone(monkeypatch):
+    from recbole.trainer import Trainer
+
+    from recbole_mgformer.registry import get_trainer
+    from recbole_mgformer.trainer import CSATrainer
+
+    assert issubclass(get_trainer("CONTEXT", "CSA"), CSATrainer)
+    trainer = object.__new__(CSATrainer)  # the schedule needs no data or model
+    trainer.learning_rate, trainer.lr_decay_step, trainer.lr_decay_factor = 0.01, 2, 0.2
+    trainer.optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
+    seen = []
+    monkeypatch.setattr(Trainer, "_train_epoch", lambda self, *args, **kwargs: seen.append(
+        self.optimizer.param_groups[0]["lr"]))
+    for epoch in (0, 1, 2, 3, 4, 7):  # a resumed run starting at epoch 7 gets epoch 7's rate
+        trainer._train_epoch(None, epoch)
+    assert seen == pytest.approx([0.01, 0.01, 0.002, 0.002, 0.0004, 0.01 * 0.2 ** 3])
+    trainer.lr_decay_step = 0
+    assert trainer.learning_rate_at(9) == 0.01
