@@ -28,11 +28,13 @@ def parse_overrides(arguments):
 
 
 def format_summary(model, dataset, result, metrics=("recall@20", "ndcg@20")):
+    """Two lines, valid and test: ``metrics`` where the run computed them (top-k runs), else every metric
+    it computed (AUC and LogLoss of a context-aware run, Recall@10 of a sequential one)."""
     lines = [f"{model} on {dataset}"]
     for split, values in (("valid", result["best_valid_result"]), ("test", result["test_result"])):
-        values = values or {}
-        shown = [f"{name} {values[name]:.4f}" for name in metrics if name in values]
-        lines.append(f"  {split:5s} " + ("  ".join(shown) if shown else str(dict(values))))
+        values = dict(values or {})
+        names = [name for name in metrics if name in values] or list(values)
+        lines.append(f"  {split:5s} " + "  ".join(f"{name} {float(values[name]):.4f}" for name in names))
     return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from recbole_mgformer.cli import main, parse_overrides
+from recbole_mgformer.cli import format_summary, main, parse_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,3 +38,13 @@ def test_run_py_reports_an_unknown_model(tmp_path):
                                text=True, cwd=tmp_path)
     assert completed.returncode != 0
     assert "unknown model 'NoSuchNet'; available models:" in completed.stderr
+
+
+def test_summary_shows_top_k_metrics_or_every_metric_the_run_computed():
+    top_k = {"best_valid_result": {"recall@10": 0.1, "recall@20": 0.2, "ndcg@20": 0.15},
+             "test_result": {"recall@20": 0.25, "ndcg@20": 0.125}}
+    assert format_summary("MGFormer", "ml-100k", top_k).splitlines() == [
+        "MGFormer on ml-100k", "  valid recall@20 0.2000  ndcg@20 0.1500", "  test  recall@20 0.2500  ndcg@20 0.1250"]
+    labelled = {"best_valid_result": {"auc": 0.77231, "logloss": 0.5868}, "test_result": {"auc": 0.7721, "logloss": 0.59}}
+    assert format_summary("CSA", "ml-100k", labelled).splitlines()[1:] == [
+        "  valid auc 0.7723  logloss 0.5868", "  test  auc 0.7721  logloss 0.5900"]
