@@ -18,7 +18,7 @@ from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_
 from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.loss import directau_loss
-from recbole_mgformer.model.options import choice, non_negative_int, positive_int
+from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
 from recbole_mgformer.model.structural import (
     SVD_SOLVERS,
     degree_buckets,
@@ -134,7 +134,8 @@ class MGFormer(GeneralRecommender):
         width = self.embedding_size
         if self.structural_encoding == "svd":
             users_p, items_p = svd_structural_encodings(interactions, self.embedding_size, self.seed, svd_solver)
-            self.register_buffer("structural", torch.from_numpy(np.concatenate([users_p, items_p])))
+            scale = positive_float(config, "structural_scale", "MGFormer")
+            self.register_buffer("structural", scale * torch.from_numpy(np.concatenate([users_p, items_p])))
             width *= 2
         self.width = width
 

@@ -152,6 +152,7 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     ({"key_sample_size": -1}, "key_sample_size must be a non-negative integer"),
     ({"key_sample_size": 8, "degree_mask": "adjacency"}, "the adjacency mask is already sparse"),
     ({"compile": "yes"}, "unknown compile .yes.; choose one of False, True"),
+    ({"structural_scale": 0}, "structural_scale must be a number > 0"),
 ])
 def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -179,3 +180,9 @@ def test_compiled_attention_gives_the_eager_loss_and_gradients(tiny_setup):
     for (name, p_eager), (_, p_compiled) in zip(eager.named_parameters(), compiled.named_parameters()):
         torch.testing.assert_close(p_compiled.grad, p_eager.grad, msg=name)
     assert compiled.layers[0].mix.active  # it really ran compiled, with no fallback
+
+
+def test_structural_scale_multiplies_the_encodings(tiny_setup):
+    _, plain, _, _ = tiny_setup()
+    _, scaled, _, _ = tiny_setup(structural_scale=4.0)
+    torch.testing.assert_close(scaled.structural, 4.0 * plain.structural)
