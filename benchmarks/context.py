@@ -25,7 +25,9 @@ sys.path.insert(0, str(ROOT))
 
 from recbole_mgformer.defaults import properties_dir  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
-from recbole_mgformer.records import git_commit, machine, package_versions, read_records, write_record  # noqa: E402
+from recbole_mgformer.records import (  # noqa: E402
+    display_path, git_commit, machine, mean_std, package_versions, read_records, write_record,
+)
 
 MODELS = ("CSA", "LR", "FM", "DeepFM", "AutoInt")
 RHOS = ("0.2", "0.4", "0.6", "0.8")
@@ -55,17 +57,6 @@ def run_one(model, rho, seed, overrides, runs_dir, workdir, command):
     })
     print(f"[done] {model} rho {rho} seed {seed}: valid auc {result['best_valid_result']['auc']:.4f} "
           f"test auc {result['test_result']['auc']:.4f} logloss {result['test_result']['logloss']:.4f}", flush=True)
-
-
-def mean_std(values):
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
-
-
-def _shown(path):
-    path = Path(path).resolve()
-    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def metric_table(records, key, best):
@@ -109,7 +100,7 @@ def render(records, runs_dir):
     lines += ["Minutes per run: " + ", ".join(f"{m} {statistics.mean(v):.1f}" for m, v in minutes.items()) + ".", ""]
     commands = sorted({r["command"] for r in records})
     provenance = sorted({(r["commit"], r["machine"], r["versions"]["torch"], r["versions"]["recbole"]) for r in records})
-    lines += ["Produced by " + ", ".join(f"`{c}`" for c in commands) + f" (records in `{_shown(runs_dir)}/`).", "",
+    lines += ["Produced by " + ", ".join(f"`{c}`" for c in commands) + f" (records in `{display_path(runs_dir, ROOT)}/`).", "",
               "Runs: " + "; ".join(f"commit {c}, {m}, torch {t}, recbole {rb}" for c, m, t, rb in provenance) + ".", ""]
     return "\n".join(lines)
 

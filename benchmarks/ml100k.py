@@ -22,7 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
-from recbole_mgformer.records import git_commit, machine, package_versions, read_records, write_record  # noqa: E402
+from recbole_mgformer.records import (  # noqa: E402
+    display_path, git_commit, machine, mean_std, package_versions, read_records, write_record,
+)
 
 VARIANTS = {
     "MGFormer": ("MGFormer", {}),
@@ -65,17 +67,6 @@ def run_variant(name, model, overrides, seed, runs_dir, workdir):
           f"test ndcg@20 {result['test_result']['ndcg@20']:.4f}", flush=True)
 
 
-def mean_std(values):
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
-
-
-def _shown(path):
-    path = Path(path).resolve()
-    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-
-
 def render(records, order, notes=None, runs_dir=ROOT / "results" / "runs" / "ml-100k", title="ml-100k"):
     rows = ["| variant | seeds | valid Recall@20 | valid NDCG@20 | test Recall@20 | test NDCG@20 | minutes |",
             "|---|---|---|---|---|---|---|"]
@@ -94,7 +85,7 @@ def render(records, order, notes=None, runs_dir=ROOT / "results" / "runs" / "ml-
              "(train/valid/test); every item ranked for every user, training items excluded; the epoch with the "
              "best valid NDCG@20 is tested. Each model runs with its defaults from `properties/model/` "
              "(RecBole's own for LightGCN and BPR) and the dataset config `properties/dataset/ml-100k.yaml`.", "",
-             f"Produced by `python benchmarks/ml100k.py` (records in `{_shown(runs_dir)}/`).", "", *rows, "",
+             f"Produced by `python benchmarks/ml100k.py` (records in `{display_path(runs_dir, ROOT)}/`).", "", *rows, "",
              "Runs: " + "; ".join(f"commit {c}, {m}, torch {t}, recbole {rb}" for c, m, t, rb in provenance)
              + f"; seeds {sorted({r['seed'] for r in records})}.", ""]
     if notes is not None and notes.exists():

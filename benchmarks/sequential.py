@@ -28,7 +28,9 @@ sys.path.insert(0, str(ROOT))
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.data.sources import ensure_dataset  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
-from recbole_mgformer.records import git_commit, machine, package_versions, read_records, write_record  # noqa: E402
+from recbole_mgformer.records import (  # noqa: E402
+    display_path, git_commit, machine, mean_std, package_versions, read_records, write_record,
+)
 
 MODELS = ("EAGPS", "SASRec", "GRU4Rec")
 DATASETS = ("ml-100k", "amazon-beauty")
@@ -76,12 +78,6 @@ def run_one(model, dataset, seed, overrides, runs_dir, data_path, workdir, comma
     return record
 
 
-def mean_std(values):
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
-
-
 def render_dataset(dataset, records, order):
     header = ["variant", "seeds", "valid NDCG@10"] + [f"test {m.replace('recall', 'Recall').replace('mrr', 'MRR').replace('ndcg', 'NDCG')}"
                                                        for m in METRICS] + ["minutes"]
@@ -105,8 +101,7 @@ def render(records, runs_dir, order=MODELS):
              "every item ranked, the epoch with the best valid NDCG@10 tested. Each model runs with its defaults "
              "(`properties/model/EAGPS.yaml`; RecBole 1.2.1's own for SASRec and GRU4Rec); a variant's name lists "
              "the overrides it ran with. Values are means ± standard deviation over seeds.", ""]
-    runs_shown = runs_dir.resolve()
-    runs_shown = runs_shown.relative_to(ROOT) if runs_shown.is_relative_to(ROOT) else runs_shown
+    runs_shown = display_path(runs_dir, ROOT)
     lines += [f"Records: `{runs_shown}/<dataset>/`.", ""]
     for dataset in sorted({r["dataset"] for r in records}, key=lambda d: (DATASETS + (d,)).index(d)):
         lines += render_dataset(dataset, [r for r in records if r["dataset"] == dataset], order)

@@ -3,6 +3,7 @@
 import json
 import os
 import platform
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -65,3 +66,10 @@ def display_path(path, base=None):
         return str(Path(path).resolve().relative_to(Path(base or Path.cwd()).resolve()))
     except ValueError:
         return str(path)
+
+
+def mean_std(values):
+    """A table cell for a metric over seeds: ``mean ± std``, or the value alone for one seed."""
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"

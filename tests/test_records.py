@@ -1,6 +1,6 @@
 import subprocess
 
-from recbole_mgformer.records import display_path, git_commit, read_records, write_record
+from recbole_mgformer.records import display_path, git_commit, mean_std, read_records, write_record
 
 
 def git(repo, *args):
@@ -35,3 +35,8 @@ def test_display_path_is_relative_inside_the_base_and_unchanged_outside(tmp_path
     assert display_path(None, tmp_path) is None
     monkeypatch.chdir(tmp_path)
     assert display_path(inside) == "properties/x.yaml"
+
+
+def test_mean_std_cells():
+    assert mean_std([0.25]) == "0.2500"
+    assert mean_std([0.2, 0.3]) == "0.2500 ± 0.0707"
