@@ -1,19 +1,23 @@
 """``run_recommender``: RecBole's ``run_recbole`` for every model the registry knows.
 
-Mirrors ``recbole.quick_start.run_recbole`` (which imports Ray at module level, so it is not
-imported here) with three changes: names resolve through :mod:`recbole_mgformer.registry`, the
-project's YAML defaults are loaded under the user's config, and checkpoints are weights-only.
+Mirrors ``recbole.quick_start.run`` and ``run_recbole`` (which import Ray at module level, so they are
+not imported here) with four changes: names resolve through :mod:`recbole_mgformer.registry`, the
+project's YAML defaults are loaded under the user's config, checkpoints are weights-only, and
+data-parallel runs work on CPUs too (:mod:`recbole_mgformer.distributed`).
 """
 
 import contextlib
 import sys
 from logging import getLogger
 
-from recbole.config import Config
+import torch.distributed as dist
 from recbole.data import create_dataset, data_preparation
 from recbole.utils import init_logger, init_seed, set_color
 
 from recbole_mgformer.data import validate_dataset_files
+from recbole_mgformer.distributed import (
+    DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, shard_evaluation,
+)
 from recbole_mgformer.defaults import dataset_config_file, model_config_file
 from recbole_mgformer.registry import get_model, get_trainer
 
@@ -36,7 +40,7 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     defaults = [model_config_file(model_class.__name__), dataset_config_file(dataset)]
     files = [f for f in defaults if f] + list(config_file_list or [])
     with _argv_hidden():
-        config = Config(model=model_class, dataset=dataset, config_file_list=files, config_dict=config_dict)
+        config = DistributedConfig(model=model_class, dataset=dataset, config_file_list=files, config_dict=config_dict)
     return config, model_class
 
 
@@ -48,6 +52,8 @@ def prepare(config):
     dataset = create_dataset(config)
     getLogger().info(dataset)
     train_data, valid_data, test_data = data_preparation(config, dataset)
+    if is_distributed(config):
+        valid_data, test_data = shard_evaluation(valid_data), shard_evaluation(test_data)
     init_seed(config["seed"] + config["local_rank"], config["reproducibility"])
     model = model_class(config, train_data._dataset).to(config["device"])
     getLogger().info(model)
@@ -55,13 +61,44 @@ def prepare(config):
     return model, trainer, (train_data, valid_data, test_data)
 
 
-def run_recommender(model, dataset, config_file_list=None, config_dict=None, saved=True, resume_file=None):
+def run_recommender(model, dataset, config_file_list=None, config_dict=None, saved=True, resume_file=None,
+                    nproc=1, world_size=-1, ip="localhost", port=5678, offset=0):
     """Train ``model`` (a name) on ``dataset`` and evaluate it; returns the dict of ``run_recbole``:
     ``best_valid_score``, ``valid_score_bigger``, ``best_valid_result``, ``test_result``.
 
     ``resume_file`` continues training from a checkpoint this project wrote.
+
+    Data-parallel training (DDP) starts ``nproc`` processes on this machine; ``world_size`` counts the
+    processes of all machines (-1: ``nproc``), ``offset`` is the global rank of this machine's first
+    one, and ``ip``:``port`` is where rank 0 listens. Config keys ``dist_backend`` (auto, gloo, nccl)
+    and ``dist_timeout`` (seconds) tune it. The result is local rank 0's.
     """
-    config, _ = build_config(model, dataset, config_file_list, config_dict)
+    world_size = check_sizes(nproc, world_size, offset)
+    if world_size == 1:
+        config, _ = build_config(model, dataset, config_file_list, config_dict)
+        return train_and_test(config, saved, resume_file)
+    settings = {**(config_dict or {}), "nproc": int(nproc), "world_size": world_size, "ip": str(ip),
+                "port": int(port), "offset": int(offset)}
+    return launch(_run_rank, int(nproc), (model, dataset, config_file_list, settings, saved, resume_file))
+
+
+def _run_rank(local_rank, model, dataset, config_file_list, config_dict, saved, resume_file):
+    """One process of a data-parallel run."""
+    config_dict = {**config_dict, "local_rank": local_rank}
+    try:
+        config, _ = build_config(model, dataset, config_file_list, config_dict)
+        return train_and_test(config, saved, resume_file)
+    except RuntimeError as error:
+        if is_collective_failure(error):  # a peer died, or a collective timed out
+            raise collective_error(error, config_dict) from error
+        raise
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def train_and_test(config, saved=True, resume_file=None):
+    """Fit on the training split with early stopping on the validation split, then test (see run_recommender)."""
     init_seed(config["seed"], config["reproducibility"])
     init_logger(config)
     logger = getLogger()

@@ -10,6 +10,8 @@ import functools
 import torch
 from recbole.trainer import Trainer
 
+from recbole_mgformer.distributed import DistributedTrainerMixin
+
 _PLAIN = (type(None), bool, int, float, str)
 
 
@@ -96,8 +98,9 @@ class SafeCheckpointMixin:
 
 @functools.lru_cache(maxsize=None)
 def safe_trainer_class(base):
-    """``base`` (a RecBole trainer class) with :class:`SafeCheckpointMixin` in front."""
-    return type(base.__name__, (SafeCheckpointMixin, base), {"__module__": __name__})
+    """``base`` (a RecBole trainer class) with :class:`DistributedTrainerMixin` (DDP on any device)
+    and :class:`SafeCheckpointMixin` in front."""
+    return type(base.__name__, (DistributedTrainerMixin, SafeCheckpointMixin, base), {"__module__": __name__})
 
 
 class CSATrainer(Trainer):
