@@ -135,10 +135,12 @@ class CSA(ContextRecommender):
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
-        # CSA embeds every feature as its own token (Eq. 1); the base class's pooled field tables and
-        # first-order term are not part of the model.
-        for name in ("token_embedding_table", "float_embedding_table", "token_seq_embedding_table",
-                     "float_seq_embedding_table", "first_order_linear"):
+        # CSA embeds every feature as its own token (Eq. 1); the base class's pooled field tables are not
+        # part of the model, nor its first-order term unless ``first_order`` asks for it.
+        self.first_order = bool(config["first_order"])
+        unused = ["token_embedding_table", "float_embedding_table", "token_seq_embedding_table",
+                  "float_seq_embedding_table"] + ([] if self.first_order else ["first_order_linear"])
+        for name in unused:
             if hasattr(self, name):
                 delattr(self, name)
 
@@ -202,7 +204,10 @@ class CSA(ContextRecommender):
         both = encode(self.cross_encoder, torch.cat([user, item], dim=1), mask)  # Eq. (4): O^(final)
         user, item = both.split([user.shape[1], item.shape[1]], dim=1)
         pooled = user.sum(dim=1) * item.sum(dim=1)  # 1^T U^(final) ⊙ 1^T V^(final); absent rows are 0
-        return self.theta(self.dropout(pooled)).squeeze(-1)
+        logits = self.theta(self.dropout(pooled)).squeeze(-1)
+        if self.first_order:  # not in the paper: a learned weight per feature value, as FM and AutoInt add
+            logits = logits + self.first_order_linear(interaction).squeeze(-1)
+        return logits
 
     def calculate_loss(self, interaction):
         """Eq. (6): mean logistic loss over the batch + reg_weight / 2 * squared L2 norm of all parameters."""

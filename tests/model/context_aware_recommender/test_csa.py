@@ -206,6 +206,20 @@ def test_a_user_without_any_feature_scores_the_bias_without_nan(toy):
     assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
+def test_first_order_option_adds_a_weight_per_feature_value(toy):
+    plain, batch = toy()
+    assert not hasattr(plain, "first_order_linear")
+    model, _ = toy(first_order=True)
+    with torch.no_grad():
+        for parameter in model.first_order_linear.parameters():
+            parameter.normal_()
+    first_order = model.first_order_linear(batch).squeeze(-1)
+    assert first_order.std() > 0  # varies with the features
+    logits = model(batch)
+    model.first_order = False
+    torch.testing.assert_close(logits, model(batch) + first_order)
+
+
 def test_l2_term_is_half_lambda_times_the_squared_norm(toy):
     model, batch = toy(reg_weight=0.3, dropout_prob=0.0)
     model.train()
