@@ -11,6 +11,7 @@ epoch time is what a user waits for. The time is rank 0's, which waits for the s
 
     python benchmarks/distributed.py --dataset amazon-beauty --models MGFormer,LightGCN --settings 1x1,1x2,2x1
     python benchmarks/distributed.py --dataset amazon-beauty --settings 1x1,2x1,4x1 --device=cuda   # GPUs: P x 1 = P GPUs
+    python benchmarks/distributed.py --models "MGFormer[train_batch_size=2048]" --table results/distributed-batch.md
     python benchmarks/distributed.py --dataset tiny --data_path=/tmp/data --max_steps 2            # a quick smoke run
 
 Any ``--key=value`` overrides a config setting of every run. Records go to results/runs/distributed/.
@@ -26,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recbole_mgformer.benchmark import split_models  # noqa: E402
+from recbole_mgformer.benchmark import parse_entry, split_models, variant_name  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.records import git_commit, machine, package_versions, write_record  # noqa: E402
 
@@ -125,30 +126,34 @@ def render(records, dataset, provenance):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="amazon-beauty")
-    parser.add_argument("--models", default="MGFormer,LightGCN")
+    parser.add_argument("--models", default="MGFormer,LightGCN", help="NAME or NAME[key=value; ...], comma-separated")
     parser.add_argument("--settings", default="1x1,1x2,2x1", help="processes x threads, comma-separated")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--max_steps", type=int, default=0, help="time this many steps per epoch (0: all)")
     parser.add_argument("--port", type=int, default=29517, help="a free port for the process group")
     parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--table", default=None, help="the table to write (default: <results>/distributed.md)")
     args, rest = parser.parse_known_args(argv)
     overrides = parse_overrides(rest)
     settings = [parse_setting(text) for text in args.settings.split(",")]
     records, stamp = [], time.strftime("%Y%m%d-%H%M%S")
+    commit = git_commit(ROOT)  # the code the runs import, however long they take
     for repeat in range(args.repeats):
-        for model in split_models(args.models):
+        for model, entry_overrides in [parse_entry(entry) for entry in split_models(args.models)]:
             for processes, threads in settings:
-                result = measure(model, args.dataset, processes, threads, args.max_steps, overrides, args.port)
-                result["repeat"] = repeat
+                result = measure(model, args.dataset, processes, threads, args.max_steps,
+                                 {**overrides, **entry_overrides}, args.port)
+                result.update(model=variant_name(model, entry_overrides), repeat=repeat)
                 records.append(result)
-                print(f"repeat {repeat} {model} {processes} x {threads}: epoch {result['epoch_seconds']:.1f} s "
+                print(f"repeat {repeat} {result['model']} {processes} x {threads}: "
+                      f"epoch {result['epoch_seconds']:.1f} s "
                       f"({result['steps']} of {result['steps_per_epoch']} steps timed)", flush=True)
-    provenance = (f"Commit {git_commit(ROOT)}, {machine()}, torch {package_versions()['torch']}, "
+    provenance = (f"Commit {commit}, {machine()}, torch {package_versions()['torch']}, "
                   f"{args.repeats} repeat(s), overrides {overrides or 'none'}, {time.strftime('%Y-%m-%d')}.")
     results = Path(args.results)
     write_record(results / "runs" / "distributed" / f"epoch-time-{args.dataset}-{stamp}.json",
                  {"records": records, "provenance": provenance, "versions": package_versions()})
-    table = results / "distributed.md"
+    table = Path(args.table) if args.table else results / "distributed.md"
     table.write_text(render(records, args.dataset, provenance))
     print(f"wrote {table}")
 
