@@ -1,4 +1,4 @@
-"""Training-epoch time with 1 and 2 data-parallel processes (torch.distributed DDP): writes results/distributed.md.
+"""Training-epoch time with 1 and 2 data-parallel processes (torch.distributed DDP).
 
 Each setting trains one epoch of each model in fresh processes started by ``recbole_mgformer.distributed.launch``,
 the settings interleaved within each repeat:
@@ -10,11 +10,12 @@ A DDP epoch has as many steps as a single-process one (each rank takes 1/P of ev
 epoch time is what a user waits for. The time is rank 0's, which waits for the slowest rank at every step.
 
     python benchmarks/distributed.py --dataset amazon-beauty --models MGFormer,LightGCN --settings 1x1,1x2,2x1
-    python benchmarks/distributed.py --dataset amazon-beauty --settings 1x1,2x1,4x1 --device=cuda   # GPUs: P x 1 = P GPUs
+    python benchmarks/distributed.py --settings 1x1,2x1,4x1        # on a machine with GPUs, P x 1 is P GPUs (nccl)
     python benchmarks/distributed.py --models "MGFormer[train_batch_size=2048]" --table results/distributed-batch.md
     python benchmarks/distributed.py --dataset tiny --data_path=/tmp/data --max_steps 2            # a quick smoke run
 
-Any ``--key=value`` overrides a config setting of every run. Records go to results/runs/distributed/.
+Any ``--key=value`` overrides a config setting of every run. Writes results/distributed-<dataset>.md
+(or ``--table``) and a JSON record in results/runs/distributed/.
 """
 
 import argparse
@@ -132,7 +133,7 @@ def main(argv=None):
     parser.add_argument("--max_steps", type=int, default=0, help="time this many steps per epoch (0: all)")
     parser.add_argument("--port", type=int, default=29517, help="a free port for the process group")
     parser.add_argument("--results", default=str(ROOT / "results"))
-    parser.add_argument("--table", default=None, help="the table to write (default: <results>/distributed.md)")
+    parser.add_argument("--table", default=None, help="the table to write (default: <results>/distributed-<dataset>.md)")
     args, rest = parser.parse_known_args(argv)
     overrides = parse_overrides(rest)
     settings = [parse_setting(text) for text in args.settings.split(",")]
@@ -153,7 +154,7 @@ def main(argv=None):
     results = Path(args.results)
     write_record(results / "runs" / "distributed" / f"epoch-time-{args.dataset}-{stamp}.json",
                  {"records": records, "provenance": provenance, "versions": package_versions()})
-    table = Path(args.table) if args.table else results / "distributed.md"
+    table = Path(args.table) if args.table else results / f"distributed-{args.dataset}.md"
     table.write_text(render(records, args.dataset, provenance))
     print(f"wrote {table}")
 

@@ -38,6 +38,6 @@ def test_one_and_two_processes_time_an_epoch(tiny_data, tmp_path):
     main(["--dataset", "tiny", "--models", "LightGCN[n_layers=1]", "--settings", "1x1,2x1", "--max_steps", "2",
           "--results", str(tmp_path), "--port", str(free_port()), f"--data_path={tiny_data}", "--embedding_size=8",
           "--train_batch_size=16"])
-    table = (tmp_path / "distributed.md").read_text()
+    table = (tmp_path / "distributed-tiny.md").read_text()
     assert "| LightGCN n_layers=1 | 1 x 1 | cpu | " in table and "| LightGCN n_layers=1 | 2 x 1 | cpu | " in table
     assert list((tmp_path / "runs" / "distributed").glob("epoch-time-tiny-*.json"))
