@@ -3,7 +3,7 @@ SimGCL on one dataset, measured side by side: every (model, batch size) runs onc
 in a fresh subprocess (so peak memory is its own), and times are reported as ratios to LightGCN in the same repeat.
 
     python benchmarks/epoch_time.py --dataset amazon-beauty --batch_sizes 256,2048 --repeats 3
-    python benchmarks/epoch_time.py --dataset amazon-beauty --max_steps 40 --device=cuda
+    python benchmarks/epoch_time.py --dataset amazon-beauty --max_steps 40     # on a GPU machine, on the GPU (use_gpu)
     python benchmarks/epoch_time.py --models "LightGCN,MGFormer,MGFormer[key_sample_size=4096]" --batch_sizes 2048
 
 ``--max_steps`` times that many training steps after one warm-up step and scales the mean step time to the
