@@ -4,6 +4,7 @@ on labelled pairs, the epoch with the best valid AUC tested (properties/context/
 
     python benchmarks/context.py                                     # every model and rho, seed 2020
     python benchmarks/context.py --seeds 2020,2021,2022              # the recorded table: three seeds
+    python benchmarks/context.py --models "CSA[first_order=True],AutoInt" --rhos 0.8    # a variant: its own row
     python benchmarks/context.py --models CSA,LR --rhos 0.8 --seeds 2020 --epochs 1 \
         --runs /tmp/context-runs --table /tmp/context.md             # a smoke run, kept out of results/
 
@@ -23,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from recbole_mgformer.benchmark import parse_entry, slug, split_models, variant_name  # noqa: E402
 from recbole_mgformer.defaults import properties_dir  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
 from recbole_mgformer.records import (  # noqa: E402
@@ -40,22 +42,27 @@ def protocol_files(rho):
     return [str(context / f"{DATASET}.yaml"), str(context / f"rho-{rho}.yaml")]
 
 
-def run_one(model, rho, seed, overrides, runs_dir, workdir, command):
-    record_path = runs_dir / f"{model.lower()}-rho{rho}-seed{seed}.json"
+def run_one(entry, rho, seed, overrides, runs_dir, workdir, command):
+    """Train and test one (model or ``NAME[key=value; ...]`` variant, rho, seed), unless its record exists."""
+    model, variant_overrides = parse_entry(entry)
+    variant = variant_name(model, variant_overrides)
+    record_path = runs_dir / f"{slug(variant)}-rho{rho}-seed{seed}.json"
     if record_path.exists():
-        print(f"[skip] {model} rho {rho} seed {seed}: {record_path} exists", flush=True)
+        print(f"[skip] {variant} rho {rho} seed {seed}: {record_path} exists", flush=True)
         return
-    print(f"[run ] {model} rho {rho} seed {seed}", flush=True)
+    print(f"[run ] {variant} rho {rho} seed {seed}", flush=True)
+    overrides = {**overrides, **variant_overrides}
     config = {"seed": seed, "show_progress": False, "checkpoint_dir": str(workdir / "saved"), **overrides}
     started = time.perf_counter()
+    commit = git_commit(ROOT)  # the code this process imported, however long the run takes
     result = run_recommender(model, DATASET, config_file_list=protocol_files(rho), config_dict=config)
     write_record(record_path, {
-        "model": model, "dataset": DATASET, "rho": float(rho), "seed": seed, "overrides": overrides,
+        "model": variant, "dataset": DATASET, "rho": float(rho), "seed": seed, "overrides": overrides,
         "valid": dict(result["best_valid_result"]), "test": dict(result["test_result"]),
         "seconds": round(time.perf_counter() - started, 1), "command": command,
-        "commit": git_commit(ROOT), "versions": package_versions(), "machine": machine(),
+        "commit": commit, "versions": package_versions(), "machine": machine(),
     })
-    print(f"[done] {model} rho {rho} seed {seed}: valid auc {result['best_valid_result']['auc']:.4f} "
+    print(f"[done] {variant} rho {rho} seed {seed}: valid auc {result['best_valid_result']['auc']:.4f} "
           f"test auc {result['test_result']['auc']:.4f} logloss {result['test_result']['logloss']:.4f}", flush=True)
 
 
@@ -105,26 +112,35 @@ def render(records, runs_dir):
     return "\n".join(lines)
 
 
-def _names(text, allowed, what, parser):
-    names = [n for n in text.split(",") if n]
+def _names(names, allowed, what, parser):
     unknown = [n for n in names if n not in allowed]
     if unknown:
         parser.error(f"unknown {what} {unknown}; choose from {list(allowed)}")
     return names
 
 
+def _model_entries(text, parser):
+    """Models and ``NAME[key=value; ...]`` variants of them."""
+    entries = split_models(text)
+    try:
+        _names([parse_entry(entry)[0] for entry in entries], MODELS, "models", parser)
+    except ValueError as error:
+        parser.error(str(error))
+    return entries
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated models")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated models or NAME[key=value; ...] variants")
     parser.add_argument("--rhos", default=",".join(RHOS), help="comma-separated sampling rates rho")
     parser.add_argument("--seeds", default="2020", help="comma-separated seeds")
     parser.add_argument("--epochs", type=int, default=None, help="override the protocol's 20 epochs (smoke runs)")
     parser.add_argument("--runs", default=str(ROOT / "results" / "runs" / "context"), help="folder of JSON records")
     parser.add_argument("--table", default=str(ROOT / "results" / "context.md"), help="markdown table to write")
     args = parser.parse_args(argv)
-    models = _names(args.models, MODELS, "models", parser)
-    rhos = _names(args.rhos, RHOS, "rhos", parser)
+    models = _model_entries(args.models, parser)
+    rhos = _names([r for r in args.rhos.split(",") if r], RHOS, "rhos", parser)
     overrides = {} if args.epochs is None else {"epochs": args.epochs}
     command = shlex.join(["python", "benchmarks/context.py", *argv])
     runs_dir, table = Path(args.runs), Path(args.table)
