@@ -21,6 +21,7 @@ machine's first process), ``dist_backend`` (``auto``: nccl on GPUs, gloo on CPUs
 """
 
 import datetime
+import os
 
 import torch
 import torch.distributed as dist
@@ -72,13 +73,15 @@ class DistributedConfig(Config):
         settings = self.final_config_dict
         if "local_rank" not in settings:
             return super()._init_device()
-        if isinstance(settings["gpu_id"], tuple):
-            settings["gpu_id"] = ",".join(map(str, settings["gpu_id"]))
+        gpu_id = settings["gpu_id"]
+        settings["gpu_id"] = gpu_id = ",".join(map(str, gpu_id)) if isinstance(gpu_id, tuple) else str(gpu_id)
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu_id  # as RecBole does, before CUDA starts in this process
         local_rank, nproc = int(settings["local_rank"]), int(settings["nproc"])
-        use_gpu = bool(settings.get("use_gpu", True)) and str(settings["gpu_id"]) != "" and torch.cuda.is_available()
+        use_gpu = bool(settings.get("use_gpu", True)) and gpu_id != "" and torch.cuda.is_available()
         if use_gpu and torch.cuda.device_count() < nproc:
-            raise ValueError(f"nproc is {nproc} but only {torch.cuda.device_count()} GPU(s) are visible: "
-                             "lower nproc, or set use_gpu to False to train on CPUs")
+            raise ValueError(f"nproc is {nproc} but gpu_id {gpu_id!r} makes {torch.cuda.device_count()} GPU(s) "
+                             "visible: list one GPU per process (--gpu_id=0,1), lower nproc, or set use_gpu to "
+                             "False to train on CPUs")
         device = torch.device("cuda", local_rank) if use_gpu else torch.device("cpu")
         backend = choose_backend(settings.get("dist_backend"), device.type)
         timeout = float(settings.get("dist_timeout") or DEFAULT_TIMEOUT_S)

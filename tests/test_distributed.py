@@ -168,12 +168,19 @@ def test_one_ddp_step_equals_one_single_process_step(model_name, average_halves,
 
 # ---- training to completion --------------------------------------------------------------------------------------
 
+two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("model_name", ["LightGCN", "MGFormer"])
-def test_two_gloo_processes_report_the_metrics_of_one_process_on_the_checkpoint(model_name, odd_data, tmp_path):
+@pytest.mark.parametrize("model_name, use_gpu", [
+    ("LightGCN", False), ("MGFormer", False),
+    pytest.param("MGFormer", True, marks=two_gpus),  # nccl
+])
+def test_two_processes_report_the_metrics_of_one_process_on_the_checkpoint(model_name, use_gpu, odd_data, tmp_path):
     checkpoints = tmp_path / "saved"
     result = run_recommender(model_name, "tiny", config_dict={
-        **DDP_CONFIG, "data_path": str(odd_data), "checkpoint_dir": str(checkpoints)}, nproc=2, port=free_port())
+        **DDP_CONFIG, "data_path": str(odd_data), "checkpoint_dir": str(checkpoints), "use_gpu": use_gpu,
+        "gpu_id": "0,1"}, nproc=2, port=free_port())
     (checkpoint,) = glob.glob(str(checkpoints / "*.pth"))  # rank 0 alone wrote it
     config, _ = build_config(model_name, "tiny", config_dict={**DDP_CONFIG, "data_path": str(odd_data)})
     _, trainer, (train_data, valid_data, test_data) = prepare(config)
