@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 
 from recbole_mgformer.model.general_recommender import DirectAU, MGFormer, SimGCL, XSimGCL
@@ -29,3 +32,11 @@ def test_every_trainer_writes_safe_checkpoints():
 
     for model_type, name in [(ModelType.GENERAL, "MGFormer"), (ModelType.GENERAL, "LightGCN"), (ModelType.TRADITIONAL, "Pop")]:
         assert issubclass(get_trainer(model_type, name), SafeCheckpointMixin)
+
+
+def test_resolving_recbole_sequential_models_leaves_anomaly_detection_off():
+    # A fresh process: RecBole's sine.py switches anomaly detection on when first imported.
+    code = ("import torch; from recbole_mgformer.registry import available_models, get_model; "
+            "get_model('SASRec'); available_models(); print(torch.is_anomaly_enabled())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"
