@@ -9,7 +9,6 @@ one process evaluating the same checkpoint.
 """
 
 import glob
-import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -19,7 +18,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recbole_mgformer.distributed import launch  # noqa: E402
+from recbole_mgformer.distributed import free_port, launch  # noqa: E402
 from recbole_mgformer.quick_start import _run_rank, build_config, prepare  # noqa: E402
 
 SETTINGS = {"epochs": 2, "state": "WARNING", "show_progress": False, "topk": [10], "valid_metric": "NDCG@10",
@@ -49,11 +48,6 @@ def recbole_evaluation_rank(local_rank, *args):
     distributed.GatheringCollector.get_data_struct = Collector.get_data_struct
     return _run_rank(local_rank, *args)
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
 
 
 def main():
