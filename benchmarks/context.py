@@ -18,18 +18,16 @@ import shlex
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.recorded_run import run_and_record  # noqa: E402
 from recbole_mgformer.benchmark import parse_entry, slug, split_models, variant_name  # noqa: E402
 from recbole_mgformer.defaults import properties_dir  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
-from recbole_mgformer.records import (  # noqa: E402
-    display_path, git_commit, machine, mean_std, package_versions, read_records, write_record,
-)
+from recbole_mgformer.records import display_path, mean_std, read_records  # noqa: E402
 
 MODELS = ("CSA", "LR", "FM", "DeepFM", "AutoInt")
 RHOS = ("0.2", "0.4", "0.6", "0.8")
@@ -46,24 +44,13 @@ def run_one(entry, rho, seed, overrides, runs_dir, workdir, command):
     """Train and test one (model or ``NAME[key=value; ...]`` variant, rho, seed), unless its record exists."""
     model, variant_overrides = parse_entry(entry)
     variant = variant_name(model, variant_overrides)
-    record_path = runs_dir / f"{slug(variant)}-rho{rho}-seed{seed}.json"
-    if record_path.exists():
-        print(f"[skip] {variant} rho {rho} seed {seed}: {record_path} exists", flush=True)
-        return
-    print(f"[run ] {variant} rho {rho} seed {seed}", flush=True)
     overrides = {**overrides, **variant_overrides}
     config = {"seed": seed, "show_progress": False, "checkpoint_dir": str(workdir / "saved"), **overrides}
-    started = time.perf_counter()
-    commit = git_commit(ROOT)  # the code this process imported, however long the run takes
-    result = run_recommender(model, DATASET, config_file_list=protocol_files(rho), config_dict=config)
-    write_record(record_path, {
-        "model": variant, "dataset": DATASET, "rho": float(rho), "seed": seed, "overrides": overrides,
-        "valid": dict(result["best_valid_result"]), "test": dict(result["test_result"]),
-        "seconds": round(time.perf_counter() - started, 1), "command": command,
-        "commit": commit, "versions": package_versions(), "machine": machine(),
-    })
-    print(f"[done] {variant} rho {rho} seed {seed}: valid auc {result['best_valid_result']['auc']:.4f} "
-          f"test auc {result['test_result']['auc']:.4f} logloss {result['test_result']['logloss']:.4f}", flush=True)
+    run_and_record(
+        runs_dir / f"{slug(variant)}-rho{rho}-seed{seed}.json", f"{variant} rho {rho} seed {seed}",
+        lambda: run_recommender(model, DATASET, config_file_list=protocol_files(rho), config_dict=config),
+        {"model": variant, "dataset": DATASET, "rho": float(rho), "seed": seed, "overrides": overrides,
+         "command": command}, "auc")
 
 
 def metric_table(records, key, best):

@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from recbole_mgformer.benchmark import parse_entry, split_models, variant_name  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
+from recbole_mgformer.distributed import free_port, launch  # noqa: E402
 from recbole_mgformer.records import git_commit, machine, package_versions, write_record  # noqa: E402
 
 
@@ -95,8 +96,6 @@ def time_epoch(local_rank, model, dataset, processes, threads, port, max_steps, 
 
 
 def measure(model, dataset, processes, threads, max_steps, overrides, port):
-    from recbole_mgformer.distributed import launch
-
     return launch(time_epoch, processes, (model, dataset, processes, threads, port, max_steps, overrides))
 
 
@@ -131,7 +130,7 @@ def main(argv=None):
     parser.add_argument("--settings", default="1x1,1x2,2x1", help="processes x threads, comma-separated")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--max_steps", type=int, default=0, help="time this many steps per epoch (0: all)")
-    parser.add_argument("--port", type=int, default=29517, help="a free port for the process group")
+    parser.add_argument("--port", type=int, default=None, help="port of the process group (default: a free one)")
     parser.add_argument("--results", default=str(ROOT / "results"))
     parser.add_argument("--table", default=None, help="the table to write (default: <results>/distributed-<dataset>.md)")
     args, rest = parser.parse_known_args(argv)
@@ -143,7 +142,7 @@ def main(argv=None):
         for model, entry_overrides in [parse_entry(entry) for entry in split_models(args.models)]:
             for processes, threads in settings:
                 result = measure(model, args.dataset, processes, threads, args.max_steps,
-                                 {**overrides, **entry_overrides}, args.port)
+                                 {**overrides, **entry_overrides}, args.port or free_port())
                 result.update(model=variant_name(model, entry_overrides), repeat=repeat)
                 records.append(result)
                 print(f"repeat {repeat} {result['model']} {processes} x {threads}: "

@@ -10,21 +10,19 @@ Each run leaves a JSON record in results/runs/ml-100k/; finished runs are skippe
 """
 
 import argparse
-import re
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.recorded_run import run_and_record  # noqa: E402
+from recbole_mgformer.benchmark import slug  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
-from recbole_mgformer.records import (  # noqa: E402
-    display_path, git_commit, machine, mean_std, package_versions, read_records, write_record,
-)
+from recbole_mgformer.records import display_path, mean_std, read_records  # noqa: E402
 
 VARIANTS = {
     "MGFormer": ("MGFormer", {}),
@@ -44,27 +42,12 @@ NOTES = ROOT / "results" / "notes" / "ml-100k.md"  # hand-written reading of the
 METRICS = ("recall@20", "ndcg@20")
 
 
-def slug(text):
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
-
-
 def run_variant(name, model, overrides, seed, runs_dir, workdir):
-    record_path = runs_dir / f"{slug(name)}-seed{seed}.json"
-    if record_path.exists():
-        print(f"[skip] {name} seed {seed}: {record_path} exists", flush=True)
-        return
-    print(f"[run ] {name} seed {seed}", flush=True)
     config = {"seed": seed, "show_progress": False, "checkpoint_dir": str(workdir / "saved"), **overrides}
-    started = time.perf_counter()
-    result = run_recommender(model, "ml-100k", config_dict=config)
-    write_record(record_path, {
-        "variant": name, "model": model, "dataset": "ml-100k", "overrides": overrides, "seed": seed,
-        "valid": dict(result["best_valid_result"]), "test": dict(result["test_result"]),
-        "seconds": round(time.perf_counter() - started, 1),
-        "commit": git_commit(ROOT), "versions": package_versions(), "machine": machine(),
-    })
-    print(f"[done] {name} seed {seed}: valid ndcg@20 {result['best_valid_result']['ndcg@20']:.4f} "
-          f"test ndcg@20 {result['test_result']['ndcg@20']:.4f}", flush=True)
+    run_and_record(
+        runs_dir / f"{slug(name)}-seed{seed}.json", f"{name} seed {seed}",
+        lambda: run_recommender(model, "ml-100k", config_dict=config),
+        {"variant": name, "model": model, "dataset": "ml-100k", "overrides": overrides, "seed": seed}, "ndcg@20")
 
 
 def render(records, order, notes=None, runs_dir=ROOT / "results" / "runs" / "ml-100k", title="ml-100k"):

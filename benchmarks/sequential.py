@@ -14,23 +14,21 @@ Each run leaves a JSON record in results/runs/sequential/<dataset>/; finished ru
 """
 
 import argparse
-import re
 import shlex
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.recorded_run import run_and_record  # noqa: E402
+from recbole_mgformer.benchmark import slug  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.data.sources import ensure_dataset  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
-from recbole_mgformer.records import (  # noqa: E402
-    display_path, git_commit, machine, mean_std, package_versions, read_records, write_record,
-)
+from recbole_mgformer.records import display_path, mean_std, read_records  # noqa: E402
 
 MODELS = ("EAGPS", "SASRec", "GRU4Rec")
 DATASETS = ("ml-100k", "amazon-beauty")
@@ -48,34 +46,19 @@ def variant_name(model, overrides):
     return " ".join([model] + [f"{key}={value}" for key, value in sorted(overrides.items())])
 
 
-def slug(text):
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
-
-
 def run_one(model, dataset, seed, overrides, runs_dir, data_path, workdir, command):
     """Train and test one (model, dataset, seed); returns the record, or None when it already exists."""
     variant = variant_name(model, overrides)
     record_path = Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
-    if record_path.exists():
-        print(f"[skip] {variant} on {dataset}, seed {seed}: {record_path} exists", flush=True)
-        return None
-    print(f"[run ] {variant} on {dataset}, seed {seed}", flush=True)
-    ensure_dataset(dataset, data_path)
-    commit = git_commit(ROOT)  # the code this process imported, however long the run takes
+    if not record_path.exists():
+        ensure_dataset(dataset, data_path)
     config = {"seed": seed, "data_path": str(data_path), "show_progress": False,
               "checkpoint_dir": str(Path(workdir) / "saved"), **overrides}
-    started = time.perf_counter()
-    result = run_recommender(model, dataset, config_file_list=[str(protocol_file(dataset))], config_dict=config)
-    record = {
-        "variant": variant, "model": model, "dataset": dataset, "overrides": overrides, "seed": seed,
-        "valid": dict(result["best_valid_result"]), "test": dict(result["test_result"]),
-        "seconds": round(time.perf_counter() - started, 1), "command": command,
-        "commit": commit, "versions": package_versions(), "machine": machine(),
-    }
-    write_record(record_path, record)
-    print(f"[done] {variant} on {dataset}, seed {seed}: valid ndcg@10 {record['valid']['ndcg@10']:.4f}, "
-          f"test ndcg@10 {record['test']['ndcg@10']:.4f}", flush=True)
-    return record
+    return run_and_record(
+        record_path, f"{variant} on {dataset}, seed {seed}",
+        lambda: run_recommender(model, dataset, config_file_list=[str(protocol_file(dataset))], config_dict=config),
+        {"variant": variant, "model": model, "dataset": dataset, "overrides": overrides, "seed": seed,
+         "command": command}, "ndcg@10")
 
 
 def render_dataset(dataset, records, order):

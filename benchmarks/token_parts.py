@@ -46,7 +46,6 @@ def score_shares(model, users, items):
     with torch.no_grad():
         tokens, outputs = model.node_tokens(), model()
         d, items = model.embedding_size, items + model.n_users
-        attention = outputs - tokens
         parts = {
             "embeddings e_u . e_i": (tokens[users, :d] * tokens[items, :d]).sum(1),
             "encodings p_u . p_i": (tokens[users, d:] * tokens[items, d:]).sum(1),

@@ -22,6 +22,7 @@ machine's first process), ``dist_backend`` (``auto``: nccl on GPUs, gloo on CPUs
 
 import datetime
 import os
+import socket
 
 import torch
 import torch.distributed as dist
@@ -132,6 +133,13 @@ class GatheringCollector(Collector):
         for key in local:
             struct.set(key, torch.cat([part[key] for part in gathered], dim=0))
         return struct
+
+
+def free_port(host="localhost"):
+    """A TCP port that is free on ``host`` now, for a run whose ranks all live on this machine."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
 
 
 def broadcast_value(value, src=0):

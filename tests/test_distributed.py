@@ -1,7 +1,6 @@
 """Data-parallel training (recbole_mgformer.distributed): two CPU processes with gloo, against one process."""
 
 import glob
-import socket
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from recbole.data.interaction import Interaction
 from recbole.utils import init_seed
 
 from recbole_mgformer import run_recommender
-from recbole_mgformer.distributed import UnpaddedShard, check_sizes, choose_backend, launch
+from recbole_mgformer.distributed import UnpaddedShard, check_sizes, choose_backend, free_port, launch
 from recbole_mgformer.quick_start import build_config, prepare
 
 from conftest import TINY_CONFIG, write_interactions
@@ -24,11 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # count one user twice.
 DDP_CONFIG = {**TINY_CONFIG, "topk": [10], "valid_metric": "NDCG@10", "epochs": 2}
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -1,4 +1,3 @@
-import socket
 import sys
 from pathlib import Path
 
@@ -8,11 +7,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.distributed import main, parse_setting, render  # noqa: E402
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
 
 
 def test_settings_read_as_processes_by_threads():
@@ -36,7 +30,7 @@ def test_speedups_are_to_one_process_in_the_same_repeat():
 @pytest.mark.slow
 def test_one_and_two_processes_time_an_epoch(tiny_data, tmp_path):
     main(["--dataset", "tiny", "--models", "LightGCN[n_layers=1]", "--settings", "1x1,2x1", "--max_steps", "2",
-          "--results", str(tmp_path), "--port", str(free_port()), f"--data_path={tiny_data}", "--embedding_size=8",
+          "--results", str(tmp_path), f"--data_path={tiny_data}", "--embedding_size=8",
           "--train_batch_size=16"])
     table = (tmp_path / "distributed-tiny.md").read_text()
     assert "| LightGCN n_layers=1 | 1 x 1 | cpu | " in table and "| LightGCN n_layers=1 | 2 x 1 | cpu | " in table
