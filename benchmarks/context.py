@@ -75,7 +75,8 @@ def metric_table(records, key, best):
 
 def render(records, runs_dir):
     seeds = sorted({r["seed"] for r in records})
-    overrides = sorted({str(r["overrides"]) for r in records if r["overrides"]})
+    overrides = sorted({str(shown) for r in records  # those a variant's name does not already show
+                        if (shown := {k: v for k, v in r["overrides"].items() if f"{k}=" not in r["model"]})})
     lines = ["# Context-aware models on ml-100k (CSA's protocol)", "",
              "Protocol (`properties/context/ml-100k.yaml` + `properties/context/rho-<rho>.yaml`): the real ml-100k "
              "user features (user_id, age, gender, occupation, zip_code) and item features (item_id, release_year, "

@@ -75,7 +75,7 @@ def test_a_failing_rank_stops_the_others_with_its_error():
     started = time.perf_counter()
     with pytest.raises(RuntimeError, match="(?s)local rank 1.*rank one is broken"):
         launch(_rank_one_fails, 2, ())
-    assert time.perf_counter() - started < 60
+    assert time.perf_counter() - started < 100  # rank 0 would sleep 120 s
 
 
 def _rank_one_stalls(local_rank, data_path, port):
@@ -90,7 +90,7 @@ def test_a_stalled_rank_times_the_collective_out(odd_data):
     started = time.perf_counter()
     with pytest.raises(RuntimeError, match="(?s)local rank 0.*[Tt]imed out"):
         launch(_rank_one_stalls, 2, (str(odd_data), free_port()))
-    assert time.perf_counter() - started < 60
+    assert time.perf_counter() - started < 100  # rank 1 sleeps 120 s
 
 
 # ---- one step ----------------------------------------------------------------------------------------------------
@@ -216,4 +216,4 @@ def test_a_machine_whose_rank_fails_does_not_hang_the_other(odd_data, tmp_path):
     assert broken.returncode != 0 and "no-such-folder" in broken_output
     assert healthy.returncode != 0
     assert "rank 0 of 2: a collective operation failed or timed out" in healthy_output
-    assert time.perf_counter() - started < 150
+    assert time.perf_counter() - started < 240
