@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from recbole_mgformer.benchmark import parse_entry, split_models, variant_name  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
-from recbole_mgformer.distributed import free_port, launch  # noqa: E402
+from recbole_mgformer.distributed import free_port, launch, make_shared_folders  # noqa: E402
 from recbole_mgformer.records import git_commit, machine, package_versions, write_record  # noqa: E402
 
 
@@ -74,6 +74,7 @@ def time_epoch(local_rank, model, dataset, processes, threads, port, max_steps, 
                            port=port, offset=0)
     try:
         config, _ = build_config(model, dataset, config_dict=config_dict)
+        make_shared_folders(config)
         ensure_dataset(dataset, Path(config["data_path"]).parent)
         _, trainer, (train_data, _, _) = prepare(config)
         loader = FirstSteps(train_data, max_steps) if max_steps else train_data

@@ -135,6 +135,13 @@ class GatheringCollector(Collector):
         return struct
 
 
+def make_shared_folders(config):
+    """Create the folders RecBole creates at start-up (its log folder, the checkpoint folder): its
+    ``ensure_dir`` checks, then creates, so ranks that start together can fail with FileExistsError."""
+    for folder in (os.path.join("log", str(config["model"])), config["checkpoint_dir"]):
+        os.makedirs(folder, exist_ok=True)
+
+
 def free_port(host="localhost"):
     """A TCP port that is free on ``host`` now, for a run whose ranks all live on this machine."""
     with socket.socket() as probe:

@@ -16,7 +16,8 @@ from recbole.utils import init_logger, init_seed, set_color
 
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.distributed import (
-    DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, shard_evaluation,
+    DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, make_shared_folders,
+    shard_evaluation,
 )
 from recbole_mgformer.defaults import dataset_config_file, model_config_file
 from recbole_mgformer.registry import get_model, get_trainer
@@ -87,6 +88,7 @@ def _run_rank(local_rank, model, dataset, config_file_list, config_dict, saved, 
     config_dict = {**config_dict, "local_rank": local_rank}
     try:
         config, _ = build_config(model, dataset, config_file_list, config_dict)
+        make_shared_folders(config)
         return train_and_test(config, saved, resume_file)
     except RuntimeError as error:
         if is_collective_failure(error):  # a peer died, or a collective timed out

@@ -13,7 +13,9 @@ from recbole.data.interaction import Interaction
 from recbole.utils import init_seed
 
 from recbole_mgformer import run_recommender
-from recbole_mgformer.distributed import UnpaddedShard, check_sizes, choose_backend, free_port, launch
+from recbole_mgformer.distributed import (
+    UnpaddedShard, check_sizes, choose_backend, free_port, launch, make_shared_folders,
+)
 from recbole_mgformer.quick_start import build_config, prepare
 
 from conftest import TINY_CONFIG, write_interactions
@@ -115,6 +117,7 @@ def halves():
 def _ddp_step(local_rank, model_name, data_path, port, out_dir):
     config, _ = build_config(model_name, "tiny", config_dict={
         **STEP_CONFIG, "data_path": data_path, **rank_settings(local_rank, port)})
+    make_shared_folders(config)
     model, trainer, (train_data, _, _) = prepare(config)
     # What each rank builds on its own, before DDP copies rank 0's parameters and buffers to it.
     init_seed(config["seed"] + local_rank, config["reproducibility"])
