@@ -115,7 +115,7 @@ class UnpaddedShard(torch.utils.data.Sampler):
 
 def shard_evaluation(loader):
     """Give this rank a disjoint, unpadded share of an evaluation loader (RecBole pads the shares)."""
-    if loader is None or not dist.is_initialized():
+    if loader is None:
         return loader
     # The DataLoader forbids replacing its sampler; its batch sampler reads the indices from this attribute.
     loader.batch_sampler.sampler = UnpaddedShard(loader.sample_size, dist.get_rank(), dist.get_world_size())

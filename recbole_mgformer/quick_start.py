@@ -15,11 +15,11 @@ from recbole.data import create_dataset, data_preparation
 from recbole.utils import init_logger, init_seed, set_color
 
 from recbole_mgformer.data import validate_dataset_files
+from recbole_mgformer.defaults import dataset_config_file, model_config_file
 from recbole_mgformer.distributed import (
     DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, make_shared_folders,
     shard_evaluation,
 )
-from recbole_mgformer.defaults import dataset_config_file, model_config_file
 from recbole_mgformer.registry import get_model, get_trainer
 
 
