@@ -19,7 +19,6 @@ Any ``--key=value`` overrides a config setting of every run. Writes results/dist
 """
 
 import argparse
-import statistics
 import sys
 import time
 from itertools import islice
@@ -28,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.epoch_time import spread  # noqa: E402
 from recbole_mgformer.benchmark import parse_entry, split_models, variant_name  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.distributed import free_port, launch, make_shared_folders  # noqa: E402
@@ -100,10 +100,6 @@ def measure(model, dataset, processes, threads, max_steps, overrides, port):
     return launch(time_epoch, processes, (model, dataset, processes, threads, port, max_steps, overrides))
 
 
-def spread(values):
-    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}" if values else ""
-
-
 def render(records, dataset, provenance):
     lines = [f"# Data-parallel training on {dataset}", "",
              "Produced by `python benchmarks/distributed.py`. `P x T`: P processes with T threads each; with P > 1 "
@@ -119,7 +115,7 @@ def render(records, dataset, provenance):
             times = [r["epoch_seconds"] for r in rows]
             speedups = [base[r["repeat"]] / r["epoch_seconds"] for r in rows if r["repeat"] in base]
             lines.append(f"| {model} | {setting[0]} x {setting[1]} | {rows[0]['device']} | {spread(times)} | "
-                         f"{spread(speedups)} | {rows[0]['steps']} / {rows[0]['steps_per_epoch']} |")
+                         f"{spread(speedups) if speedups else ''} | {rows[0]['steps']} / {rows[0]['steps_per_epoch']} |")
     lines += ["", provenance, ""]
     return "\n".join(lines)
 
