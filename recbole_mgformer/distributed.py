@@ -176,7 +176,9 @@ class DistributedTrainerMixin:
             device_ids = None
         self.distributed_model = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=device_ids)
         self.eval_collector = GatheringCollector(config)
-        self.saved_model_file = broadcast_value(self.saved_model_file)  # names carry each rank's clock
+        # Names carry each rank's clock: agree on rank 0's name, kept in this machine's own checkpoint_dir.
+        directory, name = os.path.split(self.saved_model_file)
+        self.saved_model_file = os.path.join(directory, broadcast_value(name))
 
     def evaluate(self, eval_data, load_best_model=True, model_file=None, show_progress=False):
         if eval_data and load_best_model and is_distributed(self.config):

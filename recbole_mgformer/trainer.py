@@ -6,6 +6,8 @@ only state dicts and plain values, and every load goes through :func:`load_check
 """
 
 import functools
+import os
+import socket
 
 import torch
 from recbole.trainer import Trainer
@@ -28,6 +30,8 @@ def plain_value(value):
 
 def load_checkpoint(path, device="cpu"):
     """Load a checkpoint of this project safely; a file that needs pickled objects is refused."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no checkpoint at {path}; check the file name and checkpoint_dir")
     try:
         return torch.load(path, map_location=device, weights_only=True)
     except Exception as error:  # torch raises UnpicklingError or RuntimeError, depending on the content
@@ -38,10 +42,23 @@ def load_checkpoint(path, device="cpu"):
         ) from error
 
 
+def save_atomically(state, path):
+    """``torch.save`` through a temporary file, so a reader never sees half a checkpoint: not after a crash,
+    and not while the first process of each machine writes its copy into a checkpoint_dir they share."""
+    temporary = f"{path}.{socket.gethostname()}-{os.getpid()}.tmp"
+    try:
+        torch.save(state, temporary)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
 class SafeCheckpointMixin:
     """Overrides RecBole's checkpoint writing and loading; the rest of the trainer is unchanged."""
 
     def _save_checkpoint(self, epoch, verbose=True, **kwargs):
+        # The first process of each machine writes (RecBole's rule), so machines need not share a disk.
         if not self.config["single_spec"] and self.config["local_rank"] != 0:
             return
         saved_model_file = kwargs.pop("saved_model_file", self.saved_model_file)
@@ -54,7 +71,7 @@ class SafeCheckpointMixin:
             "other_parameter": self.model.other_parameter(),
             "optimizer": self.optimizer.state_dict(),
         }
-        torch.save(state, saved_model_file)
+        save_atomically(state, saved_model_file)
         if verbose:
             self.logger.info(f"Saving current: {saved_model_file}")
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from recbole_mgformer.trainer import load_checkpoint, plain_value
+from recbole_mgformer.trainer import load_checkpoint, plain_value, save_atomically
 
 
 def full_scores(model, test):
@@ -58,6 +58,30 @@ def test_a_pickled_checkpoint_is_refused_with_a_clear_error(tmp_path):
     torch.save({"config": argparse.Namespace(model="BPR")}, path)  # like RecBole's pickled Config
     with pytest.raises(ValueError, match="weights_only=True"):
         load_checkpoint(path)
+
+
+def test_a_missing_checkpoint_is_named_as_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint at .*absent.pth"):
+        load_checkpoint(tmp_path / "absent.pth")
+
+
+def test_a_checkpoint_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    path = tmp_path / "model.pth"
+    save_atomically({"epoch": 1}, path)
+    assert load_checkpoint(path) == {"epoch": 1}
+    real_save = torch.save
+
+    def dies_halfway(state, file):
+        real_save(state, file)
+        with open(file, "r+b") as written:
+            written.truncate(10)
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", dies_halfway)
+    with pytest.raises(OSError, match="disk full"):
+        save_atomically({"epoch": 2}, path)
+    assert load_checkpoint(path) == {"epoch": 1}  # the previous checkpoint, intact
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pth"]  # no temporary file left behind
 
 
 def test_plain_value_keeps_plain_data_and_stringifies_objects():
