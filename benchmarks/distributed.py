@@ -28,10 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.epoch_time import spread  # noqa: E402
+from benchmarks.recorded_run import timing_provenance, write_timing_record  # noqa: E402
 from recbole_mgformer.benchmark import parse_entry, split_models, variant_name  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.distributed import free_port, launch, make_shared_folders  # noqa: E402
-from recbole_mgformer.records import git_commit, machine, package_versions, write_record  # noqa: E402
+from recbole_mgformer.records import git_commit  # noqa: E402
 
 
 def parse_setting(text):
@@ -133,7 +134,7 @@ def main(argv=None):
     args, rest = parser.parse_known_args(argv)
     overrides = parse_overrides(rest)
     settings = [parse_setting(text) for text in args.settings.split(",")]
-    records, stamp = [], time.strftime("%Y%m%d-%H%M%S")
+    records = []
     commit = git_commit(ROOT)  # the code the runs import, however long they take
     for repeat in range(args.repeats):
         for model, entry_overrides in [parse_entry(entry) for entry in split_models(args.models)]:
@@ -145,12 +146,9 @@ def main(argv=None):
                 print(f"repeat {repeat} {result['model']} {processes} x {threads}: "
                       f"epoch {result['epoch_seconds']:.1f} s "
                       f"({result['steps']} of {result['steps_per_epoch']} steps timed)", flush=True)
-    provenance = (f"Commit {commit}, {machine()}, torch {package_versions()['torch']}, "
-                  f"{args.repeats} repeat(s), overrides {overrides or 'none'}, {time.strftime('%Y-%m-%d')}.")
-    results = Path(args.results)
-    write_record(results / "runs" / "distributed" / f"epoch-time-{args.dataset}-{stamp}.json",
-                 {"records": records, "provenance": provenance, "versions": package_versions()})
-    table = Path(args.table) if args.table else results / f"distributed-{args.dataset}.md"
+    provenance = timing_provenance(commit, args.repeats, overrides)
+    write_timing_record(args.results, "distributed", args.dataset, records, provenance)
+    table = Path(args.table) if args.table else Path(args.results) / f"distributed-{args.dataset}.md"
     table.write_text(render(records, args.dataset, provenance))
     print(f"wrote {table}")
 

@@ -113,7 +113,8 @@ def render(records, dataset, provenance):
 def main(argv=None):
     from recbole_mgformer.benchmark import parse_entry, split_models, variant_name
     from recbole_mgformer.cli import parse_overrides
-    from recbole_mgformer.records import git_commit, machine, package_versions, write_record
+    from benchmarks.recorded_run import timing_provenance, write_timing_record
+    from recbole_mgformer.records import git_commit
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="amazon-beauty")
@@ -124,7 +125,8 @@ def main(argv=None):
     parser.add_argument("--results", default=str(ROOT / "results"))
     args, rest = parser.parse_known_args(argv)
     extra = parse_overrides(rest)
-    records, stamp = [], time.strftime("%Y%m%d-%H%M%S")
+    records = []
+    commit = git_commit(ROOT)  # the code the runs import, however long they take
     models = [parse_entry(entry) for entry in split_models(args.models)]  # NAME or NAME[key=value; ...]
     if ("LightGCN", {}) not in models:
         parser.error("ratios are to LightGCN: keep it in --models")
@@ -140,12 +142,9 @@ def main(argv=None):
                 print(f"repeat {repeat} batch {batch_size} {model}: epoch {result['epoch_seconds']:.1f} s, "
                       f"evaluation {result['evaluation_seconds']:.1f} s, "
                       f"peak {result['peak_memory_bytes'] / 2**20:.0f} MiB", flush=True)
-    provenance = (f"Commit {git_commit(ROOT)}, {machine()}, torch {package_versions()['torch']}, "
-                  f"{args.repeats} repeats, overrides {extra or 'none'}, {time.strftime('%Y-%m-%d')}.")
-    results = Path(args.results)
-    write_record(results / "runs" / "performance" / f"epoch-time-{args.dataset}-{stamp}.json",
-                 {"records": records, "provenance": provenance, "versions": package_versions()})
-    table = results / f"epoch_time-{args.dataset}.md"
+    provenance = timing_provenance(commit, args.repeats, extra)
+    write_timing_record(args.results, "performance", args.dataset, records, provenance)
+    table = Path(args.results) / f"epoch_time-{args.dataset}.md"
     table.write_text(render(records, args.dataset, provenance))
     print(f"wrote {table}")
 

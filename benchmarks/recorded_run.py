@@ -1,4 +1,5 @@
-"""The step every result script repeats: train one run unless its JSON record exists, then write the record."""
+"""What the result scripts share: train one run unless its JSON record exists, then write the record; and the
+provenance and record of a timing benchmark."""
 
 import time
 from pathlib import Path
@@ -31,3 +32,16 @@ def run_and_record(record_path, label, train, fields, metric):
     print(f"[done] {label}: valid {metric} {record['valid'][metric]:.4f}, test {metric} {record['test'][metric]:.4f}",
           flush=True)
     return record
+
+
+def timing_provenance(commit, repeats, overrides):
+    """The line under a timing table: which code, machine and settings produced it, and when."""
+    return (f"Commit {commit}, {machine()}, torch {package_versions()['torch']}, {repeats} repeat(s), "
+            f"overrides {overrides or 'none'}, {time.strftime('%Y-%m-%d')}.")
+
+
+def write_timing_record(results, kind, dataset, records, provenance):
+    """All the measurements of one timing benchmark as ``<results>/runs/<kind>/epoch-time-<dataset>-<stamp>.json``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    write_record(Path(results) / "runs" / kind / f"epoch-time-{dataset}-{stamp}.json",
+                 {"records": records, "provenance": provenance, "versions": package_versions()})
