@@ -326,7 +326,7 @@ def render_markdown(summary):
         f"({'higher' if request['mode'] == 'max' else 'lower'} is better). "
         f"Space: `{request['space_source']}`; fixed settings: "
         f"{', '.join(f'`{k}={v}`' for k, v in request['overrides'].items()) or 'none'}"
-        f"{'; config files: ' + ', '.join(f'`{p}`' for p in request['config_files']) if request['config_files'] else ''}.",
+        f"{'; config files: ' + ', '.join(f'`{display_path(p)}`' for p in request['config_files']) if request['config_files'] else ''}.",
         "",
         "Trials: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".", "",
     ]
@@ -359,7 +359,7 @@ def render_markdown(summary):
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     prov = summary["provenance"]
     lines += ["", f"Ran on {prov['machine']} at commit {prov['commit']}, {prov['date']}; Ray storage "
-              f"`{request['experiment']}`; versions: " + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
+              f"`{display_path(request['experiment'])}`; versions: " + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
               + ".", ""]
     return "\n".join(lines)
 
