@@ -27,10 +27,11 @@ from benchmarks.recorded_run import run_and_record  # noqa: E402
 from recbole_mgformer.benchmark import parse_entry, slug, split_models, variant_name  # noqa: E402
 from recbole_mgformer.defaults import properties_dir  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
-from recbole_mgformer.records import display_path, mean_std, read_records  # noqa: E402
+from recbole_mgformer.records import display_path, mean_std, notes_lines, read_records  # noqa: E402
 
 MODELS = ("CSA", "LR", "FM", "DeepFM", "AutoInt")
 RHOS = ("0.2", "0.4", "0.6", "0.8")
+NOTES = ROOT / "results" / "notes" / "context.md"  # hand-written reading of the tables, appended to them
 DATASET = "ml-100k"
 METRICS = (("auc", "AUC", max), ("logloss", "LogLoss", min))  # (key, shown name, which is best)
 
@@ -73,7 +74,7 @@ def metric_table(records, key, best):
     return rows
 
 
-def render(records, runs_dir):
+def render(records, runs_dir, notes=None):
     seeds = sorted({r["seed"] for r in records})
     overrides = sorted({str(shown) for r in records  # those a variant's name does not already show
                         if (shown := {k: v for k, v in r["overrides"].items() if f"{k}=" not in r["model"]})})
@@ -97,7 +98,7 @@ def render(records, runs_dir):
     provenance = sorted({(r["commit"], r["machine"], r["versions"]["torch"], r["versions"]["recbole"]) for r in records})
     lines += ["Produced by " + ", ".join(f"`{c}`" for c in commands) + f" (records in `{display_path(runs_dir, ROOT)}/`).", "",
               "Runs: " + "; ".join(f"commit {c}, {m}, torch {t}, recbole {rb}" for c, m, t, rb in provenance) + ".", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + notes_lines(notes))
 
 
 def _names(names, allowed, what, parser):
@@ -138,7 +139,8 @@ def main(argv=None):
                 for model in models:
                     run_one(model, rho, seed, overrides, runs_dir, Path(workdir), command)
     table.parent.mkdir(parents=True, exist_ok=True)
-    table.write_text(render(read_records(runs_dir), runs_dir))
+    notes = NOTES if table == ROOT / "results" / "context.md" else None
+    table.write_text(render(read_records(runs_dir), runs_dir, notes))
     print(f"wrote {table}")
 
 

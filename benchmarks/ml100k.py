@@ -22,7 +22,7 @@ from benchmarks.recorded_run import run_and_record  # noqa: E402
 from recbole_mgformer.benchmark import slug  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
-from recbole_mgformer.records import display_path, mean_std, read_records  # noqa: E402
+from recbole_mgformer.records import display_path, mean_std, notes_lines, read_records  # noqa: E402
 
 VARIANTS = {
     "MGFormer": ("MGFormer", {}),
@@ -71,9 +71,7 @@ def render(records, order, notes=None, runs_dir=ROOT / "results" / "runs" / "ml-
              f"Produced by `python benchmarks/ml100k.py` (records in `{display_path(runs_dir, ROOT)}/`).", "", *rows, "",
              "Runs: " + "; ".join(f"commit {c}, {m}, torch {t}, recbole {rb}" for c, m, t, rb in provenance)
              + f"; seeds {sorted({r['seed'] for r in records})}.", ""]
-    if notes is not None and notes.exists():
-        lines += [notes.read_text().strip(), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + notes_lines(notes))
 
 
 def main(argv=None):

@@ -28,9 +28,10 @@ from recbole_mgformer.benchmark import slug  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.data.sources import ensure_dataset  # noqa: E402
 from recbole_mgformer.quick_start import run_recommender  # noqa: E402
-from recbole_mgformer.records import display_path, mean_std, read_records  # noqa: E402
+from recbole_mgformer.records import display_path, mean_std, notes_lines, read_records  # noqa: E402
 
 MODELS = ("EAGPS", "SASRec", "GRU4Rec")
+NOTES = ROOT / "results" / "notes" / "sequential.md"  # hand-written reading of the table, appended to it
 DATASETS = ("ml-100k", "amazon-beauty")
 METRICS = ("recall@5", "recall@10", "mrr@5", "mrr@10", "ndcg@5", "ndcg@10")
 
@@ -78,7 +79,7 @@ def render_dataset(dataset, records, order):
     return [f"## {dataset}", "", f"Protocol: `properties/sequential/{dataset}.yaml`.", "", *rows, ""]
 
 
-def render(records, runs_dir, order=MODELS):
+def render(records, runs_dir, order=MODELS, notes=None):
     lines = ["# Sequential recommendation: EAGPS, SASRec, GRU4Rec", "",
              "Leave-one-out on each user's time-ordered history (last item: test, the one before: validation), "
              "every item ranked, the epoch with the best valid NDCG@10 tested. Each model runs with its defaults "
@@ -93,7 +94,7 @@ def render(records, runs_dir, order=MODELS):
     lines += ["Commands: " + "; ".join(f"`{c}`" for c in commands) + ".", "",
               "Runs: " + "; ".join(f"commit {c}, {m}, torch {t}, recbole {rb}" for c, m, t, rb in provenance)
               + f"; seeds {sorted({r['seed'] for r in records})}.", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + notes_lines(notes))
 
 
 def all_records(runs_dir):
@@ -129,7 +130,8 @@ def main(argv=None):
                     run_one(model, dataset, seed, overrides, runs_dir, Path(args.data_path), workdir, command)
     table = Path(args.table)
     table.parent.mkdir(parents=True, exist_ok=True)
-    table.write_text(render(all_records(runs_dir), runs_dir, tuple(models) + MODELS))
+    notes = NOTES if table == ROOT / "results" / "sequential.md" else None
+    table.write_text(render(all_records(runs_dir), runs_dir, tuple(models) + MODELS, notes))
     print(f"wrote {table}")
 
 

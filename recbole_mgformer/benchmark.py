@@ -27,7 +27,8 @@ from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.defaults import benchmark_config_file
 from recbole_mgformer.evaluation import GROUP_RULE, GROUPS, metrics_by_group, popularity_groups, training_counts
 from recbole_mgformer.quick_start import build_config, prepare
-from recbole_mgformer.records import display_path, git_commit, machine, package_versions, read_records, write_record
+from recbole_mgformer.records import (display_path, git_commit, machine, notes_lines, package_versions, read_records,
+                                      write_record)
 from recbole_mgformer.trainer import plain_value
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -382,9 +383,7 @@ def render_leaderboard(runs_dir, notes=None):
              "Protocols: `properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2.", ""]
     for dataset in sorted(by_dataset):
         lines.append(render_dataset(dataset, by_dataset[dataset]))
-    if notes is not None and Path(notes).exists():
-        lines += [Path(notes).read_text().strip(), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + notes_lines(notes))
 
 
 def main(argv=None):

@@ -8,6 +8,11 @@ import subprocess
 from pathlib import Path
 
 
+def notes_lines(path):
+    """The hand-written reading of a table (``results/notes/<table>.md``), as lines to append; none when absent."""
+    return [Path(path).read_text().strip(), ""] if path is not None and Path(path).exists() else []
+
+
 def git_commit(cwd=None):
     """Short HEAD commit, ``-dirty`` when tracked files outside ``results/`` differ from it
     (benchmarks rewrite their own tables in results/ while they run)."""

@@ -1,6 +1,6 @@
 import subprocess
 
-from recbole_mgformer.records import display_path, git_commit, mean_std, read_records, write_record
+from recbole_mgformer.records import display_path, git_commit, mean_std, notes_lines, read_records, write_record
 
 
 def git(repo, *args):
@@ -40,3 +40,10 @@ def test_display_path_is_relative_inside_the_base_and_unchanged_outside(tmp_path
 def test_mean_std_cells():
     assert mean_std([0.25]) == "0.2500"
     assert mean_std([0.2, 0.3]) == "0.2500 ± 0.0707"
+
+
+def test_notes_are_appended_when_they_exist(tmp_path):
+    notes = tmp_path / "notes.md"
+    assert notes_lines(notes) == [] and notes_lines(None) == []
+    notes.write_text("\nEAGPS is below SASRec.\n\n")
+    assert notes_lines(notes) == ["EAGPS is below SASRec.", ""]

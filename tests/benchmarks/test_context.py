@@ -30,3 +30,10 @@ def test_a_variant_is_its_own_row_and_the_best_mean_is_bold():
     assert "| CSA | 0.7700 |" in table
     assert "| CSA first_order=True | **0.7800** |" in table
     assert "| AutoInt | 0.7760 ± 0.0014 |" in table
+
+
+def test_the_hand_written_reading_follows_the_tables(tmp_path):
+    notes = tmp_path / "context.md"
+    notes.write_text("CSA is below AutoInt here.")
+    table = render([], Path("results/runs/context"), notes)
+    assert table.rstrip().endswith("CSA is below AutoInt here.")
