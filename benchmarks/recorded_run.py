@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_and_record(record_path, label, train, fields, metric):
     """Skip when ``record_path`` exists (so a long benchmark resumes); else call ``train()`` (a
     ``run_recommender`` result) and write its valid and test metrics, time and provenance with ``fields``.
+    A ``details`` dict in the result joins the record as it is (and its ``seconds``, if any, replaces this
+    process's wall time: a resumed run counts the time of all its processes).
 
     Returns the record, or None when skipped. ``metric`` is the one printed when the run ends.
     """
@@ -26,6 +28,7 @@ def run_and_record(record_path, label, train, fields, metric):
     record = {
         **fields, "valid": dict(result["best_valid_result"]), "test": dict(result["test_result"]),
         "seconds": round(time.perf_counter() - started, 1),
+        **result.get("details", {}),
         "commit": commit, "versions": package_versions(), "machine": machine(),
     }
     write_record(record_path, record)

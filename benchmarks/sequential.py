@@ -10,24 +10,24 @@ the best valid NDCG@10 is tested; Recall, MRR and NDCG at 5 and 10. Every model 
     python benchmarks/sequential.py --epochs 3 --runs /tmp/runs --table /tmp/sequential.md   # a quick smoke run
     python benchmarks/sequential.py --models EAGPS --ea_norm=softmax  # any --key=value overrides every run
 
-Each run leaves a JSON record in results/runs/sequential/<dataset>/; finished runs are skipped on a rerun.
+Each run leaves a JSON record in results/runs/sequential/<dataset>/; finished runs are skipped on a rerun, and an
+interrupted run continues from its last epoch (checkpoints in saved/sequential/<dataset>/, see --checkpoint_dir).
 """
 
 import argparse
 import shlex
 import statistics
 import sys
-import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.recorded_run import run_and_record  # noqa: E402
-from recbole_mgformer.benchmark import slug  # noqa: E402
+from recbole_mgformer.benchmark import fit_resumably, forget_resume_state, setup_run, slug  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.data.sources import ensure_dataset  # noqa: E402
-from recbole_mgformer.quick_start import run_recommender  # noqa: E402
 from recbole_mgformer.records import display_path, mean_std, notes_lines, read_records  # noqa: E402
 
 MODELS = ("EAGPS", "SASRec", "GRU4Rec")
@@ -47,19 +47,38 @@ def variant_name(model, overrides):
     return " ".join([model] + [f"{key}={value}" for key, value in sorted(overrides.items())])
 
 
-def run_one(model, dataset, seed, overrides, runs_dir, data_path, workdir, command):
-    """Train and test one (model, dataset, seed); returns the record, or None when it already exists."""
+def run_one(model, dataset, seed, overrides, runs_dir, data_path, checkpoint_dir, command):
+    """Train and test one (model, dataset, seed); returns the record, or None when it already exists.
+
+    The run's best epoch is kept in ``checkpoint_dir/<dataset>/<variant>-seed<seed>.pth`` and its last epoch
+    beside it, so an interrupted run resumes on a rerun.
+    """
     variant = variant_name(model, overrides)
+    label = f"{variant} on {dataset}, seed {seed}"
     record_path = Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
-    if not record_path.exists():
+    checkpoint = Path(checkpoint_dir) / dataset / f"{slug(variant)}-seed{seed}.pth"
+
+    def train():
         ensure_dataset(dataset, data_path)
-    config = {"seed": seed, "data_path": str(data_path), "show_progress": False,
-              "checkpoint_dir": str(Path(workdir) / "saved"), **overrides}
-    return run_and_record(
-        record_path, f"{variant} on {dataset}, seed {seed}",
-        lambda: run_recommender(model, dataset, config_file_list=[str(protocol_file(dataset))], config_dict=config),
-        {"variant": variant, "model": model, "dataset": dataset, "overrides": overrides, "seed": seed,
-         "command": command}, "ndcg@10")
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        config_dict = {"seed": seed, "data_path": str(data_path), "show_progress": False,
+                       "checkpoint_dir": str(checkpoint.parent), **overrides}
+        config, _, trainer, (train_data, valid_data, test_data) = setup_run(
+            model, dataset, [str(protocol_file(dataset))], config_dict)
+        best_valid_result, timer = fit_resumably(trainer, train_data, valid_data, checkpoint, label)
+        started = time.perf_counter()
+        test_result = trainer.evaluate(test_data, load_best_model=True, show_progress=False)
+        # training and evaluation time of every process the run took (the data preparation left out)
+        seconds = sum(timer.train_seconds) + sum(timer.valid_seconds) + time.perf_counter() - started
+        return {"best_valid_result": best_valid_result, "test_result": test_result,
+                "details": {**timer.summary(config["valid_metric_bigger"]), "seconds": round(seconds, 1)}}
+
+    record = run_and_record(record_path, label, train,
+                            {"variant": variant, "model": model, "dataset": dataset, "overrides": overrides,
+                             "seed": seed, "command": command}, "ndcg@10")
+    if record is not None:
+        forget_resume_state(checkpoint)
+    return record
 
 
 def render_dataset(dataset, records, order):
@@ -113,6 +132,8 @@ def main(argv=None):
                         "are imported here (ml-100k always comes from RecBole's own copy)")
     parser.add_argument("--runs", default=str(ROOT / "results" / "runs" / "sequential"), help="folder of JSON records")
     parser.add_argument("--table", default=str(ROOT / "results" / "sequential.md"), help="markdown table to write")
+    parser.add_argument("--checkpoint_dir", default=str(ROOT / "saved" / "sequential"),
+                        help="per-run checkpoints, for resuming")
     args, rest = parser.parse_known_args(argv)
     overrides = parse_overrides(rest)
     if args.epochs is not None:
@@ -123,11 +144,10 @@ def main(argv=None):
         protocol_file(dataset)
     command = shlex.join(["python", "benchmarks/sequential.py", *argv])
     runs_dir = Path(args.runs)
-    with tempfile.TemporaryDirectory() as workdir:
-        for seed in [int(s) for s in args.seeds.split(",")]:
-            for dataset in datasets:
-                for model in models:
-                    run_one(model, dataset, seed, overrides, runs_dir, Path(args.data_path), workdir, command)
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        for dataset in datasets:
+            for model in models:
+                run_one(model, dataset, seed, overrides, runs_dir, Path(args.data_path), args.checkpoint_dir, command)
     table = Path(args.table)
     table.parent.mkdir(parents=True, exist_ok=True)
     notes = NOTES if table == ROOT / "results" / "sequential.md" else None

@@ -103,6 +103,7 @@ class RunTimer:
 
     def __init__(self, trainer, history=None, first_epoch=0):
         history = history or {}
+        self.resumed_from = first_epoch or None  # the epoch a resumed run started from
         self.first_epoch = 0 if history else first_epoch
         self.train_seconds = list(history.get("train_seconds", []))
         self.valid_seconds = list(history.get("valid_seconds", []))
@@ -142,6 +143,17 @@ class RunTimer:
                 best = (epoch, score)
         return None if best is None else best[0]
 
+    def summary(self, bigger=True):
+        """The record's fields about the epochs: best and count, validation history, resume, mean timings."""
+        return {
+            "best_epoch": self.best_epoch(bigger), "epochs": self.epochs(),
+            "valid_history": [list(pair) for pair in self.valid_scores],  # (epoch, score) of every evaluation
+            "resumed_from_epoch": self.resumed_from,
+            "train_seconds_per_epoch": round(statistics.mean(self.train_seconds), 3) if self.train_seconds else None,
+            "valid_seconds_per_evaluation": (round(statistics.mean(self.valid_seconds), 3) if self.valid_seconds
+                                             else None),
+        }
+
 
 def tuned_config_files(model, dataset, config_files):
     """The benchmark's tuned file for (model, dataset) first, so the user's files and overrides win over it."""
@@ -149,16 +161,59 @@ def tuned_config_files(model, dataset, config_files):
     return ([tuned] if tuned else []) + list(config_files or [])
 
 
-def _setup(model, overrides, dataset, seed, data_path, config_files, extra, checkpoint):
-    ensure_dataset(dataset, data_path)
-    config_files = tuned_config_files(model, dataset, config_files)
-    config_dict = {"seed": seed, "data_path": data_path, "checkpoint_dir": str(checkpoint.parent),
-                   "show_progress": False, **extra, **overrides}
+def setup_run(model, dataset, config_files, config_dict):
+    """Config, model, trainer and (train, valid, test) data of one run, seeded, with RecBole's logger set up."""
     config, _ = build_config(model, dataset, config_files, config_dict)
     init_seed(config["seed"], config["reproducibility"])
     logging.getLogger().handlers.clear()  # RecBole's init_logger only configures a bare root logger
     init_logger(config)
     return config, *prepare(config)
+
+
+def _setup(model, overrides, dataset, seed, data_path, config_files, extra, checkpoint):
+    ensure_dataset(dataset, data_path)
+    config_files = tuned_config_files(model, dataset, config_files)
+    config_dict = {"seed": seed, "data_path": data_path, "checkpoint_dir": str(checkpoint.parent),
+                   "show_progress": False, **extra, **overrides}
+    return setup_run(model, dataset, config_files, config_dict)
+
+
+def _resume_files(checkpoint):
+    """<run>.latest.pth and <run>.latest.json: the last epoch and the timings so far."""
+    return checkpoint.with_suffix(".latest.pth"), checkpoint.with_suffix(".latest.json")
+
+
+def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progress=False):
+    """``trainer.fit`` that an interrupted run continues where it stopped; returns (best valid result, RunTimer).
+
+    ``checkpoint`` holds the best epoch (what the test loads); after every epoch the last epoch and the
+    timings so far go beside it (``_resume_files``), and a rerun resumes from them, or from ``checkpoint``
+    alone when they are missing. ``forget_resume_state`` removes them once the run's record is written.
+    """
+    latest, latest_history = _resume_files(checkpoint)
+    history = None
+    if latest.exists() and latest_history.exists():
+        trainer.resume_checkpoint(latest)
+        history = json.loads(latest_history.read_text())
+    elif checkpoint.exists():
+        trainer.resume_checkpoint(checkpoint)
+    if trainer.start_epoch:
+        print(f"resuming {label} at epoch {trainer.start_epoch}", flush=True)
+    trainer.saved_model_file = str(checkpoint)
+    timer = RunTimer(trainer, history, first_epoch=trainer.start_epoch)
+
+    def save_latest(epoch, _score):
+        trainer._save_checkpoint(epoch, verbose=False, saved_model_file=str(latest))
+        write_record(latest_history, timer.history())
+
+    _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=show_progress,
+                                       callback_fn=save_latest)
+    return best_valid_result, timer
+
+
+def forget_resume_state(checkpoint):
+    for path in _resume_files(checkpoint):
+        path.unlink(missing_ok=True)
 
 
 def popularity_metrics(trainer, train_data, test_data):
@@ -192,28 +247,9 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
     commit = git_commit(ROOT)  # the code this process imported, however long the run takes
     config, model_instance, trainer, (train_data, valid_data, test_data) = _setup(
         model, overrides, dataset, seed, data_path, config_files, extra, checkpoint)
-    # <run>.pth holds the best epoch (what the test uses); <run>.latest.pth and .latest.json the last epoch
-    # and the timings so far, so an interrupted run continues where it stopped.
-    latest, latest_history = checkpoint.with_suffix(".latest.pth"), checkpoint.with_suffix(".latest.json")
-    resumed_from, history = None, None
-    if latest.exists() and latest_history.exists():
-        trainer.resume_checkpoint(latest)
-        history = json.loads(latest_history.read_text())
-    elif checkpoint.exists():
-        trainer.resume_checkpoint(checkpoint)
-    if trainer.start_epoch:
-        resumed_from = trainer.start_epoch
-        print(f"resuming {variant} on {dataset}, seed {seed} at epoch {resumed_from}", flush=True)
-    trainer.saved_model_file = str(checkpoint)
-    timer = RunTimer(trainer, history, first_epoch=trainer.start_epoch)
-
-    def save_latest(epoch, _score):
-        trainer._save_checkpoint(epoch, verbose=False, saved_model_file=str(latest))
-        write_record(latest_history, timer.history())
-
     started = time.perf_counter()
-    _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=config["show_progress"],
-                                       callback_fn=save_latest)
+    best_valid_result, timer = fit_resumably(trainer, train_data, valid_data, checkpoint,
+                                             f"{variant} on {dataset}, seed {seed}", config["show_progress"])
     fit_seconds = time.perf_counter() - started
     started = time.perf_counter()
     test_result = trainer.evaluate(test_data, load_best_model=True, show_progress=config["show_progress"])
@@ -223,11 +259,7 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
         "tuned_config": display_path(benchmark_config_file(model, dataset), ROOT),
         "valid": dict(best_valid_result), "test": dict(test_result),
         "test_popularity": popularity_metrics(trainer, train_data, test_data), "popularity_rule": GROUP_RULE,
-        "best_epoch": timer.best_epoch(config["valid_metric_bigger"]), "epochs": timer.epochs(),
-        "valid_history": [list(pair) for pair in timer.valid_scores],  # (epoch, validation score) of every evaluation
-        "resumed_from_epoch": resumed_from,
-        "train_seconds_per_epoch": round(statistics.mean(timer.train_seconds), 3) if timer.train_seconds else None,
-        "valid_seconds_per_evaluation": round(statistics.mean(timer.valid_seconds), 3) if timer.valid_seconds else None,
+        **timer.summary(config["valid_metric_bigger"]),
         "test_seconds": round(test_seconds, 3), "fit_seconds": round(fit_seconds, 1),
         "parameters": sum(p.numel() for p in model_instance.parameters() if p.requires_grad),
         "device": str(config["device"]), "machine": machine(),
@@ -235,8 +267,7 @@ def run_one(model, overrides, dataset, seed, runs_dir, data_path, config_files, 
         "config": plain_value({k: v for k, v in config.final_config_dict.items() if not k.startswith("_")}),
     }
     write_record(record_path, record)
-    latest.unlink(missing_ok=True)
-    latest_history.unlink(missing_ok=True)
+    forget_resume_state(checkpoint)
     return record
 
 
