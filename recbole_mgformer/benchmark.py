@@ -179,22 +179,33 @@ def _setup(model, overrides, dataset, seed, data_path, config_files, extra, chec
 
 
 def _resume_files(checkpoint):
-    """<run>.latest.pth and <run>.latest.json: the last epoch and the timings so far."""
+    """<run>.latest.pth, the last epoch with the timings so far; <run>.latest.json, where runs started before
+    the timings moved into the checkpoint kept them (read on resume, never written)."""
     return checkpoint.with_suffix(".latest.pth"), checkpoint.with_suffix(".latest.json")
+
+
+def _legacy_history(path, start_epoch):
+    """Timings from an old <run>.latest.json, if they cover exactly the epochs before ``start_epoch``: the
+    file was written after the checkpoint, so a run killed between the two writes left it an epoch short."""
+    if not path.exists():
+        return None
+    history = json.loads(path.read_text())
+    return history if len(history.get("train_seconds", [])) == start_epoch else None
 
 
 def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progress=False):
     """``trainer.fit`` that an interrupted run continues where it stopped; returns (best valid result, RunTimer).
 
-    ``checkpoint`` holds the best epoch (what the test loads); after every epoch the last epoch and the
-    timings so far go beside it (``_resume_files``), and a rerun resumes from them, or from ``checkpoint``
-    alone when they are missing. ``forget_resume_state`` removes them once the run's record is written.
+    ``checkpoint`` holds the best epoch (what the test loads); after every epoch the last epoch goes beside
+    it with the timings so far, in one atomic write (``_resume_files``), and a rerun resumes from it, or from
+    ``checkpoint`` alone when it is missing. ``forget_resume_state`` removes it once the run's record is written.
     """
-    latest, latest_history = _resume_files(checkpoint)
+    latest, legacy_history = _resume_files(checkpoint)
     history = None
-    if latest.exists() and latest_history.exists():
+    if latest.exists():
         trainer.resume_checkpoint(latest)
-        history = json.loads(latest_history.read_text())
+        history = (getattr(trainer, "resumed_run_state", None) or {}).get("history")
+        history = history or _legacy_history(legacy_history, trainer.start_epoch)
     elif checkpoint.exists():
         trainer.resume_checkpoint(checkpoint)
     if trainer.start_epoch:
@@ -203,8 +214,8 @@ def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progr
     timer = RunTimer(trainer, history, first_epoch=trainer.start_epoch)
 
     def save_latest(epoch, _score):
-        trainer._save_checkpoint(epoch, verbose=False, saved_model_file=str(latest))
-        write_record(latest_history, timer.history())
+        trainer._save_checkpoint(epoch, verbose=False, saved_model_file=str(latest),
+                                 run_state={"history": timer.history()})
 
     _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=show_progress,
                                        callback_fn=save_latest)

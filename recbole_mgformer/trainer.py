@@ -6,21 +6,30 @@ only state dicts and plain values, and every load goes through :func:`load_check
 """
 
 import functools
+import numbers
 import os
 import socket
 
+import numpy
 import torch
 from recbole.trainer import Trainer
 
 from recbole_mgformer.distributed import DistributedTrainerMixin
 
-_PLAIN = (type(None), bool, int, float, str)
-
 
 def plain_value(value):
-    """``value`` as None/bool/int/float/str and lists/dicts of them; anything else as its str."""
-    if isinstance(value, _PLAIN):
-        return value
+    """``value`` as None/bool/int/float/str and lists/dicts of them; anything else as its str.
+
+    Numbers become builtins: numpy's float64 is a float subclass, but it pickles as a numpy global that
+    ``weights_only=True`` refuses."""
+    if value is None or isinstance(value, str):
+        return value if type(value) in (type(None), str) else str(value)
+    if isinstance(value, (bool, numpy.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
     if isinstance(value, (list, tuple)):
         return [plain_value(v) for v in value]
     if isinstance(value, dict):
@@ -62,6 +71,7 @@ class SafeCheckpointMixin:
         if not self.config["single_spec"] and self.config["local_rank"] != 0:
             return
         saved_model_file = kwargs.pop("saved_model_file", self.saved_model_file)
+        run_state = kwargs.pop("run_state", None)  # plain values a caller keeps with the weights, in one write
         state = {
             "config": plain_value(self.config.final_config_dict),
             "epoch": epoch,
@@ -71,6 +81,8 @@ class SafeCheckpointMixin:
             "other_parameter": self.model.other_parameter(),
             "optimizer": self.optimizer.state_dict(),
         }
+        if run_state is not None:
+            state["run_state"] = plain_value(run_state)
         save_atomically(state, saved_model_file)
         if verbose:
             self.logger.info(f"Saving current: {saved_model_file}")
@@ -94,6 +106,7 @@ class SafeCheckpointMixin:
         self.best_valid_score = checkpoint["best_valid_score"]
         self._load_model_state(checkpoint)
         self.optimizer.load_state_dict(checkpoint["optimizer"])
+        self.resumed_run_state = checkpoint.get("run_state")
         self.logger.info(f"Checkpoint loaded. Resume training from epoch {self.start_epoch}")
 
     def fit(self, train_data, valid_data=None, verbose=True, saved=True, show_progress=False, callback_fn=None):

@@ -1,8 +1,10 @@
 import json
 
 import pytest
+import torch
 
 from recbole_mgformer.benchmark import ABLATIONS, main, parse_entry, render_dataset, split_models
+from recbole_mgformer.trainer import load_checkpoint
 
 
 def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
@@ -90,8 +92,10 @@ def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, m
     with pytest.raises(KeyboardInterrupt):
         main(args + ["--epochs=3"])
     saved = tmp_path / "saved" / "tiny"
-    assert (saved / "bpr-seed0.latest.pth").exists()
-    assert len(json.loads((saved / "bpr-seed0.latest.json").read_text())["train_seconds"]) == 3
+    # the timings travel inside the last epoch's checkpoint, which loads with weights_only=True
+    latest = load_checkpoint(saved / "bpr-seed0.latest.pth")
+    assert latest["epoch"] == 2 and len(latest["run_state"]["history"]["train_seconds"]) == 3
+    assert not (saved / "bpr-seed0.latest.json").exists()
     monkeypatch.undo()
 
     main(args + ["--epochs=5"])
@@ -99,6 +103,35 @@ def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, m
     record = json.loads((tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json").read_text())
     assert record["epochs"] == 5 and record["resumed_from_epoch"] == 3
     assert not (saved / "bpr-seed0.latest.pth").exists() and (saved / "bpr-seed0.pth").exists()
+
+
+@pytest.mark.parametrize("timed_epochs, history_kept", [(3, True), (2, False)])
+def test_a_run_started_before_the_timings_moved_into_the_checkpoint_resumes_with_its_json(
+        tiny_data, tmp_path, monkeypatch, timed_epochs, history_kept):
+    import recbole_mgformer.benchmark as benchmark
+
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
+            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--stopping_step=50"]
+    monkeypatch.setattr(benchmark.RunTimer, "best_epoch", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        main(args + ["--epochs=3"])
+    monkeypatch.undo()
+    saved = tmp_path / "saved" / "tiny"
+    # rewrite the last epoch as the old code left it: no run_state, the timings in a json beside it,
+    # an epoch short when the run was killed between the two writes
+    latest = load_checkpoint(saved / "bpr-seed0.latest.pth")
+    history = latest.pop("run_state")["history"]
+    torch.save(latest, saved / "bpr-seed0.latest.pth")
+    history = {key: values[:timed_epochs] for key, values in history.items()}
+    (saved / "bpr-seed0.latest.json").write_text(json.dumps(history))
+
+    main(args + ["--epochs=4"])
+    record = json.loads((tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json").read_text())
+    assert record["epochs"] == 4 and record["resumed_from_epoch"] == 3
+    # a history that does not cover the epochs before the resume is dropped, not spliced in shifted
+    assert [epoch for epoch, _ in record["valid_history"]] == ([0, 1, 2, 3] if history_kept else [2, 3])
+    assert not list(saved.glob("*.latest.*"))
 
 
 def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides_win(tiny_data, tmp_path, monkeypatch):

@@ -89,6 +89,16 @@ def test_plain_value_keeps_plain_data_and_stringifies_objects():
     assert plain_value({"device": torch.device("cpu")}) == {"device": "cpu"}
 
 
+def test_plain_value_turns_numpy_numbers_into_builtins_that_load_weights_only(tmp_path):
+    import numpy as np
+
+    value = plain_value({"score": np.float64(0.25), "n": np.int64(3), "low": np.float32(0.5), "ok": np.bool_(True)})
+    assert value == {"score": 0.25, "n": 3, "low": 0.5, "ok": True}
+    assert {type(v) for v in value.values()} == {float, int, bool}
+    torch.save(value, tmp_path / "state.pth")
+    assert load_checkpoint(tmp_path / "state.pth") == value
+
+
 def test_csa_trainer_decays_the_learning_rate_by_epoch_alone(monkeypatch):
     from recbole.trainer import Trainer
 
