@@ -204,8 +204,8 @@ def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progr
     history = None
     if latest.exists():
         trainer.resume_checkpoint(latest)
-        history = (getattr(trainer, "resumed_run_state", None) or {}).get("history")
-        history = history or _legacy_history(legacy_history, trainer.start_epoch)
+        history = (trainer.resumed_run_state or {}).get("history") or _legacy_history(legacy_history,
+                                                                                    trainer.start_epoch)
     elif checkpoint.exists():
         trainer.resume_checkpoint(checkpoint)
     if trainer.start_epoch:

@@ -66,6 +66,8 @@ def save_atomically(state, path):
 class SafeCheckpointMixin:
     """Overrides RecBole's checkpoint writing and loading; the rest of the trainer is unchanged."""
 
+    resumed_run_state = None  # the ``run_state`` of the checkpoint training resumed from, if it had one
+
     def _save_checkpoint(self, epoch, verbose=True, **kwargs):
         # The first process of each machine writes (RecBole's rule), so machines need not share a disk.
         if not self.config["single_spec"] and self.config["local_rank"] != 0:
