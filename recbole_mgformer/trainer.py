@@ -22,8 +22,10 @@ def plain_value(value):
 
     Numbers become builtins: numpy's float64 is a float subclass, but it pickles as a numpy global that
     ``weights_only=True`` refuses."""
-    if value is None or isinstance(value, str):
-        return value if type(value) in (type(None), str) else str(value)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return str(value)  # numpy's str_ too
     if isinstance(value, (bool, numpy.bool_)):
         return bool(value)
     if isinstance(value, numbers.Integral):
