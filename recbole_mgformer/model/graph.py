@@ -1,5 +1,6 @@
 """LightGCN propagation (He et al., SIGIR 2020) on ``torch.sparse``: one adjacency builder and one
-propagation, shared by SimGCL, XSimGCL and DirectAU's LightGCN encoder.
+propagation, shared by SimGCL, XSimGCL and DirectAU's LightGCN encoder; and the edge lists behind
+MGFormer's adjacency mask.
 
 Shapes: ``n = n_users + n_items`` nodes, ``d`` embedding size.
 """
@@ -31,6 +32,28 @@ def normalized_adjacency(interactions):
     with warnings.catch_warnings():  # CSR is "beta" in torch, and the fastest sparse format for A_hat @ x
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         return coo.coalesce().to_sparse_csr()
+
+
+def graph_with_self_loops(interactions):
+    """The bipartite training graph plus a self-loop on every node, in CSR form: ``(row_pointers (n+1,),
+    columns (E,))`` int64 tensors, each row's columns sorted. Repeated pairs make one edge."""
+    binary = sp.csr_matrix(interactions, dtype=np.float32)
+    binary.sum_duplicates()
+    binary.data[:] = 1.0
+    graph = sp.bmat([[None, binary], [binary.T, None]], format="csr") + sp.identity(sum(binary.shape), format="csr")
+    graph.sort_indices()
+    return torch.from_numpy(graph.indptr.astype(np.int64)), torch.from_numpy(graph.indices.astype(np.int64))
+
+
+def edges_leaving(row_pointers, columns, nodes):
+    """The edges of a CSR graph that leave ``nodes`` (b,): ``(positions (e,), neighbours (e,))``, where
+    ``positions`` indexes ``nodes``, so a node listed twice gets its edges twice. O(e), not O(E)."""
+    starts = row_pointers[nodes]
+    counts = row_pointers[nodes + 1] - starts
+    positions = torch.repeat_interleave(torch.arange(len(nodes), device=nodes.device), counts)
+    block_starts = counts.cumsum(0) - counts  # where each node's edges begin in the output
+    offsets = torch.arange(len(positions), device=nodes.device) - block_starts[positions]
+    return positions, columns[starts[positions] + offsets]
 
 
 class _SymmetricSparseMatmul(torch.autograd.Function):

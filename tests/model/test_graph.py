@@ -4,8 +4,8 @@ import scipy.sparse as sp
 import torch
 from conftest import dense_normalized_adjacency
 
-from recbole_mgformer.model.graph import (lightgcn_layers, lightgcn_propagate, normalized_adjacency,
-                                          sign_preserving_noise, symmetric_sparse_matmul)
+from recbole_mgformer.model.graph import (edges_leaving, graph_with_self_loops, lightgcn_layers, lightgcn_propagate,
+                                          normalized_adjacency, sign_preserving_noise, symmetric_sparse_matmul)
 
 
 @pytest.fixture
@@ -26,6 +26,31 @@ def test_isolated_nodes_get_zero_rows_not_nan(small_graph):
     dense = normalized_adjacency(small_graph).to_dense()
     assert torch.isfinite(dense).all()
     assert dense[3].abs().sum() == 0 and dense[4 + 4].abs().sum() == 0
+
+
+def dense_graph_with_self_loops(interactions):
+    binary = (interactions.toarray() > 0).astype(np.int64)
+    users, items = binary.shape
+    graph = np.zeros((users + items, users + items), dtype=np.int64)
+    graph[:users, users:], graph[users:, :users] = binary, binary.T
+    return graph + np.eye(users + items, dtype=np.int64)
+
+
+def test_graph_with_self_loops_is_the_binary_bipartite_graph_plus_identity(small_graph):
+    row_pointers, columns = graph_with_self_loops(small_graph)
+    rebuilt = sp.csr_matrix((np.ones(len(columns)), columns.numpy(), row_pointers.numpy()), shape=(9, 9))
+    np.testing.assert_array_equal(rebuilt.toarray(), dense_graph_with_self_loops(small_graph))  # (0, 1) once
+    assert row_pointers.dtype == columns.dtype == torch.int64
+
+
+def test_edges_leaving_lists_each_queried_row_in_order_and_repeats_repeated_nodes(small_graph):
+    dense = dense_graph_with_self_loops(small_graph)
+    nodes = torch.tensor([5, 0, 3, 5, 8])  # item 1, user 0, user 3 (self-loop only), item 1 again, item 4
+    positions, neighbours = edges_leaving(*graph_with_self_loops(small_graph), nodes)
+    expected = [(p, j) for p, node in enumerate(nodes.tolist()) for j in np.flatnonzero(dense[node])]
+    assert list(zip(positions.tolist(), neighbours.tolist())) == expected
+    empty = edges_leaving(*graph_with_self_loops(small_graph), torch.tensor([], dtype=torch.long))
+    assert empty[0].numel() == empty[1].numel() == 0
 
 
 def test_lightgcn_propagation_equals_dense_powers_of_the_adjacency(small_graph):

@@ -7,7 +7,6 @@ linear time, and the DirectAU loss (Eq. 13) trains it. Shapes: ``n`` nodes, ``b`
 """
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 import torch.nn as nn
 from recbole.model.abstract_recommender import GeneralRecommender
@@ -17,6 +16,7 @@ from recbole.utils import InputType
 from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention
 from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
+from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops
 from recbole_mgformer.model.loss import directau_loss
 from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
 from recbole_mgformer.model.structural import (
@@ -70,15 +70,16 @@ class MaskedAttentionLayer(nn.Module):
 
     def forward(self, x, z=None, query_index=None, edges=None, key_index=None):
         """x (n, w) all tokens; z (n,) degree centralities or None; query_index (b,) or None for
-        all nodes; edges (rows, cols) for the adjacency mask; key_index (s,) keys to attend to, or
-        None for all n. Returns (b, w)."""
+        all nodes; edges (row_pointers, columns): the adjacency mask in CSR form; key_index (s,) keys
+        to attend to, or None for all n. Returns (b, w)."""
         if edges is not None:
-            phi_q = self.features(self.split_heads(self.query(x)), is_query=True)
+            # Only the edges leaving the queries: a training step costs O(batch edges m), not O(E m).
+            x_query = x if query_index is None else x[query_index]
+            queries = torch.arange(len(x), device=x.device) if query_index is None else query_index
+            positions, neighbours = edges_leaving(*edges, queries)
+            phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
             phi_k = self.features(self.split_heads(self.key(x)), is_query=False)
-            mixed = adjacency_kernel_attention(phi_q, phi_k, self.split_heads(x), *edges)
-            x_query = x
-            if query_index is not None:
-                mixed, x_query = mixed[:, query_index], x[query_index]
+            mixed = adjacency_kernel_attention(phi_q, phi_k, self.split_heads(x), positions, neighbours)
             return self._combine(x_query, mixed)
         x_query = x if query_index is None else x[query_index]
         x_key = x if key_index is None else x[key_index]
@@ -148,9 +149,9 @@ class MGFormer(GeneralRecommender):
         )
         self.degree_projection = nn.Linear(self.degree_embedding.embedding_dim, 1)
         if self.degree_mask == "adjacency":
-            rows, cols = self._adjacency_edges(interactions)
-            self.register_buffer("edge_rows", rows, persistent=False)  # rebuilt from the data, not saved
-            self.register_buffer("edge_cols", cols, persistent=False)
+            row_pointers, columns = graph_with_self_loops(interactions)
+            self.register_buffer("edge_row_pointers", row_pointers, persistent=False)  # rebuilt from the data, not saved
+            self.register_buffer("edge_columns", columns, persistent=False)
 
         self.generator = torch.Generator().manual_seed(self.seed)
         self.layers = nn.ModuleList(
@@ -170,14 +171,6 @@ class MGFormer(GeneralRecommender):
         for layer in self.layers:
             layer.reset_qk()
 
-    def _adjacency_edges(self, interactions):
-        """Symmetric user-item edges of the training graph plus self-loops, as node indices."""
-        coo = sp.coo_matrix(interactions)
-        users = torch.from_numpy(coo.row.astype(np.int64))
-        items = torch.from_numpy(coo.col.astype(np.int64)) + self.n_users
-        loops = torch.arange(self.n_nodes)
-        return torch.cat([users, items, loops]), torch.cat([items, users, loops])
-
     def node_tokens(self):
         """Eq. (4): ``X = [E, P]``, (n, w)."""
         embeddings = torch.cat([self.user_embedding.weight, self.item_embedding.weight])
@@ -196,7 +189,7 @@ class MGFormer(GeneralRecommender):
         if not self.use_attention:
             return x if query_nodes is None else x[query_nodes]
         z = self.degree_centrality() if self.degree_mask == "sin" else None
-        edges = (self.edge_rows, self.edge_cols) if self.degree_mask == "adjacency" else None
+        edges = (self.edge_row_pointers, self.edge_columns) if self.degree_mask == "adjacency" else None
         for depth, layer in enumerate(self.layers):
             last = depth == len(self.layers) - 1
             x = layer(x, z, query_nodes if last else None, edges, key_nodes)

@@ -23,8 +23,9 @@ def test_tokens_join_embeddings_and_encodings(tiny_setup):
     torch.testing.assert_close(x[: model.n_users, model.embedding_size:], model.structural[: model.n_users])
 
 
-def test_batch_queries_equal_rows_of_the_full_forward(tiny_setup):
-    _, model, _, _ = tiny_setup(n_heads=2)
+@pytest.mark.parametrize("degree_mask", ["sin", "adjacency"])
+def test_batch_queries_equal_rows_of_the_full_forward(tiny_setup, degree_mask):
+    _, model, _, _ = tiny_setup(n_heads=2, degree_mask=degree_mask)
     nodes = torch.tensor([1, 5, 41, 1, 60])
     with torch.no_grad():
         torch.testing.assert_close(model(nodes), model()[nodes])
@@ -43,6 +44,22 @@ def test_sampled_keys_equal_eq_8_over_those_keys_with_an_explicit_mask(tiny_setu
         weights = (phi_q @ phi_k.T) * mask
         expected = x[queries] + weights @ x[keys] / weights.sum(1, keepdim=True)
         torch.testing.assert_close(model(queries, keys), expected)
+
+
+def test_adjacency_mask_equals_eq_8_with_the_training_graph_as_an_explicit_mask(tiny_setup):
+    _, model, _, (train, _, _) = tiny_setup(degree_mask="adjacency")
+    binary = torch.from_numpy(train._dataset.inter_matrix(form="coo").toarray() > 0).double()
+    mask = torch.block_diag(torch.zeros(model.n_users, model.n_users), torch.zeros(model.n_items, model.n_items))
+    mask[: model.n_users, model.n_users:], mask[model.n_users:, : model.n_users] = binary, binary.T
+    mask += torch.eye(model.n_nodes)
+    queries = torch.tensor([0, 3, 45, 3, 50])
+    with torch.no_grad():
+        x, layer = model.node_tokens(), model.layers[0]
+        phi_q = layer.features(layer.query(x[queries])[None], is_query=True)[0]
+        phi_k = layer.features(layer.key(x)[None], is_query=False)[0]
+        weights = (phi_q @ phi_k.T) * mask[queries].float()
+        expected = x[queries] + weights @ x / weights.sum(1, keepdim=True)
+        torch.testing.assert_close(model(queries), expected)
 
 
 def test_keys_are_sampled_from_the_seed_in_training_and_evaluation_uses_all(tiny_setup):
