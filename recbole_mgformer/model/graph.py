@@ -13,16 +13,22 @@ import torch
 import torch.nn.functional as F
 
 
+def bipartite_graph(interactions):
+    """``A = [[0, R], [R^T, 0]]`` with 0/1 entries, a scipy CSR (n, n) float32 matrix; ``interactions`` is the
+    (n_users, n_items) training matrix, and repeated pairs count once."""
+    binary = sp.csr_matrix(interactions, dtype=np.float32)
+    binary.sum_duplicates()
+    binary.data[:] = 1.0
+    return sp.bmat([[None, binary], [binary.T, None]], format="csr", dtype=np.float32)
+
+
 def normalized_adjacency(interactions):
     """``D^-1/2 A D^-1/2`` of the bipartite graph ``A = [[0, R], [R^T, 0]]``, a sparse CSR (n, n) float32 tensor.
 
     ``interactions`` is the (n_users, n_items) training matrix; repeated pairs count once, and a node
     without interactions gets an all-zero row and column instead of a division by zero.
     """
-    binary = sp.csr_matrix(interactions, dtype=np.float32)
-    binary.sum_duplicates()
-    binary.data[:] = 1.0
-    adjacency = sp.bmat([[None, binary], [binary.T, None]], format="coo", dtype=np.float32)
+    adjacency = bipartite_graph(interactions).tocoo()
     degrees = np.asarray(adjacency.sum(axis=1)).ravel()
     inverse_sqrt = np.zeros_like(degrees)
     np.power(degrees, -0.5, out=inverse_sqrt, where=degrees > 0)
@@ -37,10 +43,8 @@ def normalized_adjacency(interactions):
 def graph_with_self_loops(interactions):
     """The bipartite training graph plus a self-loop on every node, in CSR form: ``(row_pointers (n+1,),
     columns (E,))`` int64 tensors, each row's columns sorted. Repeated pairs make one edge."""
-    binary = sp.csr_matrix(interactions, dtype=np.float32)
-    binary.sum_duplicates()
-    binary.data[:] = 1.0
-    graph = sp.bmat([[None, binary], [binary.T, None]], format="csr") + sp.identity(sum(binary.shape), format="csr")
+    adjacency = bipartite_graph(interactions)
+    graph = adjacency + sp.identity(adjacency.shape[0], format="csr", dtype=np.float32)
     graph.sort_indices()
     return torch.from_numpy(graph.indptr.astype(np.int64)), torch.from_numpy(graph.indices.astype(np.int64))
 

@@ -48,16 +48,15 @@ def test_sampled_keys_equal_eq_8_over_those_keys_with_an_explicit_mask(tiny_setu
 
 def test_adjacency_mask_equals_eq_8_with_the_training_graph_as_an_explicit_mask(tiny_setup):
     _, model, _, (train, _, _) = tiny_setup(degree_mask="adjacency")
-    binary = torch.from_numpy(train._dataset.inter_matrix(form="coo").toarray() > 0).double()
-    mask = torch.block_diag(torch.zeros(model.n_users, model.n_users), torch.zeros(model.n_items, model.n_items))
+    binary = torch.from_numpy(train._dataset.inter_matrix(form="coo").toarray() > 0).float()
+    mask = torch.eye(model.n_nodes)
     mask[: model.n_users, model.n_users:], mask[model.n_users:, : model.n_users] = binary, binary.T
-    mask += torch.eye(model.n_nodes)
     queries = torch.tensor([0, 3, 45, 3, 50])
     with torch.no_grad():
         x, layer = model.node_tokens(), model.layers[0]
         phi_q = layer.features(layer.query(x[queries])[None], is_query=True)[0]
         phi_k = layer.features(layer.key(x)[None], is_query=False)[0]
-        weights = (phi_q @ phi_k.T) * mask[queries].float()
+        weights = (phi_q @ phi_k.T) * mask[queries]
         expected = x[queries] + weights @ x / weights.sum(1, keepdim=True)
         torch.testing.assert_close(model(queries), expected)
 
