@@ -14,13 +14,14 @@ benchmark resumes across sessions and machines. ``results/leaderboard.md`` is re
 import argparse
 import json
 import logging
+import math
 import re
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from recbole.utils import init_logger, init_seed
+from recbole.utils import early_stopping, init_logger, init_seed
 
 from recbole_mgformer.cli import parse_overrides
 from recbole_mgformer.data.sources import ensure_dataset
@@ -140,12 +141,14 @@ class RunTimer:
         return self.first_epoch + len(self.train_seconds)
 
     def best_epoch(self, bigger=True):
-        """The first epoch with the best validation score, as early stopping keeps it."""
-        best = None
+        """The epoch whose model RecBole kept: its ``early_stopping`` replaces the best on a tie, so the
+        last of equally scored epochs (RecBole rounds the scores to 4 places, so ties are common)."""
+        best_score, best = -math.inf if bigger else math.inf, None
         for epoch, score in self.valid_scores:
-            if best is None or (score > best[1] if bigger else score < best[1]):
-                best = (epoch, score)
-        return None if best is None else best[0]
+            best_score, _, _, updated = early_stopping(score, best_score, 0, math.inf, bigger)
+            if updated:
+                best = epoch
+        return best
 
     def summary(self, bigger=True):
         """The record's fields about the epochs: best and count, validation history, resume, mean timings."""

@@ -48,6 +48,8 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
     assert written["overrides"] == {"embedding_size": 8} and written["config"]["embedding_size"] == 8
     assert written["epochs"] == 2 and 0 <= written["best_epoch"] < 2 and written["parameters"] > 0
     assert [epoch for epoch, _ in written["valid_history"]] == [0, 1]
+    kept = load_checkpoint(tmp_path / "saved" / "tiny" / "mgformer-embedding-size-8-seed0.pth")
+    assert kept["epoch"] == written["best_epoch"]  # the record names the epoch whose model was tested
     assert written["train_seconds_per_epoch"] > 0 and written["test_seconds"] > 0
     for key in ("commit", "machine", "versions", "device", "valid", "test", "seed"):
         assert key in written
@@ -76,6 +78,21 @@ def test_a_record_without_group_metrics_gets_them_from_its_checkpoint(tiny_data,
     path.write_text(json.dumps(record))
     main(args)
     assert json.loads(path.read_text())["test_popularity"] == complete
+
+
+@pytest.mark.parametrize("bigger, scores, kept", [
+    (True, [0.05, 0.06, 0.06, 0.055], 2),  # a tie replaces the best, as in RecBole's early_stopping
+    (False, [0.5, 0.4, 0.45, 0.4], 3),
+    (True, [], None),
+])
+def test_the_best_epoch_is_the_one_early_stopping_kept(bigger, scores, kept):
+    from types import SimpleNamespace
+
+    from recbole_mgformer.benchmark import RunTimer
+
+    trainer = SimpleNamespace(_train_epoch=None, _valid_epoch=None, best_valid_score=None)
+    history = {"valid_scores": list(enumerate(scores))}
+    assert RunTimer(trainer, history).best_epoch(bigger) == kept
 
 
 def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, monkeypatch, capsys):
