@@ -1,9 +1,10 @@
 import json
+from types import SimpleNamespace
 
 import pytest
 import torch
 
-from recbole_mgformer.benchmark import ABLATIONS, main, parse_entry, render_dataset, split_models
+from recbole_mgformer.benchmark import ABLATIONS, RunTimer, main, parse_entry, render_dataset, split_models
 from recbole_mgformer.trainer import load_checkpoint
 
 
@@ -86,10 +87,6 @@ def test_a_record_without_group_metrics_gets_them_from_its_checkpoint(tiny_data,
     (True, [], None),
 ])
 def test_the_best_epoch_is_the_one_early_stopping_kept(bigger, scores, kept):
-    from types import SimpleNamespace
-
-    from recbole_mgformer.benchmark import RunTimer
-
     trainer = SimpleNamespace(_train_epoch=None, _valid_epoch=None, best_valid_score=None)
     history = {"valid_scores": list(enumerate(scores))}
     assert RunTimer(trainer, history).best_epoch(bigger) == kept
