@@ -25,10 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.recorded_run import run_and_record  # noqa: E402
-from recbole_mgformer.benchmark import fit_resumably, forget_resume_state, setup_run, slug  # noqa: E402
+from recbole_mgformer.benchmark import setup_run, slug  # noqa: E402
 from recbole_mgformer.cli import parse_overrides  # noqa: E402
 from recbole_mgformer.data.sources import ensure_dataset  # noqa: E402
 from recbole_mgformer.records import display_path, mean_std, notes_lines, read_records  # noqa: E402
+from recbole_mgformer.resume import fit_resumably, forget_resume_state  # noqa: E402
 
 MODELS = ("EAGPS", "SASRec", "GRU4Rec")
 NOTES = ROOT / "results" / "notes" / "sequential.md"  # hand-written reading of the table, appended to it

@@ -14,22 +14,35 @@ benchmark resumes across sessions and machines. ``results/leaderboard.md`` is re
 import argparse
 import json
 import logging
-import math
 import re
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from recbole.utils import early_stopping, init_logger, init_seed
+from recbole.utils import init_logger, init_seed
 
 from recbole_mgformer.cli import parse_overrides
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.defaults import benchmark_config_file
-from recbole_mgformer.evaluation import GROUP_RULE, GROUPS, metrics_by_group, popularity_groups, training_counts
+from recbole_mgformer.evaluation import (
+    GROUP_RULE,
+    GROUPS,
+    metrics_by_group,
+    popularity_groups,
+    training_counts,
+)
 from recbole_mgformer.quick_start import build_config, prepare
-from recbole_mgformer.records import (display_path, git_commit, machine, notes_lines, package_versions, read_records,
-                                      write_record)
+from recbole_mgformer.records import (
+    display_path,
+    git_commit,
+    machine,
+    notes_lines,
+    package_versions,
+    read_records,
+    write_record,
+)
+from recbole_mgformer.resume import fit_resumably, forget_resume_state
 from recbole_mgformer.trainer import plain_value
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,69 +112,6 @@ def slug(text):
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
 
 
-class RunTimer:
-    """Times a trainer's epochs and keeps its validation scores, by wrapping the two methods ``fit`` calls.
-
-    ``history`` continues the lists of an interrupted run; ``first_epoch`` alone (a resume without them)
-    counts the epochs before it and takes the checkpoint's score as the best so far.
-    """
-
-    def __init__(self, trainer, history=None, first_epoch=0):
-        history = history or {}
-        self.resumed_from = first_epoch or None  # the epoch a resumed run started from
-        self.first_epoch = 0 if history else first_epoch
-        self.train_seconds = list(history.get("train_seconds", []))
-        self.valid_seconds = list(history.get("valid_seconds", []))
-        self.valid_scores = [tuple(pair) for pair in history.get("valid_scores", [])]
-        if self.first_epoch:
-            self.valid_scores.append((self.first_epoch - 1, trainer.best_valid_score))
-        train_epoch, valid_epoch = trainer._train_epoch, trainer._valid_epoch
-
-        def timed_train_epoch(*args, **kwargs):
-            started = time.perf_counter()
-            result = train_epoch(*args, **kwargs)
-            self.train_seconds.append(time.perf_counter() - started)
-            return result
-
-        def timed_valid_epoch(*args, **kwargs):
-            started = time.perf_counter()
-            score, result = valid_epoch(*args, **kwargs)
-            self.valid_seconds.append(time.perf_counter() - started)
-            self.valid_scores.append((self.epochs() - 1, score))
-            return score, result
-
-        trainer._train_epoch, trainer._valid_epoch = timed_train_epoch, timed_valid_epoch
-
-    def history(self):
-        return {"train_seconds": self.train_seconds, "valid_seconds": self.valid_seconds,
-                "valid_scores": self.valid_scores}
-
-    def epochs(self):
-        """Epochs trained in all, counting those before a resume."""
-        return self.first_epoch + len(self.train_seconds)
-
-    def best_epoch(self, bigger=True):
-        """The epoch whose model RecBole kept: its ``early_stopping`` replaces the best on a tie, so the
-        last of equally scored epochs (RecBole rounds the scores to 4 places, so ties are common)."""
-        best_score, best = -math.inf if bigger else math.inf, None
-        for epoch, score in self.valid_scores:
-            best_score, _, _, updated = early_stopping(score, best_score, 0, math.inf, bigger)
-            if updated:
-                best = epoch
-        return best
-
-    def summary(self, bigger=True):
-        """The record's fields about the epochs: best and count, validation history, resume, mean timings."""
-        return {
-            "best_epoch": self.best_epoch(bigger), "epochs": self.epochs(),
-            "valid_history": [list(pair) for pair in self.valid_scores],  # (epoch, score) of every evaluation
-            "resumed_from_epoch": self.resumed_from,
-            "train_seconds_per_epoch": round(statistics.mean(self.train_seconds), 3) if self.train_seconds else None,
-            "valid_seconds_per_evaluation": (round(statistics.mean(self.valid_seconds), 3) if self.valid_seconds
-                                             else None),
-        }
-
-
 def tuned_config_files(model, dataset, config_files):
     """The benchmark's tuned file for (model, dataset) first, so the user's files and overrides win over it."""
     tuned = benchmark_config_file(model, dataset)
@@ -183,55 +133,6 @@ def _setup(model, overrides, dataset, seed, data_path, config_files, extra, chec
     config_dict = {"seed": seed, "data_path": data_path, "checkpoint_dir": str(checkpoint.parent),
                    "show_progress": False, **extra, **overrides}
     return setup_run(model, dataset, config_files, config_dict)
-
-
-def _resume_files(checkpoint):
-    """<run>.latest.pth, the last epoch with the timings so far; <run>.latest.json, where runs started before
-    the timings moved into the checkpoint kept them (read on resume, never written)."""
-    return checkpoint.with_suffix(".latest.pth"), checkpoint.with_suffix(".latest.json")
-
-
-def _legacy_history(path, start_epoch):
-    """Timings from an old <run>.latest.json, if they cover exactly the epochs before ``start_epoch``: the
-    file was written after the checkpoint, so a run killed between the two writes left it an epoch short."""
-    if not path.exists():
-        return None
-    history = json.loads(path.read_text())
-    return history if len(history.get("train_seconds", [])) == start_epoch else None
-
-
-def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progress=False):
-    """``trainer.fit`` that an interrupted run continues where it stopped; returns (best valid result, RunTimer).
-
-    ``checkpoint`` holds the best epoch (what the test loads); after every epoch the last epoch goes beside
-    it with the timings so far, in one atomic write (``_resume_files``), and a rerun resumes from it, or from
-    ``checkpoint`` alone when it is missing. ``forget_resume_state`` removes it once the run's record is written.
-    """
-    latest, legacy_history = _resume_files(checkpoint)
-    history = None
-    if latest.exists():
-        trainer.resume_checkpoint(latest)
-        history = (trainer.resumed_run_state or {}).get("history") or _legacy_history(legacy_history,
-                                                                                    trainer.start_epoch)
-    elif checkpoint.exists():
-        trainer.resume_checkpoint(checkpoint)
-    if trainer.start_epoch:
-        print(f"resuming {label} at epoch {trainer.start_epoch}", flush=True)
-    trainer.saved_model_file = str(checkpoint)
-    timer = RunTimer(trainer, history, first_epoch=trainer.start_epoch)
-
-    def save_latest(epoch, _score):
-        trainer._save_checkpoint(epoch, verbose=False, saved_model_file=str(latest),
-                                 run_state={"history": timer.history()})
-
-    _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=show_progress,
-                                       callback_fn=save_latest)
-    return best_valid_result, timer
-
-
-def forget_resume_state(checkpoint):
-    for path in _resume_files(checkpoint):
-        path.unlink(missing_ok=True)
 
 
 def popularity_metrics(trainer, train_data, test_data):

@@ -4,7 +4,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from recbole_mgformer.benchmark import ABLATIONS, RunTimer, main, parse_entry, render_dataset, split_models
+from recbole_mgformer.benchmark import ABLATIONS, main, parse_entry, render_dataset, split_models
+from recbole_mgformer.resume import RunTimer
 from recbole_mgformer.trainer import load_checkpoint
 
 
@@ -102,7 +103,7 @@ def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, m
     def stop(*_):
         raise KeyboardInterrupt  # the machine goes away after training, before the record is written
 
-    monkeypatch.setattr(benchmark.RunTimer, "best_epoch", stop)
+    monkeypatch.setattr(RunTimer, "best_epoch", stop)
     with pytest.raises(KeyboardInterrupt):
         main(args + ["--epochs=3"])
     saved = tmp_path / "saved" / "tiny"
@@ -127,7 +128,7 @@ def test_a_run_started_before_the_timings_moved_into_the_checkpoint_resumes_with
     args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
             "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
             "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--stopping_step=50"]
-    monkeypatch.setattr(benchmark.RunTimer, "best_epoch", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    monkeypatch.setattr(RunTimer, "best_epoch", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):
         main(args + ["--epochs=3"])
     monkeypatch.undo()
