@@ -94,7 +94,6 @@ def test_the_best_epoch_is_the_one_early_stopping_kept(bigger, scores, kept):
 
 
 def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, monkeypatch, capsys):
-
     args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
             "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
             "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--stopping_step=50"]
@@ -122,7 +121,6 @@ def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, m
 @pytest.mark.parametrize("timed_epochs, history_kept", [(3, True), (2, False)])
 def test_a_run_started_before_the_timings_moved_into_the_checkpoint_resumes_with_its_json(
         tiny_data, tmp_path, monkeypatch, timed_epochs, history_kept):
-
     args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
             "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
             "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--stopping_step=50"]
