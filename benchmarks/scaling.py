@@ -44,11 +44,11 @@ def step_flops(n_nodes, batch, width):
     Per node on the key side, and per query node (2 * batch of them): W_K or W_Q (3 w^2 MACs with the
     backward), random-feature logits (2 w m; the projection is fixed), the masked key sums or their readout
     (6 m (v + 1): two branches of m features, forward plus two backward products); then the loss's two
-    batch x batch Gram matrices (3 b^2 w each). Checked against ``torch.utils.flop_counter`` in the tests.
+    batch x batch Gram matrices (2 b^2 w each: the Gram matmul and, in backward, the kernel times x). Checked against ``torch.utils.flop_counter`` in the tests.
     """
     m = v = width
     per_node = 3 * width * width + 2 * width * m + 6 * m * (v + 1)
-    return 2 * ((n_nodes + 2 * batch) * per_node + 2 * 3 * batch * batch * width)
+    return 2 * ((n_nodes + 2 * batch) * per_node + 2 * 2 * batch * batch * width)
 
 
 def matmul_throughput(device, size=2048, repeats=5):

@@ -56,3 +56,28 @@ def test_info_nce_loss_is_lowest_when_views_agree():
     g = torch.Generator().manual_seed(3)
     view = torch.randn(8, 4, generator=g)
     assert info_nce_loss(view, view, 0.2) < info_nce_loss(view, torch.randn(8, 4, generator=g), 0.2)
+
+
+def autograd_uniformity(x, t=2.0):
+    """The uniformity loss written for autograd, the form the fused backward replaces."""
+    squared = torch.cdist(x, x).pow(2)
+    n = len(x)
+    off_diagonal = ~torch.eye(n, dtype=torch.bool)
+    return squared[off_diagonal].mul(-t).exp().mean().log()
+
+
+def test_uniformity_gradient_equals_autograd_and_gradcheck():
+    x = torch.randn(30, 6, dtype=torch.float64, requires_grad=True)
+    expected, = torch.autograd.grad(autograd_uniformity(x) * 1.7, x)
+    got, = torch.autograd.grad(uniformity_loss(x) * 1.7, x)
+    torch.testing.assert_close(got, expected)
+    assert torch.autograd.gradcheck(uniformity_loss, (torch.randn(12, 4, dtype=torch.float64, requires_grad=True),))
+
+
+def test_bf16_uniformity_is_within_bf16_rounding():
+    x = torch.nn.functional.normalize(torch.randn(512, 32), dim=-1).requires_grad_()
+    exact, = torch.autograd.grad(uniformity_loss(x), x)
+    rounded_loss = uniformity_loss(x, dtype=torch.bfloat16)
+    rounded, = torch.autograd.grad(rounded_loss, x)
+    assert abs(float(rounded_loss.detach()) - float(uniformity_loss(x.detach()))) < 1e-3
+    assert float((rounded - exact).norm() / exact.norm()) < 2e-2

@@ -14,6 +14,7 @@ from recbole_mgformer.model.abstract_recommender import GraphRecommender
 from recbole_mgformer.model.graph import lightgcn_propagate
 from recbole_mgformer.model.loss import directau_loss
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
+from recbole_mgformer.model.precision import PRECISIONS, resolve_precision
 
 ENCODERS = ("MF", "LightGCN")
 
@@ -29,6 +30,8 @@ class DirectAU(GraphRecommender):
         self.embedding_size = positive_int(config, "embedding_size", "DirectAU")
         self.n_layers = positive_int(config, "n_layers", "DirectAU")
         self.gamma = non_negative_float(config, "gamma", "DirectAU")
+        self.precision = choice(config, "precision", PRECISIONS, "DirectAU")
+        self.matmul_dtype = resolve_precision(self.precision, config["device"])
         self.user_embedding = nn.Embedding(self.n_users, self.embedding_size)
         self.item_embedding = nn.Embedding(self.n_items, self.embedding_size)
         self.apply(xavier_normal_initialization)
@@ -47,4 +50,4 @@ class DirectAU(GraphRecommender):
         else:
             user_all, item_all = self.forward()
             user_e, item_e = user_all[users], item_all[items]
-        return directau_loss(user_e, item_e, self.gamma / 2)
+        return directau_loss(user_e, item_e, self.gamma / 2, self.matmul_dtype)

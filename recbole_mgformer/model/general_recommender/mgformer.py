@@ -13,12 +13,14 @@ from recbole.model.abstract_recommender import GeneralRecommender
 from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
-from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention
+from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention, query_readout
 from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops
+from recbole_mgformer.model.key_summary import EAGER, ChunkFunctions, chunked_key_summary
 from recbole_mgformer.model.loss import directau_loss
 from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
+from recbole_mgformer.model.precision import PRECISIONS, matmul, resolve_precision
 from recbole_mgformer.model.structural import (
     SVD_SOLVERS,
     degree_buckets,
@@ -31,7 +33,8 @@ class MaskedAttentionLayer(nn.Module):
     """One layer of masked kernel attention: ``Q = X W_Q``, ``K = X W_K``, ``V = X`` (Eq. 5)."""
 
     def __init__(self, width, n_heads, feature_map, n_features, focusing_factor, residual,
-                 attention_weight, layer_norm, qk_init, generator, compile=False):
+                 attention_weight, layer_norm, qk_init, generator, compile=False, matmul_dtype=torch.float32,
+                 key_chunk_size=0):
         super().__init__()
         if width % n_heads:
             raise ValueError(f"MGFormer: n_heads={n_heads} must divide the token width {width}")
@@ -45,6 +48,10 @@ class MaskedAttentionLayer(nn.Module):
         self.qk_init = qk_init
         self.register_buffer("projection", torch.empty(n_heads, self.n_features, self.head_size))
         self.redraw_features(generator)
+        self.matmul_dtype = matmul_dtype
+        # The fused key side (model/key_summary.py) serves the random feature maps; 0 keeps the autograd form.
+        self.key_chunk_size = key_chunk_size if feature_map in RANDOM_FEATURE_MAPS else 0
+        self.chunk_functions = ChunkFunctions(compile=True) if compile and self.key_chunk_size else EAGER
         # dynamic=True: the batch and key-sample sizes vary, one graph serves them all.
         self.mix = CompiledOrEager(self._mix, "MGFormer attention", dynamic=True) if compile else self._mix
 
@@ -68,30 +75,44 @@ class MaskedAttentionLayer(nn.Module):
     def features(self, x, is_query):
         return apply_feature_map(self.feature_map, x, self.projection, is_query, self.focusing_factor)
 
-    def forward(self, x, z=None, query_index=None, edges=None, key_index=None):
-        """x (n, w) all tokens; z (n,) degree centralities or None; query_index (b,) or None for
-        all nodes; edges (row_pointers, columns): the adjacency mask in CSR form; key_index (s,) keys
-        to attend to, or None for all n. Returns (b, w)."""
+    def forward(self, learned, fixed=None, z=None, query_index=None, edges=None, key_index=None):
+        """Tokens ``x = [learned, fixed]``: learned (n, d) columns that train, fixed (n, d') or None (the structural
+        encodings, which get no gradient); z (n,) degree centralities or None; query_index (b,) or None for all
+        nodes; edges (row_pointers, columns): the adjacency mask in CSR form; key_index (s,) keys to attend to, or
+        None for all n. Returns (b, w)."""
+        def tokens(index=None):
+            rows = learned if index is None else learned[index]
+            return rows if fixed is None else torch.cat([rows, fixed if index is None else fixed[index]], dim=1)
+
+        x_query = tokens(query_index)
         if edges is not None:
             # Only the edges leaving the queries: a training step costs O(batch edges m), not O(E m).
-            x_query = x if query_index is None else x[query_index]
+            x = tokens()
             queries = torch.arange(len(x), device=x.device) if query_index is None else query_index
             positions, neighbours = edges_leaving(*edges, queries)
             phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
             phi_k = self.features(self.split_heads(self.key(x)), is_query=False)
             mixed = adjacency_kernel_attention(phi_q, phi_k, self.split_heads(x), positions, neighbours)
             return self._combine(x_query, mixed)
-        x_query = x if query_index is None else x[query_index]
-        x_key = x if key_index is None else x[key_index]
         query_z = z if z is None or query_index is None else z[query_index]
-        key_z = z if z is None or key_index is None else z[key_index]
-        return self.mix(x_query, x_key, query_z, key_z)
+        if key_index is not None:
+            learned, fixed = learned[key_index], None if fixed is None else fixed[key_index]
+            z = None if z is None else z[key_index]
+        return self.mix(x_query, learned, fixed, query_z, z)
 
-    def _mix(self, x_query, x_key, query_z, key_z):
-        """Eq. (5)-(12) for the sin mask (or none): x_query (b, w), x_key (s, w), z's (b,), (s,) or None -> (b, w)."""
-        phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
-        phi_k = self.features(self.split_heads(self.key(x_key)), is_query=False)
-        mixed = masked_kernel_attention(phi_q, phi_k, self.split_heads(x_key), query_z, key_z)
+    def _mix(self, x_query, key_learned, key_fixed, query_z, key_z):
+        """Eq. (5)-(12) for the sin mask (or none): x_query (b, w), keys' token columns (s, d) and (s, d') or None,
+        z's (b,), (s,) or None -> (b, w)."""
+        phi_q = self.features(self.split_heads(matmul(x_query, self.query.weight.T, self.matmul_dtype)), is_query=True)
+        if self.key_chunk_size:
+            summary = chunked_key_summary(key_learned, key_fixed, self.key.weight, self.projection, key_z,
+                                          self.matmul_dtype, self.key_chunk_size, self.chunk_functions)
+            mixed = query_readout(phi_q, summary, query_z)
+        else:
+            x_key = key_learned if key_fixed is None else torch.cat([key_learned, key_fixed], dim=1)
+            phi_k = self.features(self.split_heads(matmul(x_key, self.key.weight.T, self.matmul_dtype)),
+                                  is_query=False)
+            mixed = masked_kernel_attention(phi_q, phi_k, self.split_heads(x_key), query_z, key_z)
         return self._combine(x_query, mixed)
 
     def _combine(self, x_query, mixed):  # mixed (h, b, w/h) -> (b, w)
@@ -126,6 +147,9 @@ class MGFormer(GeneralRecommender):
                              "already sparse (set key_sample_size: 0)")
         self.seed = int(config["seed"])
         compile_attention = choice(config, "compile", (False, True), "MGFormer")
+        self.precision = choice(config, "precision", PRECISIONS, "MGFormer")
+        self.matmul_dtype = resolve_precision(self.precision, config["device"])
+        key_chunk_size = non_negative_int(config, "key_chunk_size", "MGFormer")
 
         # Training interactions only: the dataset handed to a model is the training split.
         interactions = dataset.inter_matrix(form="csr").astype(np.float32)
@@ -157,7 +181,8 @@ class MGFormer(GeneralRecommender):
         self.layers = nn.ModuleList(
             MaskedAttentionLayer(width, n_heads, feature_map, n_features, float(config["focusing_factor"]),
                                  bool(config["residual"]), float(config["attention_weight"]),
-                                 bool(config["layer_norm"]), qk_init, self.generator, compile_attention)
+                                 bool(config["layer_norm"]), qk_init, self.generator, compile_attention,
+                                 self.matmul_dtype, key_chunk_size)
             for _ in range(n_layers)
         )
         self.register_buffer("feature_draws", torch.zeros((), dtype=torch.long))
@@ -171,12 +196,22 @@ class MGFormer(GeneralRecommender):
         for layer in self.layers:
             layer.reset_qk()
 
-    def node_tokens(self):
-        """Eq. (4): ``X = [E, P]``, (n, w)."""
+    def token_parts(self):
+        """The two parts of Eq. (4): learned embeddings ``E`` (n, d) and structural encodings ``P`` (n, d) or None."""
         embeddings = torch.cat([self.user_embedding.weight, self.item_embedding.weight])
-        if self.structural_encoding == "none":
-            return embeddings
-        return torch.cat([embeddings, self.structural], dim=1)
+        return embeddings, (self.structural if self.structural_encoding == "svd" else None)
+
+    def node_tokens(self, nodes=None):
+        """Eq. (4): ``X = [E, P]``, (n, w), or its rows ``nodes`` (b,), gathered without building all n rows."""
+        if nodes is None:
+            learned, fixed = self.token_parts()
+        else:
+            is_item = (nodes >= self.n_users).unsqueeze(-1)
+            user_rows = self.user_embedding(nodes.clamp(max=self.n_users - 1))
+            item_rows = self.item_embedding((nodes - self.n_users).clamp(min=0))
+            learned = torch.where(is_item, item_rows, user_rows)
+            fixed = None if self.structural_encoding == "none" else self.structural[nodes]
+        return learned if fixed is None else torch.cat([learned, fixed], dim=1)
 
     def degree_centrality(self):
         """Eq. (10): ``z = sigmoid(proj(embedding(deg)))`` in (0, 1), (n,)."""
@@ -185,15 +220,15 @@ class MGFormer(GeneralRecommender):
     def forward(self, query_nodes=None, key_nodes=None):
         """Outputs for ``query_nodes`` (b,) (all n nodes when None), attending to ``key_nodes`` (s,)
         (all n nodes when None, as in Eq. 12)."""
-        x = self.node_tokens()
         if not self.use_attention:
-            return x if query_nodes is None else x[query_nodes]
+            return self.node_tokens(query_nodes)
+        learned, fixed = self.token_parts()
         z = self.degree_centrality() if self.degree_mask == "sin" else None
         edges = (self.edge_row_pointers, self.edge_columns) if self.degree_mask == "adjacency" else None
         for depth, layer in enumerate(self.layers):
             last = depth == len(self.layers) - 1
-            x = layer(x, z, query_nodes if last else None, edges, key_nodes)
-        return x
+            learned, fixed = layer(learned, fixed, z, query_nodes if last else None, edges, key_nodes), None
+        return learned
 
     def sample_keys(self):
         """``key_sample_size`` distinct nodes drawn uniformly for one training step, or None for all.
@@ -220,7 +255,7 @@ class MGFormer(GeneralRecommender):
         users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
         outputs = self.forward(torch.cat([users, items + self.n_users]), self.sample_keys())
         user_e, item_e = outputs.split([len(users), len(items)])
-        return directau_loss(user_e, item_e, self.uniformity_weight)
+        return directau_loss(user_e, item_e, self.uniformity_weight, self.matmul_dtype)
 
     def _scoring(self, outputs):
         return nn.functional.normalize(outputs, dim=-1) if self.score == "cosine" else outputs

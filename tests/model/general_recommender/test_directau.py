@@ -37,11 +37,19 @@ def test_mf_encoder_is_the_embeddings(tiny_setup):
 
 @pytest.mark.parametrize("encoder", ["MF", "LightGCN"])
 def test_loss_is_directau_as_its_paper_writes_it(tiny_setup, encoder):
-    _, model, _, (train, _, _) = tiny_setup("DirectAU", encoder=encoder, gamma=0.7)
+    _, model, _, (train, _, _) = tiny_setup("DirectAU", encoder=encoder, gamma=0.7, precision="fp32")
     batch = next(iter(train))
     users, items = model()
     expected = direct_directau_loss(users[batch[model.USER_ID]], items[batch[model.ITEM_ID]], 0.7)
     torch.testing.assert_close(model.calculate_loss(batch), expected)
+
+
+def test_bf16_loss_is_within_bf16_rounding_of_fp32(tiny_setup):
+    _, exact, _, (train, _, _) = tiny_setup("DirectAU", precision="fp32")
+    _, rounded, _, _ = tiny_setup("DirectAU", precision="bf16")
+    rounded.load_state_dict(exact.state_dict())
+    batch = next(iter(train))
+    torch.testing.assert_close(rounded.calculate_loss(batch), exact.calculate_loss(batch), rtol=1e-2, atol=1e-3)
 
 
 @pytest.mark.parametrize("encoder", ["MF", "LightGCN"])

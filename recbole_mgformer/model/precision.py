@@ -1,0 +1,37 @@
+"""The number format of the matrix products, the one lever that changes arithmetic: ``precision: fp32 | bf16 | auto``.
+
+In ``bf16`` the inputs of the large matmuls are rounded to bfloat16 (8 significant bits) and multiplied with fp32
+accumulation; exponentials, normalisers, running sums and parameters stay fp32. ``auto`` picks bf16 where the
+hardware multiplies bf16 natively (CPUs with AVX512-BF16 or AMX, CUDA devices of compute capability 8.0 and up)
+and fp32 elsewhere, where bf16 would be emulated and slower.
+"""
+
+import torch
+
+PRECISIONS = ("fp32", "bf16", "auto")
+
+
+def bf16_is_native(device):
+    """True where bf16 matmuls run in hardware on ``device`` (a ``torch.device`` or its name)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type == "cpu":
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    return False
+
+
+def resolve_precision(name, device):
+    """``torch.float32`` or ``torch.bfloat16`` for the matmuls, from a ``precision`` option value."""
+    if name not in PRECISIONS:
+        raise ValueError(f"unknown precision {name!r}; choose one of {', '.join(PRECISIONS)}")
+    if name == "auto":
+        name = "bf16" if bf16_is_native(device) else "fp32"
+    return torch.bfloat16 if name == "bf16" else torch.float32
+
+
+def matmul(a, b, dtype=torch.float32):
+    """``a @ b`` with its inputs in ``dtype`` and an fp32 result (autograd flows through the casts)."""
+    if dtype == torch.float32 or a.dtype == dtype:
+        return (a @ b).float()
+    return (a.to(dtype) @ b.to(dtype)).float()
