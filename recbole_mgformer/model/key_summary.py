@@ -55,22 +55,30 @@ def _gated(features, sin, cos, dtype):
     return torch.cat([features * cos, features * sin], dim=-1).to(dtype)
 
 
-def summary_of_chunk(tokens, weight, projection, sin, cos):
-    """A chunk's key-side sums, shifted by its own maximum logit: -> sums (h, g m, k + 1), maximum (h,)."""
-    _, _, logits, values = _chunk_terms(tokens, weight, projection, sin, cos)
+def summary_of_chunk(tokens, weight, projection, sin, cos, keep=False):
+    """A chunk's key-side sums, shifted by its own maximum logit: -> sums (h, g m, k + 1), maximum (h,), and with
+    ``keep`` what backward needs of the chunk (tokens and keys in the matmul format, features), else None."""
+    tokens_mm, keys, logits, values = _chunk_terms(tokens, weight, projection, sin, cos)
     maximum = logits.amax(dim=(-2, -1))
     features = torch.exp(logits - maximum[:, None, None])
     sums = _gated(features, sin, cos, projection.dtype).transpose(-2, -1) @ values
-    return sums.to(tokens.dtype), maximum
+    return sums.to(tokens.dtype), maximum, ((tokens_mm, keys, features, maximum) if keep else None)
 
 
-def gradients_of_chunk(tokens, weight, projection, sin, cos, shift, grad_summary, learned_columns):
-    """Backward of a chunk's share of the sums, the features recomputed with the final ``shift`` (h,).
-    grad_summary (h, g m, k + 1) in the matmul format -> gradients of the learned token columns (r, d),
-    of the scaled weight (w, w), and of the angles ``a = pi z / 4`` (r,) (None without a mask)."""
+def gradients_of_chunk(tokens, weight, projection, sin, cos, shift, grad_summary, learned_columns, kept=None):
+    """Backward of a chunk's share of the sums, with the features at the final ``shift`` (h,): recomputed, or
+    from what :func:`summary_of_chunk` kept. grad_summary (h, g m, k + 1) in the matmul format -> gradients of
+    the learned token columns (r, d), of the scaled weight (w, w), and of the angles ``a = pi z / 4`` (r,)
+    (None without a mask)."""
     matmul_dtype, accumulate, n_features = projection.dtype, tokens.dtype, projection.shape[1]
-    tokens_mm, keys, logits, values = _chunk_terms(tokens, weight, projection, sin, cos)
-    features = torch.exp(logits - shift[:, None, None])  # phi, (h, r, m)
+    if kept is None:
+        tokens_mm, keys, logits, values = _chunk_terms(tokens, weight, projection, sin, cos)
+        features = torch.exp(logits - shift[:, None, None])  # phi, (h, r, m)
+    else:
+        tokens_mm, keys, features, maximum = kept
+        features = features * torch.exp(maximum - shift)[:, None, None]
+        values = _heads(tokens_mm, projection.shape[0])
+        values = torch.cat([values, torch.ones_like(values[..., :1])], dim=-1)
     # S = gated^T [V | 1]  =>  d gated = [V | 1] dS^T,  dV = gated dS[..., :k]
     grad_gated = (values @ grad_summary.transpose(-2, -1)).to(accumulate)  # (h, r, g m)
     grad_values = (_gated(features, sin, cos, matmul_dtype) @ grad_summary[..., :-1]).to(accumulate)
@@ -94,9 +102,11 @@ def gradients_of_chunk(tokens, weight, projection, sin, cos, shift, grad_summary
 
 class ChunkFunctions:
     """The two per-chunk functions, eager or compiled (``torch.compile`` specialises on each chunk shape:
-    a full chunk and the remainder)."""
+    a full chunk and the remainder). ``keep``: forward keeps each chunk's tokens, keys and features for backward
+    (memory ~ n (w + m) per layer) instead of backward recomputing them (two matmuls and the exponentials)."""
 
-    def __init__(self, compile=False):
+    def __init__(self, compile=False, keep=False):
+        self.keep = keep
         if compile:
             self.summary = CompiledOrEager(summary_of_chunk, "MGFormer key side", dynamic=False)
             self.gradients = CompiledOrEager(gradients_of_chunk, "MGFormer key side backward", dynamic=False)
@@ -126,11 +136,13 @@ class ChunkedKeySummary(torch.autograd.Function):
         heads, n_features, head_size = projection.shape
         weight = (key_weight * head_size ** -0.25).to(dtype)  # the k^-1/4 of apply_feature_map, folded into W_K
         projection_mm = projection.to(dtype)
-        summary, shift = None, None
+        summary, shift, kept = None, None, []
         for start in range(0, len(embeddings), chunk_size):
             stop = start + chunk_size
-            sums, maximum = functions.summary(_tokens(embeddings, structural, start, stop), weight, projection_mm,
-                                              *_gates(key_z, start, stop))
+            sums, maximum, chunk_kept = functions.summary(_tokens(embeddings, structural, start, stop), weight,
+                                                          projection_mm, *_gates(key_z, start, stop),
+                                                          keep=functions.keep and any(ctx.needs_input_grad))
+            kept.append(chunk_kept)
             if summary is None:
                 summary, shift = sums, maximum
             else:  # both to the larger shift
@@ -141,7 +153,7 @@ class ChunkedKeySummary(torch.autograd.Function):
         # m^-1/2 of Eq. (7): with it the sums equal the unfused ones, whose shift includes 0.5 log m.
         shift = shift + 0.5 * math.log(n_features)
         ctx.save_for_backward(embeddings, structural, key_weight, projection, key_z, shift)
-        ctx.dtype, ctx.chunk_size, ctx.functions = dtype, chunk_size, functions
+        ctx.dtype, ctx.chunk_size, ctx.functions, ctx.kept = dtype, chunk_size, functions, kept
         return summary * math.exp(-0.5 * math.log(n_features))
 
     @staticmethod
@@ -154,15 +166,16 @@ class ChunkedKeySummary(torch.autograd.Function):
         grad_embeddings = torch.empty_like(embeddings)
         grad_weight = torch.zeros_like(key_weight)
         grad_z = torch.empty_like(key_z) if key_z is not None else None
-        for start in range(0, len(embeddings), chunk_size):
+        for index, start in enumerate(range(0, len(embeddings), chunk_size)):
             stop = start + chunk_size
             grad_tokens, grad_scaled_weight, grad_angle = ctx.functions.gradients(
                 _tokens(embeddings, structural, start, stop), weight, projection_mm, *_gates(key_z, start, stop),
-                shift, grad_summary, embeddings.shape[1])
+                shift, grad_summary, embeddings.shape[1], ctx.kept[index])
             grad_embeddings[start:stop] = grad_tokens
             grad_weight += grad_scaled_weight
             if grad_z is not None:
                 grad_z[start:stop] = (math.pi / 4) * grad_angle
+        ctx.kept = None
         return grad_embeddings, None, grad_weight.mul_(scale), None, grad_z, None, None, None
 
 

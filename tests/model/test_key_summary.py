@@ -40,16 +40,18 @@ def gradients(summary_fn, inputs, mask, upstream):
     return out, torch.autograd.grad((out * upstream).sum(), wrt)
 
 
+@pytest.mark.parametrize("keep", [False, True], ids=["recompute", "keep"])
 @pytest.mark.parametrize("heads, mask, structural, chunk", [
     (1, True, True, 128), (2, True, True, 1000), (1, False, True, 77), (2, False, False, 250),
 ])
-def test_fused_sums_and_gradients_equal_the_unfused_form(heads, mask, structural, chunk):
+def test_fused_sums_and_gradients_equal_the_unfused_form(heads, mask, structural, chunk, keep):
     inputs = make_inputs(heads=heads, structural=structural)
     _, _, _, projection, _ = inputs
     upstream = torch.randn(heads, (2 if mask else 1) * projection.shape[1], projection.shape[2] + 1,
                            dtype=torch.float64)
     expected, expected_grads = gradients(unfused_summary, inputs, mask, upstream)
-    fused = lambda *args: chunked_key_summary(*args, chunk_size=chunk)  # noqa: E731
+    functions = ChunkFunctions(keep=keep)
+    fused = lambda *args: chunked_key_summary(*args, chunk_size=chunk, functions=functions)  # noqa: E731
     got, got_grads = gradients(fused, inputs, mask, upstream)
     torch.testing.assert_close(got, expected)
     for a, b in zip(got_grads, expected_grads):

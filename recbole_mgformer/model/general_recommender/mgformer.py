@@ -34,7 +34,7 @@ class MaskedAttentionLayer(nn.Module):
 
     def __init__(self, width, n_heads, feature_map, n_features, focusing_factor, residual,
                  attention_weight, layer_norm, qk_init, generator, compile=False, matmul_dtype=torch.float32,
-                 key_chunk_size=0):
+                 key_chunk_size=0, keep_key_features=False):
         super().__init__()
         if width % n_heads:
             raise ValueError(f"MGFormer: n_heads={n_heads} must divide the token width {width}")
@@ -51,7 +51,10 @@ class MaskedAttentionLayer(nn.Module):
         self.matmul_dtype = matmul_dtype
         # The fused key side (model/key_summary.py) serves the random feature maps; 0 keeps the autograd form.
         self.key_chunk_size = key_chunk_size if feature_map in RANDOM_FEATURE_MAPS else 0
-        self.chunk_functions = ChunkFunctions(compile=True) if compile and self.key_chunk_size else EAGER
+        if compile or keep_key_features:
+            self.chunk_functions = ChunkFunctions(compile=compile, keep=keep_key_features)
+        else:
+            self.chunk_functions = EAGER
         # dynamic=True: the batch and key-sample sizes vary, one graph serves them all.
         self.mix = CompiledOrEager(self._mix, "MGFormer attention", dynamic=True) if compile else self._mix
 
@@ -150,6 +153,7 @@ class MGFormer(GeneralRecommender):
         self.precision = choice(config, "precision", PRECISIONS, "MGFormer")
         self.matmul_dtype = resolve_precision(self.precision, config["device"])
         key_chunk_size = non_negative_int(config, "key_chunk_size", "MGFormer")
+        keep_key_features = choice(config, "key_features", ("recompute", "keep"), "MGFormer") == "keep"
 
         # Training interactions only: the dataset handed to a model is the training split.
         interactions = dataset.inter_matrix(form="csr").astype(np.float32)
@@ -182,7 +186,7 @@ class MGFormer(GeneralRecommender):
             MaskedAttentionLayer(width, n_heads, feature_map, n_features, float(config["focusing_factor"]),
                                  bool(config["residual"]), float(config["attention_weight"]),
                                  bool(config["layer_norm"]), qk_init, self.generator, compile_attention,
-                                 self.matmul_dtype, key_chunk_size)
+                                 self.matmul_dtype, key_chunk_size, keep_key_features)
             for _ in range(n_layers)
         )
         self.register_buffer("feature_draws", torch.zeros((), dtype=torch.long))

@@ -101,7 +101,7 @@ def test_degree_centrality_is_in_the_open_unit_interval_and_learnable(tiny_setup
     {"feature_map": "orf"}, {"feature_map": "prf", "n_features": 24}, {"n_layers": 2, "n_heads": 2},
     {"residual": False}, {"layer_norm": True, "qk_init": "identity", "score": "cosine"},
     {"svd_solver": "randomized"}, {"key_sample_size": 16}, {"key_sample_size": 16, "degree_mask": "none"},
-    {"key_chunk_size": 0}, {"key_chunk_size": 7, "n_heads": 2}, {"precision": "bf16"},
+    {"key_chunk_size": 0}, {"key_chunk_size": 7, "n_heads": 2}, {"precision": "bf16"}, {"key_features": "keep"},
 ], ids=str)
 def test_every_option_trains_and_scores_consistently(tiny_setup, overrides):
     _, model, _, (train, _, test) = tiny_setup(**{"precision": "fp32", **overrides})
@@ -172,6 +172,9 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     ({"key_sample_size": -1}, "key_sample_size must be a non-negative integer"),
     ({"key_sample_size": 8, "degree_mask": "adjacency"}, "the adjacency mask is already sparse"),
     ({"compile": "yes"}, "unknown compile .yes.; choose one of False, True"),
+    ({"precision": "fp16"}, "unknown precision 'fp16'; choose one of fp32, bf16, auto"),
+    ({"key_chunk_size": -2}, "key_chunk_size must be a non-negative integer"),
+    ({"key_features": "store"}, "unknown key_features 'store'; choose one of recompute, keep"),
     ({"structural_scale": 0}, "structural_scale must be a number > 0"),
 ])
 def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
