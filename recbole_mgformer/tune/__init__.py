@@ -48,7 +48,7 @@ from recbole_mgformer.records import display_path, git_commit, machine, package_
 from recbole_mgformer.registry import get_model
 from recbole_mgformer.trainer import plain_value
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DISTRIBUTIONS = {
     "choice": "a non-empty list of values, e.g. {choice: [32, 64, 128]}",
     "grid": "a non-empty list of values, e.g. {grid: [1, 2, 3]}",

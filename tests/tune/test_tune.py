@@ -14,7 +14,7 @@ import yaml
 from recbole_mgformer import tune as tuning
 from recbole_mgformer.tune import TuneSetupError, make_request, parse_space, ray_space, tune_recommender
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["MGFormer", "SimGCL", "XSimGCL", "DirectAU", "LightGCN", "SGL", "BPR"]
 TINY_YAML = ("eval_args: {split: {RS: [0.8, 0.1, 0.1]}, order: RO, group_by: user, mode: full}\n"
              "metrics: [Recall, NDCG]\ntopk: [20]\nvalid_metric: NDCG@20\nstate: WARNING\n"
