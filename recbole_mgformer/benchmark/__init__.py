@@ -45,7 +45,7 @@ from recbole_mgformer.records import (
 from recbole_mgformer.resume import fit_resumably, forget_resume_state
 from recbole_mgformer.trainer import plain_value
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 METRICS = ("recall@20", "ndcg@20")
 ABLATIONS = [
     "MGFormer",
