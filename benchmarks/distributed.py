@@ -129,7 +129,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--max_steps", type=int, default=0, help="time this many steps per epoch (0: all)")
     parser.add_argument("--port", type=int, default=None, help="port of the process group (default: a free one)")
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     parser.add_argument("--table", default=None, help="the table to write (default: <results>/distributed-<dataset>.md)")
     args, rest = parser.parse_known_args(argv)
     overrides = parse_overrides(rest)

@@ -78,7 +78,7 @@ def main(argv=None):
     parser.add_argument("--queries", type=int, default=2048)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     args = parser.parse_args(argv)
     result = compare(args.nodes, args.width, args.queries, args.repeats, args.device)
     result.update(commit=git_commit(ROOT), machine=machine(), threads=torch.get_num_threads(),

@@ -89,7 +89,7 @@ def main(argv=None):
              "| quantity | value |", "|---|---|"]
     lines += [f"| {key.replace('_', ' ')} | {value:.4g} |" for key, value in stats.items()]
     lines += [f"| share of test-pair scores: {name} | {share:.1%} |" for name, share in shares.items()]
-    path = Path(args.results) / f"analysis-{args.dataset}.md"
+    path = Path(args.results) / args.dataset / f"analysis-{args.dataset}.md"
     header = "" if path.exists() else f"# MGFormer on {args.dataset}: what its outputs are made of\n\n"
     with path.open("a") as out:
         out.write(header + "\n".join(lines) + "\n\n")

@@ -73,6 +73,20 @@ def display_path(path, base=None):
         return str(path)
 
 
+def by_variant(records):
+    """Records grouped by their variant's name, in the order the variants first appear."""
+    groups = {}
+    for record in records:
+        groups.setdefault(record["variant"], []).append(record)
+    return groups
+
+
+def provenance(records):
+    """``commit c, machine, torch t, recbole r`` of every distinct setup that produced ``records``, joined by ``; ``."""
+    setups = sorted({(r["commit"], r["machine"], r["versions"]["torch"], r["versions"]["recbole"]) for r in records})
+    return "; ".join(f"commit {c}, {m}, torch {t}, recbole {rb}" for c, m, t, rb in setups)
+
+
 def mean_std(values):
     """A table cell for a metric over seeds: ``mean ± std``, or the value alone for one seed."""
     if len(values) == 1:

@@ -4,39 +4,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from recbole_mgformer.benchmark import ABLATIONS, main, parse_entry, render_dataset, split_models
+from recbole_mgformer.benchmark import main
 from recbole_mgformer.resume import RunTimer
 from recbole_mgformer.trainer import load_checkpoint
-
-
-def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
-    entries = split_models("BPR, MGFormer[degree_mask=none; n_heads=2],MGFormer-ablations")
-    assert entries[:2] == ["BPR", "MGFormer[degree_mask=none; n_heads=2]"]
-    assert entries[2:] == ABLATIONS
-    assert parse_entry("MGFormer[degree_mask=none; n_heads=2; attention=False]") == (
-        "MGFormer", {"degree_mask": "none", "n_heads": 2, "attention": False})
-    with pytest.raises(ValueError, match="is not key=value"):
-        parse_entry("MGFormer[degree_mask]")
-    with pytest.raises(ValueError, match="must be NAME or NAME"):
-        parse_entry("MG Former")
-
-
-def record(variant, model, seed, recall, ndcg):
-    return {"variant": variant, "model": model, "seed": seed, "test": {"recall@20": recall, "ndcg@20": ndcg},
-            "valid": {"ndcg@20": ndcg}, "best_epoch": 3, "epochs": 14, "train_seconds_per_epoch": 2.0,
-            "parameters": 1000, "machine": "cpu", "commit": "abc"}
-
-
-def test_table_has_mean_std_bold_best_improvement_and_paper_numbers():
-    records = [record("MGFormer", "MGFormer", 0, 0.15, 0.07), record("MGFormer", "MGFormer", 1, 0.17, 0.08),
-               record("MGFormer degree_mask=none", "MGFormer", 0, 0.19, 0.09),
-               record("DirectAU", "DirectAU", 0, 0.14, 0.06)]
-    table = render_dataset("amazon-beauty", records)
-    assert "| MGFormer | 2 | 0.1600 ± 0.0141 | 0.0750 ± 0.0071 | 0.0750 | 0.1531 | 0.0748 |" in table
-    assert "| MGFormer degree_mask=none | 1 | **0.1900** | **0.0900** | 0.0900 | 0.1501 | 0.0739 |" in table  # Table 3
-    assert "| DirectAU | 1 | 0.1400 | 0.0600 | 0.0600 | 0.1465 | 0.0710 |" in table
-    # the best other *model* is DirectAU, not another MGFormer variant
-    assert "Best test ndcg@20: MGFormer degree_mask=none, +50.00% over the best other model (DirectAU)." in table
 
 
 def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_data, tmp_path, capsys):
@@ -60,13 +30,13 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
     assert main(args) == 0
     assert "record exists, skipped" in capsys.readouterr().out
     assert (runs / "bpr-seed0.json").read_text() == before
-    leaderboard = (tmp_path / "results" / "leaderboard.md").read_text()
+    leaderboard = (tmp_path / "results" / "tiny" / "leaderboard.md").read_text()
     assert "## tiny" in leaderboard and "| BPR | 1 |" in leaderboard
     groups = written["test_popularity"]
     assert set(groups) == {"Unpopular", "Normal", "Popular"} and sum(g["users"] for g in groups.values()) > 0
-    popularity = (tmp_path / "results" / "popularity.md").read_text()
+    popularity = (tmp_path / "results" / "tiny" / "popularity.md").read_text()
     assert "| BPR | 1 |" in popularity and "Unpopular = the 80% least interacted" in popularity
-    assert (tmp_path / "results" / "popularity-tiny.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "results" / "tiny" / "popularity-tiny.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_a_record_without_group_metrics_gets_them_from_its_checkpoint(tiny_data, tmp_path):
@@ -146,11 +116,11 @@ def test_a_run_started_before_the_timings_moved_into_the_checkpoint_resumes_with
 
 
 def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides_win(tiny_data, tmp_path, monkeypatch):
-    import recbole_mgformer.benchmark as benchmark
+    import recbole_mgformer.benchmark.runs as runs
 
     tuned = tmp_path / "MGFormer.yaml"
     tuned.write_text("embedding_size: 8\nuniformity_weight: 2.0\n")
-    monkeypatch.setattr(benchmark, "benchmark_config_file",
+    monkeypatch.setattr(runs, "benchmark_config_file",
                         lambda model, dataset: str(tuned) if (model, dataset) == ("MGFormer", "tiny") else None)
     args = ["--models", "MGFormer,MGFormer[uniformity_weight=0.5],BPR", "--datasets", "tiny", "--seeds", "0",
             "--data_path", str(tiny_data), "--results", str(tmp_path / "results"),
@@ -164,7 +134,7 @@ def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides
     overridden = json.loads((runs / "mgformer-uniformity-weight-0-5-seed0.json").read_text())
     assert overridden["config"]["uniformity_weight"] == 0.5 and overridden["config"]["embedding_size"] == 8
     assert json.loads((runs / "bpr-seed0.json").read_text())["tuned_config"] is None
-    leaderboard = (tmp_path / "results" / "leaderboard.md").read_text()
+    leaderboard = (tmp_path / "results" / "tiny" / "leaderboard.md").read_text()
     assert f"MGFormer (and its variants) `{tuned}`" in leaderboard
 
 
@@ -175,3 +145,54 @@ def test_shipped_tuned_configs_name_known_models_and_datasets():
     for path in (properties_dir() / "benchmark").glob("*/*.yaml"):
         assert (properties_dir() / "dataset" / f"{path.parent.name}.yaml").is_file(), path
         get_model(path.stem)
+
+
+def write_histories(folder, name="tinyseq", n_users=20, n_items=25, length=8):
+    """Users walking forward through the items, with timestamps and ratings, as RecBole atomic interactions."""
+    path = folder / name
+    path.mkdir(parents=True)
+    lines = ["user_id:token\titem_id:token\trating:float\ttimestamp:float"]
+    for user in range(n_users):
+        lines += [f"u{user}\ti{(3 * user + step) % n_items}\t{1 + (user + step) % 5}\t{step}" for step in range(length)]
+    (path / f"{name}.inter").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+SEQUENTIAL = ("benchmark_table: sequential\nbenchmark_page: sequential\nload_col: {inter: [user_id, item_id, timestamp]}\n"
+              "eval_args: {split: {LS: valid_and_test}, order: TO, group_by: user, mode: full}\n"
+              "metrics: [Recall, MRR, NDCG]\ntopk: [5, 10]\nvalid_metric: NDCG@10\ntrain_neg_sample_args: ~\n")
+CONTEXT = ("benchmark_table: context\nbenchmark_page: context\nload_col: {inter: [user_id, item_id, rating]}\n"
+           "threshold: {rating: 4}\neval_args: {split: {RS: [0.56, 0.24, 0.2]}, order: RO, group_by: ~, mode: labeled}\n"
+           "train_neg_sample_args: ~\nmetrics: [AUC, LogLoss]\nvalid_metric: AUC\n")
+
+
+@pytest.mark.parametrize("kind, protocol, model, headline", [
+    ("sequential", SEQUENTIAL, "GRU4Rec", "test recall@10"),
+    ("context", CONTEXT, "LR", "test auc"),
+])
+def test_every_kind_of_model_runs_records_and_renders_the_same_way(dataset_configs, tmp_path, capsys, kind,
+                                                                    protocol, model, headline):
+    dataset_configs("tinyseq", protocol)  # the dataset's config gives the protocol and the table
+    args = ["--models", f"{model}[embedding_size=8]", "--datasets", "tinyseq", "--seeds", "1",
+            "--data_path", str(write_histories(tmp_path / "data")), "--results", str(tmp_path / "results"),
+            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=2", "--hidden_size=8", "--train_batch_size=16",
+            "--stopping_step=50", "--state=WARNING"]
+    assert main(args) == 0
+    assert f"[1/1] {model} embedding_size=8 on tinyseq, seed 1: {headline}" in capsys.readouterr().out
+    record = json.loads((tmp_path / "results" / "runs" / "tinyseq" / f"{model.lower()}-embedding-size-8-seed1.json")
+                        .read_text())
+    assert record["epochs"] == 2 and [epoch for epoch, _ in record["valid_history"]] == [0, 1]
+    assert record["seconds"] >= 0 and record["settings"]["epochs"] == 2 and "--epochs=2" in record["command"]
+    assert "test_popularity" not in record  # popularity groups are a general table's
+    assert not list((tmp_path / "saved" / "tinyseq").glob("*.latest.*"))
+    page = (tmp_path / "results" / kind / "leaderboard.md").read_text()
+    assert f"| {model} embedding_size=8 |" in page and not (tmp_path / "results" / kind / "popularity.md").exists()
+    assert main(args) == 0
+    assert "record exists, skipped" in capsys.readouterr().out
+
+
+def test_a_model_of_another_kind_stops_the_command_before_any_run(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--models", "BPR,EAGPS", "--datasets", "ml-100k-seq", "--results", str(tmp_path / "results")])
+    assert "BPR is a general model, but the runs of ml-100k-seq go into a sequential table" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
