@@ -29,3 +29,18 @@ def test_a_model_runs_only_where_its_kind_of_table_is():
         check_model_fits("EAGPS", "ml-100k-ctx-0.8")
     with pytest.raises(ValueError, match="BPR is a general model"):
         check_model_fits("BPR", "ml-100k-seq")
+
+
+@pytest.mark.parametrize("model, dataset", [("GRU4Rec", "ml-100k-seq"), ("LR", "ml-100k-ctx-0.4")])
+def test_a_dataset_reading_ml_100k_is_configured_as_ml_100k_under_its_protocol_was(model, dataset, tmp_path):
+    """RecBole applies its own ml-100k settings by that name only (normalize_all orders equal timestamps):
+    the retired scripts ran ``ml-100k`` with the protocol file, and the named dataset must run the same."""
+    from recbole_mgformer.quick_start import build_config
+
+    protocol = str(properties_dir() / "dataset" / f"{dataset}.yaml")
+    before = build_config(model, "ml-100k", [protocol], {"data_path": str(tmp_path)})[0].final_config_dict
+    after = build_config(model, dataset, None, {"data_path": str(tmp_path)})[0].final_config_dict
+    # the name and folder differ, the knowledge-graph filters have no graph to filter, top-k no ranking to cut
+    unused = {"dataset", "data_path", "entity_kg_num_interval", "relation_kg_num_interval", "topk"}
+    assert {k: (before.get(k), after.get(k)) for k in set(before) | set(after)
+            if before.get(k) != after.get(k) and k not in unused} == {}
