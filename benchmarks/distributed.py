@@ -11,11 +11,11 @@ epoch time is what a user waits for. The time is rank 0's, which waits for the s
 
     python benchmarks/distributed.py --dataset amazon-beauty --models MGFormer,LightGCN --settings 1x1,1x2,2x1
     python benchmarks/distributed.py --settings 1x1,2x1,4x1        # on a machine with GPUs, P x 1 is P GPUs (nccl)
-    python benchmarks/distributed.py --models "MGFormer[train_batch_size=2048]" --table results/distributed-batch.md
+    python benchmarks/distributed.py --models "MGFormer[train_batch_size=2048]" --table results/performance/distributed-batch.md
     python benchmarks/distributed.py --dataset tiny --data_path=/tmp/data --max_steps 2            # a quick smoke run
 
-Any ``--key=value`` overrides a config setting of every run. Writes results/distributed-<dataset>.md
-(or ``--table``) and a JSON record in results/runs/distributed/.
+Any ``--key=value`` overrides a config setting of every run. Writes results/performance/distributed-<dataset>.md
+(or ``--table``) and a JSON record in results/performance/runs/distributed/.
 """
 
 import argparse

@@ -4,7 +4,7 @@ inside MGFormer's attention at a given size, forward and backward, interleaved i
     python benchmarks/feature_maps_inplace.py                     # Beauty's size: 34,464 nodes, w = m = 128
     python benchmarks/feature_maps_inplace.py --nodes 1000000 --device cuda
 
-Prints and records (results/runs/performance/feature-maps-*.json) the median seconds of each and their ratio,
+Prints and records (results/performance/runs/performance/feature-maps-*.json) the median seconds of each and their ratio,
 and the largest relative difference of the attention outputs.
 """
 

@@ -6,7 +6,7 @@ For each node the output is ``h = [e, p] + Attn([e, p])``; the script reports th
 embedding ``e``, the fixed SVD encoding ``p`` and the attention branch, the mean cosine of each node's attention
 output to the average one (1 = the same vector for every node), the degree centralities ``z`` of Eq. (10), and which
 share of a user-item dot product comes from each part on the test pairs. Appends a section to
-results/analysis-<dataset>.md.
+results/<dataset>/analysis-<dataset>.md.
 """
 
 import argparse

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def notes_lines(path):
-    """The hand-written reading of a table (``results/notes/<table>.md``), as lines to append; none when absent."""
+    """The hand-written reading of a table (``results/<page>/notes.md``), as lines to append; none when absent."""
     return [Path(path).read_text().strip(), ""] if path is not None and Path(path).exists() else []
 
 

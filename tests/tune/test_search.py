@@ -109,13 +109,9 @@ def test_hyperopt_search_draws_inside_the_space(ray_session, tiny_data, tiny_yam
     assert "Search: hyperopt" in Path(summary["markdown"]).read_text()
 
 
-@pytest.mark.parametrize("model, protocol, metric", [
-    ("CSA", ["context/ml-100k.yaml", "context/rho-0.8.yaml"], "auc"),
-    ("EAGPS", ["sequential/ml-100k.yaml"], "ndcg@10"),
-])
-def test_spaces_of_the_other_papers_fit_their_models_under_their_protocols(model, protocol, metric, tmp_path):
-    files = [str(ROOT / "properties" / p) for p in protocol]
-    request = make_request(model, "ml-100k", config_files=files, storage_dir=tmp_path / "tune")
+@pytest.mark.parametrize("model, dataset, metric", [("CSA", "ml-100k-ctx-0.8", "auc"), ("EAGPS", "ml-100k-seq", "ndcg@10")])
+def test_spaces_of_the_other_papers_fit_their_models_under_their_protocols(model, dataset, metric, tmp_path):
+    request = make_request(model, dataset, data_path=str(tmp_path / "data"), storage_dir=tmp_path / "tune")
     assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
     assert request["metric"] == metric and request["mode"] == "max"
     assert ray_space(parse_space(request["space"]), "random")
