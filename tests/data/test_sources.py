@@ -4,12 +4,17 @@ from recbole_mgformer.data import sources
 from recbole_mgformer.data.sources import ensure_dataset, shared_datasets_dir, source_folder
 
 
-def test_known_dataset_is_imported_once_from_the_shared_folder(tmp_path, monkeypatch):
+def shared_beauty(tmp_path, monkeypatch):
+    """A shared folder holding a two-user Beauty in SELFRec's format."""
     source = tmp_path / "shared" / "datasets" / "amazon-beauty"
     source.mkdir(parents=True)
     (source / "train.txt").write_text("1:1 2\n2:2\n")
     (source / "test.txt").write_text("1:3\n2:1\n")
     monkeypatch.setenv("RECBOLE_MGFORMER_SHARED", str(tmp_path / "shared"))
+
+
+def test_known_dataset_is_imported_once_from_the_shared_folder(tmp_path, monkeypatch):
+    shared_beauty(tmp_path, monkeypatch)
     target = ensure_dataset("amazon-beauty", tmp_path / "dataset")
     assert target == tmp_path / "dataset" / "amazon-beauty" / "amazon-beauty.inter"
     assert len(target.read_text().splitlines()) == 1 + 5
@@ -44,11 +49,7 @@ def test_a_dataset_with_a_source_reads_its_files_under_its_own_name(tmp_path):
 
 
 def test_a_source_from_the_shared_folder_is_imported_first(tmp_path, monkeypatch):
-    source = tmp_path / "shared" / "datasets" / "amazon-beauty"
-    source.mkdir(parents=True)
-    (source / "train.txt").write_text("1:1 2\n")
-    (source / "test.txt").write_text("1:3\n")
-    monkeypatch.setenv("RECBOLE_MGFORMER_SHARED", str(tmp_path / "shared"))
+    shared_beauty(tmp_path, monkeypatch)
     target = ensure_dataset("amazon-beauty-seq", tmp_path / "dataset")
     assert target.read_text() == (tmp_path / "dataset" / "amazon-beauty" / "amazon-beauty.inter").read_text()
 
