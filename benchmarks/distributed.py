@@ -11,11 +11,11 @@ epoch time is what a user waits for. The time is rank 0's, which waits for the s
 
     python benchmarks/distributed.py --dataset amazon-beauty --models MGFormer,LightGCN --settings 1x1,1x2,2x1
     python benchmarks/distributed.py --settings 1x1,2x1,4x1        # on a machine with GPUs, P x 1 is P GPUs (nccl)
-    python benchmarks/distributed.py --models "MGFormer[train_batch_size=2048]" --table results/distributed-batch.md
+    python benchmarks/distributed.py --models "MGFormer[train_batch_size=2048]" --table results/performance/distributed-batch.md
     python benchmarks/distributed.py --dataset tiny --data_path=/tmp/data --max_steps 2            # a quick smoke run
 
-Any ``--key=value`` overrides a config setting of every run. Writes results/distributed-<dataset>.md
-(or ``--table``) and a JSON record in results/runs/distributed/.
+Any ``--key=value`` overrides a config setting of every run. Writes results/performance/distributed-<dataset>.md
+(or ``--table``) and a JSON record in results/performance/runs/distributed/.
 """
 
 import argparse
@@ -129,7 +129,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--max_steps", type=int, default=0, help="time this many steps per epoch (0: all)")
     parser.add_argument("--port", type=int, default=None, help="port of the process group (default: a free one)")
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     parser.add_argument("--table", default=None, help="the table to write (default: <results>/distributed-<dataset>.md)")
     args, rest = parser.parse_known_args(argv)
     overrides = parse_overrides(rest)

@@ -122,7 +122,7 @@ def main(argv=None):
     parser.add_argument("--batch_sizes", default="256,2048")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max_steps", type=int, default=0, help="time this many steps per epoch (0: all)")
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     args, rest = parser.parse_known_args(argv)
     extra = parse_overrides(rest)
     records = []

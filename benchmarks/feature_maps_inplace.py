@@ -4,7 +4,7 @@ inside MGFormer's attention at a given size, forward and backward, interleaved i
     python benchmarks/feature_maps_inplace.py                     # Beauty's size: 34,464 nodes, w = m = 128
     python benchmarks/feature_maps_inplace.py --nodes 1000000 --device cuda
 
-Prints and records (results/runs/performance/feature-maps-*.json) the median seconds of each and their ratio,
+Prints and records (results/performance/runs/performance/feature-maps-*.json) the median seconds of each and their ratio,
 and the largest relative difference of the attention outputs.
 """
 
@@ -78,7 +78,7 @@ def main(argv=None):
     parser.add_argument("--queries", type=int, default=2048)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     args = parser.parse_args(argv)
     result = compare(args.nodes, args.width, args.queries, args.repeats, args.device)
     result.update(commit=git_commit(ROOT), machine=machine(), threads=torch.get_num_threads(),

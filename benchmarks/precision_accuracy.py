@@ -4,7 +4,7 @@
     python benchmarks/precision_accuracy.py                       # seeds 0,1,2, ml-100k
     python benchmarks/precision_accuracy.py --seeds 0,1,2,3,4 --dataset ml-100k
 
-Writes a JSON record per run to results/runs/performance/precision-<dataset>/ (a rerun skips finished runs) and
+Writes a JSON record per run to results/performance/runs/performance/precision-<dataset>/ (a rerun skips finished runs) and
 the table to results/performance/precision-<dataset>.md.
 """
 
@@ -29,7 +29,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="ml-100k")
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     args = parser.parse_args(argv)
     runs = Path(args.results) / "runs" / "performance" / f"precision-{args.dataset}"
     commit = git_commit(ROOT)
@@ -73,7 +73,7 @@ def main(argv=None):
     seconds = {p: statistics.mean(r["seconds"] for r in records if r["precision"] == p) for p in ("fp32", "bf16")}
     lines += ["", f"Mean wall time of a run: fp32 {seconds['fp32']:.0f} s, bf16 {seconds['bf16']:.0f} s.", "",
               timing_provenance(commit, len(records), {"seeds": args.seeds}), ""]
-    table = Path(args.results) / "performance" / f"precision-{args.dataset}.md"
+    table = Path(args.results) / f"precision-{args.dataset}.md"
     table.parent.mkdir(parents=True, exist_ok=True)
     table.write_text("\n".join(lines))
     print("\n".join(lines))

@@ -223,7 +223,7 @@ def main(argv=None):
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--exact_limit_gib", type=float, default=4.0)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     args = parser.parse_args(argv)
     peak_flops = measure_in_subprocess("scaling", "matmul_throughput", args.device)
     print(f"dense matmul: {peak_flops / 1e9:.1f} GFLOP/s", flush=True)

@@ -10,7 +10,7 @@ Each repeat times ``--steps`` steps of every model in turn (interleaved, so a no
 alike), after warm-up steps; the table gives medians and the ratio to LightGCN's median. The matmul FLOPs of a
 step are counted by ``torch.utils.flop_counter`` on the eager model; the roofs are ``torch.matmul``'s rates on the
 step's own shapes, in fp32 and bf16, with the same threads. Writes a JSON record to
-results/runs/performance/ and the table to results/performance/step_time-<dataset>.md.
+results/performance/runs/performance/ and the table to results/performance/step_time-<dataset>.md.
 """
 
 import argparse
@@ -125,7 +125,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=3, help="timed steps per model per repeat")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per model first (compilation, caches)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     commit = git_commit(ROOT)
@@ -202,7 +202,7 @@ def main(argv=None):
                      f"{r['gflop_per_step'] or ''} | {r['achieved_gflops'] or ''} | "
                      f"{format(r['fraction_of_roof'], '.0%') if r['fraction_of_roof'] else ''} |")
     lines += ["", provenance, ""]
-    table = Path(args.results) / "performance" / f"step_time-{args.dataset}.md"
+    table = Path(args.results) / f"step_time-{args.dataset}.md"
     table.parent.mkdir(parents=True, exist_ok=True)
     table.write_text("\n".join(lines))
     print("\n".join(lines))

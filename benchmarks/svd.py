@@ -103,7 +103,7 @@ def main(argv=None):
     parser.add_argument("--rank", type=int, default=64)
     parser.add_argument("--no-beauty", dest="beauty", action="store_false")
     parser.add_argument("--data_path", default=str(ROOT / "dataset"))
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     args = parser.parse_args(argv)
     sources = (["amazon-beauty"] if args.beauty else []) + args.nodes.split(",")
     rows = []

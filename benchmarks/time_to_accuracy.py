@@ -8,7 +8,7 @@ Each model trains as the leaderboard trains it (``properties/benchmark/<dataset>
 defaults, early stopping on the validation metric), in this process, one after the other, never two at once.
 A run stops at early stopping or after ``--max_minutes`` of training, whichever comes first; a capped run's best
 epoch is the best so far, and the table says it was capped. Writes one JSON record per model to
-results/runs/performance/time-to-accuracy-<dataset>/ (a rerun skips finished ones) and the table to
+results/performance/runs/performance/time-to-accuracy-<dataset>/ (a rerun skips finished ones) and the table to
 results/performance/time_to_accuracy-<dataset>.md.
 """
 
@@ -68,7 +68,7 @@ def main(argv=None):
     parser.add_argument("--max_minutes", type=float, default=45.0, help="training time cap per model")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--data_path", default=str(ROOT / "dataset"))
-    parser.add_argument("--results", default=str(ROOT / "results"))
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     args = parser.parse_args(argv)
     import torch
 
@@ -116,7 +116,7 @@ def main(argv=None):
                      f"| {r['best_valid']:.4f} | {r['history'][-1][1] / r['epochs']:.1f} | {r['machine']}, "
                      f"{r['threads']} | ")
     lines += ["", timing_provenance(commit, 1, {"seed": args.seed, "max_minutes": args.max_minutes}), ""]
-    table = Path(args.results) / "performance" / f"time_to_accuracy-{args.dataset}.md"
+    table = Path(args.results) / f"time_to_accuracy-{args.dataset}.md"
     table.parent.mkdir(parents=True, exist_ok=True)
     table.write_text("\n".join(lines))
     print("\n".join(lines))

@@ -6,7 +6,7 @@ For each node the output is ``h = [e, p] + Attn([e, p])``; the script reports th
 embedding ``e``, the fixed SVD encoding ``p`` and the attention branch, the mean cosine of each node's attention
 output to the average one (1 = the same vector for every node), the degree centralities ``z`` of Eq. (10), and which
 share of a user-item dot product comes from each part on the test pairs. Appends a section to
-results/analysis-<dataset>.md.
+results/<dataset>/analysis-<dataset>.md.
 """
 
 import argparse
@@ -89,7 +89,7 @@ def main(argv=None):
              "| quantity | value |", "|---|---|"]
     lines += [f"| {key.replace('_', ' ')} | {value:.4g} |" for key, value in stats.items()]
     lines += [f"| share of test-pair scores: {name} | {share:.1%} |" for name, share in shares.items()]
-    path = Path(args.results) / f"analysis-{args.dataset}.md"
+    path = Path(args.results) / args.dataset / f"analysis-{args.dataset}.md"
     header = "" if path.exists() else f"# MGFormer on {args.dataset}: what its outputs are made of\n\n"
     with path.open("a") as out:
         out.write(header + "\n".join(lines) + "\n\n")

@@ -9,12 +9,14 @@ data-parallel runs work on CPUs too (:mod:`recbole_mgformer.distributed`).
 import contextlib
 import sys
 from logging import getLogger
+from pathlib import Path
 
 import torch.distributed as dist
 from recbole.data import create_dataset, data_preparation
 from recbole.utils import init_logger, init_seed, set_color
 
 from recbole_mgformer.data import validate_dataset_files
+from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.defaults import dataset_config_file, model_config_file
 from recbole_mgformer.distributed import (
     DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, make_shared_folders,
@@ -49,6 +51,7 @@ def prepare(config):
     """Dataset, splits, model and trainer for ``config``, the way ``run_recbole`` makes them."""
     model_class = get_model(config["model"])
     init_seed(config["seed"], config["reproducibility"])
+    ensure_dataset(config["dataset"], Path(config["data_path"]).parent)  # known datasets, imported on first use
     validate_dataset_files(config)
     dataset = create_dataset(config)
     getLogger().info(dataset)

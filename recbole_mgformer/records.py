@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def notes_lines(path):
-    """The hand-written reading of a table (``results/notes/<table>.md``), as lines to append; none when absent."""
+    """The hand-written reading of a table (``results/<page>/notes.md``), as lines to append; none when absent."""
     return [Path(path).read_text().strip(), ""] if path is not None and Path(path).exists() else []
 
 
@@ -71,6 +71,20 @@ def display_path(path, base=None):
         return str(Path(path).resolve().relative_to(Path(base or Path.cwd()).resolve()))
     except ValueError:
         return str(path)
+
+
+def by_variant(records):
+    """Records grouped by their variant's name, in the order the variants first appear."""
+    groups = {}
+    for record in records:
+        groups.setdefault(record["variant"], []).append(record)
+    return groups
+
+
+def provenance(records):
+    """``commit c, machine, torch t, recbole r`` of every distinct setup that produced ``records``, joined by ``; ``."""
+    setups = sorted({(r["commit"], r["machine"], r["versions"]["torch"], r["versions"]["recbole"]) for r in records})
+    return "; ".join(f"commit {c}, {m}, torch {t}, recbole {rb}" for c, m, t, rb in setups)
 
 
 def mean_std(values):

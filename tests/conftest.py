@@ -1,10 +1,13 @@
 """Shared fixtures: a small generated RecBole dataset, and a scratch working directory so RecBole's
 ./log, ./log_tensorboard and ./saved never land in the checkout."""
 
+import shutil
+
 import numpy as np
 import pytest
 import torch
 
+import recbole_mgformer.defaults as defaults
 from recbole_mgformer.quick_start import build_config, prepare
 
 
@@ -83,3 +86,16 @@ def ml100k_pop():
     from recbole_mgformer import run_recommender
 
     return run_recommender("Pop", "ml-100k", config_dict={"show_progress": False, "state": "WARNING"}, saved=False)
+
+
+@pytest.fixture
+def dataset_configs(tmp_path, monkeypatch):
+    """``add(name, text)`` writes ``properties/dataset/<name>.yaml`` into a copy of properties/ the code then reads."""
+    properties = tmp_path / "properties"
+    shutil.copytree(defaults.properties_dir(), properties)
+    monkeypatch.setattr(defaults, "properties_dir", lambda: properties)
+
+    def add(name, text):
+        (properties / "dataset" / f"{name}.yaml").write_text(text)
+
+    return add

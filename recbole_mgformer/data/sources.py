@@ -1,11 +1,19 @@
 """Real datasets this project knows how to import from the shared data folder (``../shared/datasets``
-next to the checkout, or ``$RECBOLE_MGFORMER_SHARED``), so that a benchmark finds them without a manual step."""
+next to the checkout, or ``$RECBOLE_MGFORMER_SHARED``), so that a benchmark finds them without a manual step;
+and datasets that read another one's files under a protocol of their own (``dataset_source`` in
+``properties/dataset/<name>.yaml``: ``ml-100k-seq`` reads ml-100k), copied under their name on first use,
+since RecBole reads ``<data_path>/<dataset>/<dataset>.inter``."""
 
 import os
+import shutil
 from logging import getLogger
 from pathlib import Path
 
+import yaml
+
+from recbole_mgformer.data.atomic import ATOMIC_SUFFIXES
 from recbole_mgformer.data.importer import import_merged
+from recbole_mgformer.defaults import dataset_config_file
 
 # name -> (source format, folder under datasets/, files merged in this order)
 SOURCES = {
@@ -25,15 +33,56 @@ def shared_datasets_dir():
     return Path.cwd().resolve().parent / "shared" / "datasets"
 
 
+def dataset_source(name):
+    """The dataset whose atomic files ``name`` reads (``dataset_source`` in its config), else None."""
+    path = dataset_config_file(name)
+    source = (yaml.safe_load(Path(path).read_text()) or {}).get("dataset_source") if path else None
+    if source is not None and (not isinstance(source, str) or source == name):
+        raise ValueError(f"{path}: dataset_source must name another dataset, got {source!r}")
+    return source
+
+
+def source_folder(name, data_path):
+    """Where RecBole reads ``name``: its own copy for ml-100k, ``<data_path>/<name>`` otherwise."""
+    if name == "ml-100k":  # as RecBole's Config does
+        import recbole
+
+        return Path(recbole.__file__).parent / "dataset_example" / "ml-100k"
+    return Path(data_path) / name
+
+
+def copy_source(name, source, data_path):
+    """``<data_path>/<name>/<name>.<suffix>``: the atomic files of ``source``, renamed, each written whole."""
+    ensure_dataset(source, data_path)
+    origin = source_folder(source, data_path)
+    files = [origin / f"{source}.{suffix}" for suffix in ATOMIC_SUFFIXES if (origin / f"{source}.{suffix}").is_file()]
+    if not files:
+        raise FileNotFoundError(f"dataset {name!r} reads {source!r} (dataset_source in its config), but "
+                                f"{origin} holds no {source}.inter; import {source} first")
+    target = Path(data_path) / name
+    target.mkdir(parents=True, exist_ok=True)
+    for path in files:
+        copy = target / f"{name}{path.name[len(source):]}"
+        partial = copy.with_name(f"{copy.name}.{os.getpid()}.tmp")  # several processes may copy at once
+        shutil.copyfile(path, partial)
+        partial.replace(copy)
+    getLogger().info(f"copied {source}'s atomic files to {target} as {name}")
+    return target / f"{name}.inter"
+
+
 def ensure_dataset(name, data_path):
-    """Import ``name`` into ``data_path`` from the shared folder if it is a known source and not there yet.
+    """Import ``name`` into ``data_path`` from the shared folder if it is a known source and not there yet,
+    or copy the files of its ``dataset_source``.
 
     Returns the atomic file's path, or None for datasets this module does not know (left to RecBole).
     """
+    target = Path(data_path) / name / f"{name}.inter"
+    source = dataset_source(name)
+    if source is not None:
+        return target if target.is_file() else copy_source(name, source, data_path)
     if name not in SOURCES:
         return None
     fmt, folder, files = SOURCES[name]
-    target = Path(data_path) / name / f"{name}.inter"
     if target.is_file():
         return target
     source = shared_datasets_dir() / folder

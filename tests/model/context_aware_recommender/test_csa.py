@@ -242,11 +242,11 @@ def test_bad_options_fail_with_a_clear_error(toy, overrides, message):
 
 # ---- end to end ---------------------------------------------------------------------------------------------
 
-CONTEXT_FILES = [str(properties_dir() / "context" / "ml-100k.yaml"), str(properties_dir() / "context" / "rho-0.8.yaml")]
+CONTEXT_FILES = [str(properties_dir() / "dataset" / "ml-100k-ctx-0.8.yaml")]  # the protocol on RecBole's ml-100k
 
 
 def test_context_protocol_is_the_papers_split():
-    config, _ = build_config("LR", "ml-100k", CONTEXT_FILES[:1] + [str(properties_dir() / "context" / "rho-0.2.yaml")])
+    config, _ = build_config("LR", "ml-100k-ctx-0.2")
     train, valid, test = config["eval_args"]["split"]["RS"]
     assert (train + valid, test) == pytest.approx((0.2, 0.8)) and train / valid == pytest.approx(7 / 3)
     assert config["eval_args"]["group_by"] is None and config["eval_args"]["mode"] == {"valid": "labeled", "test": "labeled"}

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 
 ML100K_FAST = {"epochs": 8, "stopping_step": 8, "show_progress": False, "state": "WARNING"}
 # With the authors' defaults (tuned on sparse data) SimGCL and DirectAU drift below popularity on the dense ml-100k
-# (results/ml-100k.md); a short schedule at a higher rate, with DirectAU's weaker uniformity, shows that they learn.
+# (results/ml-100k/leaderboard.md); a short schedule at a higher rate, with DirectAU's weaker uniformity, shows that they learn.
 ML100K_SHORT_FAST_RATE = {**ML100K_FAST, "epochs": 4, "stopping_step": 4, "learning_rate": 0.01}
 
 

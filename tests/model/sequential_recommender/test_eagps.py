@@ -21,7 +21,7 @@ from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.registry import get_model
 
 ROOT = Path(__file__).resolve().parents[3]
-ML100K_SEQUENTIAL = str(ROOT / "properties" / "sequential" / "ml-100k.yaml")
+ML100K_SEQUENTIAL = str(ROOT / "properties" / "dataset" / "ml-100k-seq.yaml")  # the protocol, on any data
 TINY = {"show_progress": False, "state": "WARNING", "epochs": 2, "embedding_size": 8, "n_heads": 2,
         "memory_size": 6, "prompt_size": 5, "MAX_ITEM_LIST_LENGTH": 6, "train_batch_size": 32}
 

@@ -1,0 +1,7 @@
+"""python -m recbole_mgformer.benchmark"""
+
+import sys
+
+from recbole_mgformer.benchmark import main
+
+sys.exit(main())

@@ -1,0 +1,47 @@
+"""What the benchmark reads from a dataset's config, ``properties/dataset/<name>.yaml``: the table its runs go
+into (``benchmark_table``: general, sequential or context, each with its metrics) and the results page that
+holds it (``benchmark_page``, default the dataset's name: ``results/<page>/leaderboard.md``)."""
+
+from pathlib import Path
+
+import yaml
+from recbole.utils import ModelType
+
+from recbole_mgformer.defaults import dataset_config_file
+from recbole_mgformer.registry import get_model
+
+TABLES = ("general", "sequential", "context")
+MODEL_KINDS = {ModelType.SEQUENTIAL: "sequential", ModelType.CONTEXT: "context"}  # every other kind: general
+
+
+def dataset_settings(dataset):
+    """The dataset's config as a mapping; empty for a dataset without one (a general table of its own)."""
+    path = dataset_config_file(dataset)
+    return (yaml.safe_load(Path(path).read_text()) or {}) if path else {}
+
+
+def table_kind(dataset):
+    kind = dataset_settings(dataset).get("benchmark_table", "general")
+    if kind not in TABLES:
+        raise ValueError(f"{dataset_config_file(dataset)}: benchmark_table {kind!r} is not one of {', '.join(TABLES)}")
+    return kind
+
+
+def page_of(dataset):
+    return str(dataset_settings(dataset).get("benchmark_page", dataset))
+
+
+def training_share(dataset):
+    """rho of the CSA paper: the share of interactions in train + valid, from the dataset's RS split."""
+    split = dataset_settings(dataset).get("eval_args", {}).get("split", {}).get("RS")
+    return round(sum(split[:2]), 4) if split else None
+
+
+def check_model_fits(model, dataset):
+    """A model runs where its kind's table is: EAGPS on ml-100k-seq, CSA on ml-100k-ctx-0.8, BPR on ml-100k."""
+    kind = table_kind(dataset)
+    model_kind = MODEL_KINDS.get(get_model(model).type, "general")
+    if model_kind != kind:
+        raise ValueError(f"{model} is a {model_kind} model, but the runs of {dataset} go into a {kind} table "
+                         f"(benchmark_table in {dataset_config_file(dataset) or 'its config'}); run it on a "
+                         f"dataset with a {model_kind} table")

@@ -1,0 +1,64 @@
+"""The benchmark's command-line entries: model entries (``NAME``, ``NAME[key=value; ...]``, ``MGFormer-ablations``)
+and the names runs and records take from them."""
+
+import re
+
+from recbole_mgformer.cli import parse_overrides
+
+ABLATIONS = [
+    "MGFormer",
+    "MGFormer[structural_encoding=none]",
+    "MGFormer[degree_mask=none]",
+    "MGFormer[degree_mask=adjacency]",
+    "MGFormer[feature_map=elu]",
+    "MGFormer[feature_map=focused]",
+    "MGFormer[attention=False]",
+]
+
+
+def split_models(text):
+    """Split on commas outside brackets, and expand ``MGFormer-ablations``."""
+    entries, depth, current = [], 0, ""
+    for char in text:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            entries.append(current.strip())
+            current = ""
+        else:
+            current += char
+    entries.append(current.strip())
+    expanded = []
+    for entry in filter(None, entries):
+        expanded += ABLATIONS if entry.lower() == "mgformer-ablations" else [entry]
+    return list(dict.fromkeys(expanded))
+
+
+def parse_entry(entry):
+    """``'MGFormer[degree_mask=none; n_heads=2]'`` -> ``('MGFormer', {'degree_mask': 'none', 'n_heads': 2})``."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9_]+)\s*(?:\[(.*)\])?\s*", entry)
+    if not match:
+        raise ValueError(f"model entry {entry!r} must be NAME or NAME[key=value; key=value]")
+    name, inside = match.groups()
+    overrides = {}
+    if inside:
+        pairs = [p.strip() for p in inside.split(";") if p.strip()]
+        bad = [p for p in pairs if "=" not in p]
+        if bad:
+            raise ValueError(f"model entry {entry!r}: {bad[0]!r} is not key=value")
+        overrides = parse_overrides([f"--{p}" for p in pairs])
+    return name, overrides
+
+
+def variant_name(model, overrides):
+    if not overrides:
+        return model
+    return model + " " + " ".join(f"{k}={v}" for k, v in overrides.items())
+
+
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+
+
+def comma_list(text):
+    """``'a,b,,c'`` -> ``['a', 'b', 'c']``."""
+    return [part.strip() for part in text.split(",") if part.strip()]

@@ -1,0 +1,116 @@
+"""The life of one benchmark run: set up, train resumably, test, write its JSON record; a run whose record exists
+is skipped, so a long benchmark resumes across sessions and machines."""
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from recbole.utils import init_logger, init_seed
+
+from recbole_mgformer.benchmark.datasets import table_kind
+from recbole_mgformer.benchmark.entries import slug, variant_name
+from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
+from recbole_mgformer.defaults import benchmark_config_file
+from recbole_mgformer.quick_start import build_config, prepare
+from recbole_mgformer.records import display_path, git_commit, machine, package_versions, write_record
+from recbole_mgformer.resume import fit_resumably, forget_resume_state
+from recbole_mgformer.trainer import plain_value
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tuned_config_files(model, dataset, config_files):
+    """The benchmark's tuned file for (model, dataset) first, so the user's files and overrides win over it."""
+    tuned = benchmark_config_file(model, dataset)
+    return ([tuned] if tuned else []) + list(config_files or [])
+
+
+def setup_run(model, dataset, config_files, config_dict):
+    """Config, model, trainer and (train, valid, test) data of one run, seeded, with RecBole's logger set up."""
+    config, _ = build_config(model, dataset, config_files, config_dict)
+    init_seed(config["seed"], config["reproducibility"])
+    logging.getLogger().handlers.clear()  # RecBole's init_logger only configures a bare root logger
+    init_logger(config)
+    return config, *prepare(config)
+
+
+def record_path(runs_dir, dataset, variant, seed):
+    return Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
+
+
+class Run:
+    """One (model entry, dataset, seed) of a benchmark, with the settings every run shares.
+
+    Its checkpoint (the best epoch so far) lives at ``checkpoint_dir/<dataset>/<variant>-seed<seed>.pth`` and an
+    interrupted run resumes from it; its record at ``runs_dir/<dataset>/<variant>-seed<seed>.json``.
+    """
+
+    def __init__(self, model, overrides, dataset, seed, *, runs_dir, data_path, config_files=(), extra=None,
+                 checkpoint_dir="saved/benchmark", command=None):
+        self.model, self.overrides, self.dataset, self.seed = model, dict(overrides), dataset, seed
+        self.variant = variant_name(model, overrides)
+        self.kind = table_kind(dataset)
+        self.record_path = record_path(runs_dir, dataset, self.variant, seed)
+        self.checkpoint = Path(checkpoint_dir) / dataset / f"{slug(self.variant)}-seed{seed}.pth"
+        self.data_path, self.config_files, self.extra, self.command = data_path, config_files, extra or {}, command
+
+    @property
+    def label(self):
+        return f"{self.variant} on {self.dataset}, seed {self.seed}"
+
+    def setup(self):
+        self.checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        config_dict = {"seed": self.seed, "data_path": str(self.data_path), "checkpoint_dir": str(self.checkpoint.parent),
+                       "show_progress": False, **self.extra, **self.overrides}
+        return setup_run(self.model, self.dataset, tuned_config_files(self.model, self.dataset, self.config_files),
+                         config_dict)
+
+    def execute(self):
+        """Train and test unless the record exists; returns the new record, or None when skipped."""
+        if self.record_path.exists():
+            self.complete_popularity()
+            return None
+        commit = git_commit(ROOT)  # the code this process imported, however long the run takes
+        config, model, trainer, (train_data, valid_data, test_data) = self.setup()
+        started = time.perf_counter()
+        best_valid_result, timer = fit_resumably(trainer, train_data, valid_data, self.checkpoint, self.label,
+                                                 config["show_progress"])
+        fit_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        test_result = trainer.evaluate(test_data, load_best_model=True, show_progress=config["show_progress"])
+        test_seconds = time.perf_counter() - started
+        record = {
+            "dataset": self.dataset, "model": self.model, "variant": self.variant, "overrides": self.overrides,
+            "seed": self.seed, "tuned_config": display_path(benchmark_config_file(self.model, self.dataset), ROOT),
+            "valid": dict(best_valid_result), "test": dict(test_result),
+            **self.popularity(trainer, train_data, test_data),
+            **timer.summary(config["valid_metric_bigger"]),
+            "test_seconds": round(test_seconds, 3), "fit_seconds": round(fit_seconds, 1),
+            # training and evaluation of every process the run took, the data preparation left out
+            "seconds": round(sum(timer.train_seconds) + sum(timer.valid_seconds) + test_seconds, 1),
+            "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+            "device": str(config["device"]), "machine": machine(),
+            "commit": commit, "versions": package_versions(), "command": self.command, "settings": self.extra,
+            "config": plain_value({k: v for k, v in config.final_config_dict.items() if not k.startswith("_")}),
+        }
+        write_record(self.record_path, record)
+        forget_resume_state(self.checkpoint)
+        return record
+
+    def popularity(self, trainer, train_data, test_data):
+        """Test metrics by item popularity group (Fig. 2): a general table's runs only."""
+        if self.kind != "general":
+            return {}
+        return {"test_popularity": popularity_metrics(trainer, train_data, test_data), "popularity_rule": GROUP_RULE}
+
+    def complete_popularity(self):
+        """A general run recorded before the popularity groups existed gets them from its checkpoint."""
+        record = json.loads(self.record_path.read_text())
+        if self.kind != "general" or "test_popularity" in record or not self.checkpoint.exists():
+            return
+        _, _, trainer, (train_data, _, test_data) = self.setup()
+        trainer.evaluate(test_data, load_best_model=True, model_file=str(self.checkpoint))
+        record.update(self.popularity(trainer, train_data, test_data))
+        write_record(self.record_path, record)
+        print(f"added popularity-group metrics to {self.record_path}", flush=True)

@@ -1,0 +1,28 @@
+"""Hyperparameter search with Ray Tune for any model of the runner, on CPUs or GPUs, locally or on a Ray cluster.
+
+    python -m recbole_mgformer.tune --model MGFormer --dataset amazon-beauty \\
+        --space properties/hyper/MGFormer.yaml --samples 24 --cpus-per-trial 1 --gpus-per-trial 0.25
+    python -m recbole_mgformer.tune --model MGFormer --dataset amazon-beauty --resume   # after Ctrl-C
+    python -m recbole_mgformer.tune --model LightGCN --dataset ml-100k --search grid --epochs=50
+
+A space is a YAML mapping of config keys to one distribution each (``properties/hyper/<Model>.yaml`` by default)::
+
+    embedding_size: {choice: [32, 64, 128]}      # one of the values, drawn at random
+    n_layers: {grid: [1, 2, 3]}                  # every value (ray.tune.grid_search), times --samples
+    uniformity_weight: {loguniform: [0.1, 5.0]}  # low < high, both > 0
+    attention_weight: {uniform: [0.5, 1.0]}      # low < high
+    n_heads: {randint: [1, 5]}                   # integers low <= x < high, as ray.tune.randint
+
+Each trial trains through :func:`recbole_mgformer.quick_start.prepare` and the trainer's ``fit``, the path of
+``run_recommender``, reports the validation metric after every evaluation, and ASHA stops poor trials early.
+Any other ``--key=value`` is a fixed config setting for every trial. The command writes
+``results/tuning/<Model>-<dataset>.md`` (all trials, best first, failed ones with their error, and the test
+metrics of the best configuration retrained once), ``.json`` beside it, and ``<Model>-<dataset>.yaml``:
+the best configuration, for ``run.py --config_files``. Ray's results go to ``saved/tune/<Model>-<dataset>/``.
+"""
+
+from recbole_mgformer.tune.cli import main
+from recbole_mgformer.tune.search import make_request, tune_recommender
+from recbole_mgformer.tune.space import TuneSetupError, parse_space, ray_space
+
+__all__ = ["TuneSetupError", "main", "make_request", "parse_space", "ray_space", "tune_recommender"]

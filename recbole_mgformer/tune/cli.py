@@ -1,0 +1,62 @@
+"""``python -m recbole_mgformer.tune`` and the ``recbole-mgformer-tune`` console script."""
+
+import argparse
+import sys
+
+from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.tune.search import tune_recommender
+from recbole_mgformer.tune.space import SEARCHES, TuneSetupError
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="recbole-mgformer-tune", description=__doc__, allow_abbrev=False,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", "-m", default="MGFormer", help="model name, e.g. MGFormer, LightGCN, BPR")
+    parser.add_argument("--dataset", "-d", default="ml-100k", help="dataset name (a folder under --data_path)")
+    parser.add_argument("--space", default=None, help="search space YAML (default properties/hyper/<Model>.yaml)")
+    parser.add_argument("--search", choices=SEARCHES, default="random", help="search algorithm (default random)")
+    parser.add_argument("--samples", type=int, default=10, help="trials drawn by random/hyperopt search")
+    parser.add_argument("--scheduler", choices=("asha", "fifo"), default="asha", help="asha stops poor trials early")
+    parser.add_argument("--grace-period", type=int, default=10, help="evaluations before ASHA may stop a trial")
+    parser.add_argument("--cpus-per-trial", type=float, default=1)
+    parser.add_argument("--gpus-per-trial", type=float, default=0, help="fractions share a GPU, e.g. 0.25")
+    parser.add_argument("--address", default=None, help="join this Ray cluster (e.g. auto, or host:6379)")
+    parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of the Ray started here (default all)")
+    parser.add_argument("--num-gpus", type=int, default=None, help="GPUs of the Ray started here (default all)")
+    parser.add_argument("--data_path", default=None, help="RecBole's data_path (default dataset)")
+    parser.add_argument("--config_files", default=None, help="space-separated YAML files for every trial")
+    parser.add_argument("--results", default="results/tuning", help="folder of <Model>-<dataset>.md/.json/.yaml")
+    parser.add_argument("--storage", default="saved/tune", help="Ray's results folder")
+    parser.add_argument("--temp-dir", default=None, help="Ray's temporary folder (default <storage>/ray-tmp if "
+                                                         "short, else /tmp/ray-recbole-mgformer)")
+    parser.add_argument("--name", default=None, help="experiment name (default <Model>-<dataset>)")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted search")
+    parser.add_argument("--search-seed", type=int, default=0, help="seed of the search algorithm's draws")
+    parser.add_argument("--no-retrain", action="store_true", help="skip retraining the best configuration")
+    parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Ray Tune's progress output")
+    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    try:
+        summary = tune_recommender(
+            args.model, args.dataset, args.space, config_files=args.config_files.split() if args.config_files else None,
+            config_dict=parse_overrides(rest), data_path=args.data_path, search=args.search, samples=args.samples,
+            scheduler=args.scheduler, grace_period=args.grace_period, cpus_per_trial=args.cpus_per_trial,
+            gpus_per_trial=args.gpus_per_trial, address=args.address, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
+            results_dir=args.results, storage_dir=args.storage, temp_dir=args.temp_dir, name=args.name,
+            resume=args.resume, search_seed=args.search_seed, retrain_best=not args.no_retrain, verbose=args.verbose)
+    except TuneSetupError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    rows, best = summary["rows"], summary["best"]
+    print(f"{len(rows)} trials ({sum(r['status'] == 'failed' for r in rows)} failed); wrote {summary['markdown']}")
+    if summary["interrupted"]:
+        print(f"interrupted: resume with --resume --name {summary['request']['name']}")
+        return 130
+    if best is None:
+        print("no trial finished; see the errors in the table")
+        return 1
+    print(f"best valid {summary['request']['metric']} {best['score']:.4f}: {summary['best_yaml']}")
+    if summary["retrain_error"]:
+        print(f"retraining the best configuration failed: {summary['retrain_error']}")
+    if summary["retrained"]:
+        print("test " + ", ".join(f"{k} {v:.4f}" for k, v in summary["retrained"]["test_result"].items()))
+    return 0

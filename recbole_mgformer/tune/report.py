@@ -1,0 +1,137 @@
+"""The results of a search: one row per trial, ranked, and the markdown page and best-config YAML written from them."""
+
+import json
+import math
+from pathlib import Path
+
+import yaml
+
+from recbole_mgformer.records import display_path
+from recbole_mgformer.trainer import plain_value
+from recbole_mgformer.tune.retrain import best_settings
+from recbole_mgformer.tune.trials import METRIC, _item, error_line
+
+
+def _trial_params(result, keys):
+    config = result.config
+    if not config and result._local_path:  # a trial that failed before reporting: Ray's params.json
+        params_file = Path(result._local_path) / "params.json"
+        config = json.loads(params_file.read_text()) if params_file.is_file() else {}
+    return {key: plain_value(_item((config or {}).get(key))) for key in keys}
+
+
+def trial_rows(results, keys):
+    """One dict per trial of a ResultGrid: trial, status, score, epochs, best metrics, searched values, error."""
+    rows = []
+    for result in results:
+        metrics = result.metrics or {}
+        if result.error is not None:
+            status = "failed"
+        elif metrics.get("done"):
+            status = "completed" if metrics.get("finished") else "stopped early"
+        else:
+            status = "unfinished"
+        rows.append({
+            "trial": metrics.get("trial_id") or Path(result._local_path or "?").name,
+            "status": status,
+            "score": metrics.get(METRIC),
+            "epochs": metrics.get("epoch", 0),
+            "valid": {k[len("best_"):]: v for k, v in metrics.items() if k.startswith("best_") and k != METRIC},
+            "params": _trial_params(result, keys),
+            "error": error_line(result.error) if result.error is not None else None,
+        })
+    return rows
+
+
+def ranked(row):
+    """A trial that ended (by itself or by ASHA) with a score: those are ranked, and the best is one of them."""
+    return row["status"] in ("completed", "stopped early") and row["score"] is not None
+
+
+def sort_rows(rows, bigger=True):
+    """Ranked trials, best first; then unfinished ones (by their score so far); failed ones last."""
+    def key(row):
+        group = 0 if ranked(row) else 2 if row["status"] == "failed" else 1
+        score = row["score"] if row["score"] is not None else (-math.inf if bigger else math.inf)
+        return group, -score if bigger else score, row["trial"]
+    return sorted(rows, key=key)
+
+
+def best_config_yaml(request, row, path):
+    """The text of the best configuration's YAML, loadable by ``run.py --config_files``."""
+    header = [
+        f"# Best of a hyperparameter search of {request['model']} on {request['dataset']} "
+        f"(python -m recbole_mgformer.tune): valid {request['metric']} {_fmt(row['score'])}, trial {row['trial']}.",
+        f"# python run.py --model={request['model']} --dataset={request['dataset']} --config_files={path}",
+    ]
+    body = yaml.safe_dump(best_settings(request, row["params"]), sort_keys=False, default_flow_style=None)
+    return "\n".join(header) + "\n" + body
+
+
+def _fmt(value):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}" if 1e-3 <= abs(value) < 1e4 or value == 0 else f"{value:.3g}"
+    return str(value)
+
+
+def _param(value):
+    return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(summary):
+    """The results page: the search, the best configuration and its test metrics, and every trial."""
+    request, rows = summary["request"], summary["rows"]
+    keys = list(request["space"])
+    metric = request["metric"]
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("completed", "stopped early", "failed", "unfinished")}
+    scheduler = (f"ASHA (grace period {request['grace_period']}, max {request['max_t']} evaluations)"
+                 if request["scheduler"] == "asha" else "no early stopping of trials")
+    lines = [
+        f"# Hyperparameter search: {request['model']} on {request['dataset']}", "",
+        f"Rendered by `python -m recbole_mgformer.tune`. Search: {request['search']}, {request['samples']} sample(s), "
+        f"{scheduler}, ranked by the best validation {metric} of each trial "
+        f"({'higher' if request['mode'] == 'max' else 'lower'} is better). "
+        f"Space: `{request['space_source']}`; fixed settings: "
+        f"{', '.join(f'`{k}={v}`' for k, v in request['overrides'].items()) or 'none'}"
+        f"{'; config files: ' + ', '.join(f'`{display_path(p)}`' for p in request['config_files']) if request['config_files'] else ''}.",
+        "",
+        "Trials: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".", "",
+    ]
+    best, retrained = summary.get("best"), summary.get("retrained")
+    if best:
+        lines += [f"Best: trial {best['trial']}, valid {metric} {_fmt(best['score'])}, "
+                  + ", ".join(f"`{k}={_param(best['params'][k])}`" for k in keys)
+                  + f". Its configuration: `{summary['best_yaml']}`, for "
+                  f"`python run.py --model={request['model']} --dataset={request['dataset']} "
+                  f"--config_files={summary['best_yaml']}`.", ""]
+    if retrained:
+        lines += ["Best configuration retrained once: "
+                  + ", ".join(f"valid {k} {_fmt(v)}" for k, v in retrained["best_valid_result"].items()) + "; "
+                  + ", ".join(f"**test {k} {_fmt(v)}**" for k, v in retrained["test_result"].items()) + ".", ""]
+    if summary.get("retrain_error"):
+        lines += [f"Retraining the best configuration failed: {summary['retrain_error']}", ""]
+    if summary.get("interrupted"):
+        lines += ["The search was interrupted; the table holds the trials so far. Resume it with "
+                  f"`python -m recbole_mgformer.tune --model {request['model']} --dataset {request['dataset']} "
+                  f"--name {request['name']} --resume`.", ""]
+    valid_names = sorted({name for row in rows for name in row["valid"]})
+    lines += ["| rank | trial | status | valid " + metric + " | epochs | " + " | ".join(keys)
+              + "".join(f" | valid {n}" for n in valid_names if n != metric) + " |",
+              "|" + "---|" * (5 + len(keys) + len([n for n in valid_names if n != metric]))]
+    for rank, row in enumerate(rows, start=1):
+        status = f"failed: {row['error']}" if row["status"] == "failed" else row["status"]
+        cells = [str(rank) if ranked(row) else "", row["trial"], status, _fmt(row["score"]),
+                 str(row["epochs"]), *(_param(row["params"].get(k)) for k in keys),
+                 *(_fmt(row["valid"].get(n)) for n in valid_names if n != metric)]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    prov = summary["provenance"]
+    lines += ["", f"Ran on {prov['machine']} at commit {prov['commit']}, {prov['date']}; Ray storage "
+              f"`{display_path(request['experiment'])}`; versions: " + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
+              + ".", ""]
+    return "\n".join(lines)

@@ -1,0 +1,52 @@
+"""The best configuration, as one standalone config, trained once more for its test metrics."""
+
+import logging
+import os
+from pathlib import Path
+
+import yaml
+from recbole.config import Config
+
+from recbole_mgformer.quick_start import run_recommender
+from recbole_mgformer.trainer import plain_value
+from recbole_mgformer.tune.trials import _ray_gpu_ids, error_line
+
+
+def best_settings(request, params):
+    """The best configuration as one standalone config: the config files' settings, the fixed settings and the
+    searched values, later ones winning, as RecBole merges them."""
+    loader = Config._build_yaml_loader(None)
+    settings = {}
+    for path in request["config_files"]:
+        settings.update(yaml.load(Path(path).read_text(), Loader=loader) or {})
+    settings.update(request["overrides"])
+    if request["data_path_given"]:
+        settings["data_path"] = request["data_path"]
+    settings.update(params)
+    return plain_value(settings)
+
+
+def retrain(request, settings, workdir):
+    """Train ``settings`` (the best YAML's content) the way ``run.py --config_files=best.yaml`` does, in ``workdir``."""
+    previous = os.getcwd()
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    os.chdir(workdir)
+    try:
+        logging.getLogger().handlers.clear()
+        config_dict = {"data_path": request["data_path"], **settings, "show_progress": False,
+                       "checkpoint_dir": str(workdir), "gpu_id": _ray_gpu_ids()}
+        return plain_value(run_recommender(request["model"], request["dataset"], config_dict=config_dict))
+    finally:
+        os.chdir(previous)
+
+
+def retrain_on_ray(request, row, cpus_per_trial, gpus_per_trial):
+    """The best configuration retrained once as a Ray task with a trial's resources: (result, error line)."""
+    import ray
+
+    task = ray.remote(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial)(retrain)
+    workdir = str(Path(request["experiment"]) / "best")
+    try:
+        return ray.get(task.remote(request, best_settings(request, row["params"]), workdir)), None
+    except Exception as error:  # the trials' results stay worth writing
+        return None, error_line(error)

@@ -1,0 +1,267 @@
+"""The search itself: a checked request, Ray started or joined, the trials run, the results written.
+"""
+
+import importlib.util
+import json
+import logging
+import os
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from recbole_mgformer.data.sources import ensure_dataset
+from recbole_mgformer.quick_start import build_config
+from recbole_mgformer.records import (
+    display_path,
+    git_commit,
+    machine,
+    package_versions,
+    write_record,
+)
+from recbole_mgformer.registry import get_model
+from recbole_mgformer.trainer import plain_value
+from recbole_mgformer.tune.report import (
+    best_config_yaml,
+    ranked,
+    render_markdown,
+    sort_rows,
+    trial_rows,
+)
+from recbole_mgformer.tune.retrain import retrain_on_ray
+from recbole_mgformer.tune.space import (
+    TuneSetupError,
+    check_keys,
+    load_space,
+    parse_space,
+    ray_space,
+)
+from recbole_mgformer.tune.trials import METRIC, train_trial
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUEST_FILE = "recbole_mgformer_tune.json"  # the search's settings, inside Ray's experiment folder, for --resume
+
+
+def default_temp_dir(storage):
+    """Ray's temporary folder: ``<storage>/ray-tmp`` when short enough, else ``/tmp/ray-recbole-mgformer``.
+
+    Ray puts unix sockets at ``<temp>/session_<date>_<pid>/sockets/...``, which must stay under 107 characters."""
+    candidate = Path(storage) / "ray-tmp"
+    return candidate if len(str(candidate)) <= 40 else Path(tempfile.gettempdir()) / "ray-recbole-mgformer"
+
+
+def _driver_config(model, dataset, config_files, config_dict):
+    """The model's final config, built in this process without touching its CUDA_VISIBLE_DEVICES
+    (RecBole's Config rewrites it, which would hide GPUs from Ray)."""
+    saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        return build_config(model, dataset, config_files, config_dict)[0]
+    finally:
+        if saved is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = saved
+
+
+def _evaluations(config, parsed):
+    """How many times a trial reports at most: the epochs (the largest searched) over eval_step."""
+    epochs = config["epochs"]
+    if "epochs" in parsed:
+        epochs = max(int(v) for v in parsed["epochs"][1])
+    return max(1, epochs // max(1, config["eval_step"]))
+
+
+def make_request(model, dataset, space=None, config_files=None, config_dict=None, data_path=None, search="random",
+                 samples=10, scheduler="asha", grace_period=10, search_seed=0, name=None, storage_dir=None):
+    """Everything a search (and its resumption) needs, checked: raises TuneSetupError before any trial starts."""
+    try:
+        model = get_model(model).__name__
+    except ValueError as error:
+        raise TuneSetupError(str(error)) from None
+    raw, source = load_space(space, model)
+    parsed = parse_space(raw, source)
+    overrides = dict(config_dict or {})
+    data_path_given = data_path is not None or "data_path" in overrides
+    data_path = str(Path(overrides.pop("data_path", None) or data_path or "dataset").resolve())
+    config_files = [str(Path(p).resolve()) for p in (config_files or [])]
+    try:
+        ensure_dataset(dataset, data_path)
+    except FileNotFoundError as error:
+        raise TuneSetupError(str(error)) from None
+    config = _driver_config(model, dataset, config_files, {**overrides, "data_path": data_path})
+    check_keys(parsed, config, model, source)
+    ray_space(parsed, search)  # rejects a space the search algorithm cannot use
+    if search == "hyperopt":
+        _require_hyperopt()
+    if scheduler not in ("asha", "fifo"):
+        raise TuneSetupError(f"unknown scheduler {scheduler!r}; choose asha or fifo")
+    name = name or f"{model}-{dataset}"
+    storage = Path(storage_dir or "saved/tune").resolve()
+    max_t = _evaluations(config, parsed)
+    return {
+        "model": model, "dataset": dataset, "space": raw, "space_source": display_path(source),
+        "config_files": config_files, "overrides": plain_value(overrides), "data_path": data_path,
+        "data_path_given": data_path_given, "search": search, "samples": 1 if search == "grid" else int(samples),
+        "scheduler": scheduler, "grace_period": max(1, min(int(grace_period), max_t)), "max_t": max_t,
+        "search_seed": search_seed, "metric": config["valid_metric"].lower(),
+        "mode": "max" if config["valid_metric_bigger"] else "min",
+        "name": name, "storage": str(storage), "experiment": str(storage / name),
+    }
+
+
+def _require_hyperopt():
+    if importlib.util.find_spec("hyperopt") is None:
+        raise TuneSetupError("--search hyperopt needs the hyperopt package: pip install hyperopt==0.2.5 "
+                             "(or pip install 'recbole-mgformer[tune]')")
+
+
+def _search_algorithm(search, seed):
+    if search == "hyperopt":
+        _require_hyperopt()
+        from ray.tune.search.hyperopt import HyperOptSearch
+
+        return HyperOptSearch(random_state_seed=seed)
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+
+    return BasicVariantGenerator(random_state=seed)
+
+
+def _init_ray(address, num_cpus, num_gpus, temp_dir):
+    """Start Ray (or join the cluster at ``address``) unless this process already did; True if started here."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if address:
+        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
+    else:
+        Path(temp_dir).mkdir(parents=True, exist_ok=True)
+        ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, _temp_dir=str(temp_dir),
+                 logging_level=logging.WARNING)
+    return True
+
+
+def _check_resources(cpus_per_trial, gpus_per_trial):
+    import ray
+
+    available = ray.cluster_resources()
+    for kind, wanted in (("CPU", cpus_per_trial), ("GPU", gpus_per_trial)):
+        if wanted > available.get(kind, 0):
+            flag = f"--{kind.lower()}s-per-trial"
+            raise TuneSetupError(f"{flag} {wanted} asks for more than the Ray cluster has ({available.get(kind, 0)} "
+                                 f"{kind}s); lower {flag}" + (" or set it to 0" if kind == "GPU" else ""))
+
+
+def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
+    from ray import tune
+    from ray.air import FailureConfig, RunConfig
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    trainable = tune.with_resources(tune.with_parameters(train_trial, request=request),
+                                    {"cpu": cpus_per_trial, "gpu": gpus_per_trial})
+    if resume:
+        return tune.Tuner.restore(request["experiment"], trainable=trainable, resume_unfinished=True,
+                                  resume_errored=False, restart_errored=False)
+    scheduler = (ASHAScheduler(time_attr="training_iteration", max_t=request["max_t"],
+                               grace_period=request["grace_period"])
+                 if request["scheduler"] == "asha" else FIFOScheduler())
+    return tune.Tuner(
+        trainable,
+        param_space=ray_space(parse_space(request["space"]), request["search"]),
+        tune_config=tune.TuneConfig(metric=METRIC, mode=request["mode"], num_samples=request["samples"],
+                                    scheduler=scheduler,
+                                    search_alg=_search_algorithm(request["search"], request["search_seed"])),
+        run_config=RunConfig(name=request["name"], storage_path=request["storage"], verbose=verbose,
+                             failure_config=FailureConfig(max_failures=0)),
+    )
+
+
+def _fit(tuner):
+    """``tuner.fit()``, then Ctrl-C back to interrupting this process (Ray Tune leaves its own handler behind)."""
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        return tuner.fit()
+    finally:
+        if handler is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, handler)
+
+
+def _prepare_experiment(request, resume):
+    """Check the experiment folder against ``resume``; on resume, the stored request wins over the new one."""
+    from ray import tune
+
+    experiment = Path(request["experiment"])
+    stored = experiment / REQUEST_FILE
+    if resume:
+        if not (tune.Tuner.can_restore(experiment) and stored.is_file()):
+            raise TuneSetupError(f"nothing to resume at {experiment}; start the search without --resume")
+        return json.loads(stored.read_text())
+    if tune.Tuner.can_restore(experiment):
+        raise TuneSetupError(f"{experiment} already holds a search; --resume continues it, --name starts "
+                             "another beside it (or delete that folder to start over)")
+    return request
+
+
+def _store_request(request):
+    stored = Path(request["experiment"]) / REQUEST_FILE
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_text(json.dumps(request, indent=2) + "\n")  # unsorted: the space keeps its order
+
+
+def tune_recommender(model, dataset, space=None, *, config_files=None, config_dict=None, data_path=None,
+                     search="random", samples=10, scheduler="asha", grace_period=10, cpus_per_trial=1,
+                     gpus_per_trial=0, address=None, num_cpus=None, num_gpus=None, results_dir=None,
+                     storage_dir=None, temp_dir=None, name=None, resume=False, search_seed=0, retrain_best=True,
+                     verbose=1):
+    """Search hyperparameters of ``model`` on ``dataset`` with Ray Tune; returns a summary dict.
+
+    ``space``: a YAML file or mapping (``properties/hyper/<Model>.yaml`` when None), see the module's docstring.
+    ``config_files``/``config_dict``: fixed settings of every trial, as in ``run_recommender``; ``data_path``:
+    RecBole's data folder (``dataset``). ``search``: ``random`` (``samples`` draws, each over every grid point),
+    ``grid`` (every combination of the listed values) or ``hyperopt`` (TPE, ``pip install hyperopt==0.2.5``).
+    ``scheduler``: ``asha`` stops poor trials after ``grace_period`` evaluations; ``fifo`` never.
+    ``cpus_per_trial``/``gpus_per_trial`` (fractions allowed) share the machine, or the Ray cluster at
+    ``address`` (``auto`` for a local ``ray start``); ``num_cpus``/``num_gpus`` cap a Ray started here.
+    ``storage_dir``: Ray's results (``saved/tune``), the experiment ``name`` (``<Model>-<dataset>``) inside;
+    ``temp_dir``: Ray's temporary folder (see :func:`default_temp_dir`). ``resume``: continue an interrupted
+    search from its folder; finished and failed trials stay, unfinished ones run again from their first epoch.
+    ``results_dir`` (``results/tuning``) receives ``<Model>-<dataset>.md``, ``.json`` and the best ``.yaml``.
+    ``retrain_best``: train the best configuration once more for its test metrics.
+
+    The summary holds ``request``, ``rows`` (all trials, best first), ``best`` (a row or None), ``best_yaml``,
+    ``retrained`` (``run_recommender``'s dict or None), ``interrupted``, ``markdown`` (the page's path).
+    """
+    import ray
+
+    request = make_request(model, dataset, space, config_files, config_dict, data_path, search, samples, scheduler,
+                           grace_period, search_seed, name, storage_dir)
+    request = _prepare_experiment(request, resume)
+    started = _init_ray(address, num_cpus, num_gpus, temp_dir or default_temp_dir(request["storage"]))
+    try:
+        _check_resources(cpus_per_trial, gpus_per_trial)
+        _store_request(request)
+        commit = git_commit(ROOT)
+        grid = _fit(_tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose))
+        rows = sort_rows(trial_rows(grid, list(request["space"])), request["mode"] == "max")
+        best = next((r for r in rows if ranked(r)), None)
+        summary = {"request": request, "rows": rows, "best": best, "best_yaml": None, "retrained": None,
+                   "retrain_error": None, "interrupted": any(r["status"] == "unfinished" for r in rows)}
+        if best is not None and retrain_best and not summary["interrupted"]:
+            summary["retrained"], summary["retrain_error"] = retrain_on_ray(request, best, cpus_per_trial,
+                                                                             gpus_per_trial)
+    finally:
+        if started:
+            ray.shutdown()
+    summary["provenance"] = {"commit": commit, "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M"),
+                             "versions": {**package_versions(), "ray": ray.__version__}}
+    folder = Path(results_dir or "results/tuning").resolve()
+    paths = {suffix: folder / f"{request['model']}-{request['dataset']}.{suffix}" for suffix in ("md", "json", "yaml")}
+    folder.mkdir(parents=True, exist_ok=True)
+    if best is not None:
+        summary["best_yaml"] = display_path(paths["yaml"])
+        paths["yaml"].write_text(best_config_yaml(request, best, summary["best_yaml"]))
+    paths["md"].write_text(render_markdown(summary))
+    write_record(paths["json"], plain_value(summary))
+    summary["markdown"] = str(paths["md"])
+    return summary

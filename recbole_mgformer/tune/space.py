@@ -1,0 +1,112 @@
+"""Search spaces: a YAML mapping of config keys to one distribution each, checked before any trial starts,
+and turned into Ray Tune's ``param_space``."""
+
+import difflib
+import numbers
+from pathlib import Path
+
+import yaml
+from recbole.config import Config
+
+from recbole_mgformer.defaults import properties_dir
+
+DISTRIBUTIONS = {
+    "choice": "a non-empty list of values, e.g. {choice: [32, 64, 128]}",
+    "grid": "a non-empty list of values, e.g. {grid: [1, 2, 3]}",
+    "uniform": "[low, high] numbers with low < high, e.g. {uniform: [0.0, 0.5]}",
+    "loguniform": "[low, high] numbers with 0 < low < high, e.g. {loguniform: [0.1, 5.0]}",
+    "randint": "[low, high] integers with low < high (high excluded), e.g. {randint: [1, 5]}",
+}
+SEARCHES = ("random", "grid", "hyperopt")
+
+
+class TuneSetupError(ValueError):
+    """A search that cannot start: a bad space, search algorithm, resource request or experiment folder."""
+
+
+def space_file(model):
+    """``properties/hyper/<Model>.yaml``, the space shipped for ``model``."""
+    return properties_dir() / "hyper" / f"{model}.yaml"
+
+
+def load_space(space, model):
+    """``space`` (a path, a mapping, or None for the model's shipped file) -> (mapping, where it came from)."""
+    if isinstance(space, dict):
+        return space, "the space"
+    path = Path(space) if space is not None else space_file(model)
+    if not path.is_file():
+        shipped = sorted(p.stem for p in (properties_dir() / "hyper").glob("*.yaml"))
+        raise TuneSetupError(f"search space {path} does not exist; spaces ship for {', '.join(shipped)} "
+                             "(write one as `key: {choice: [...]}` per line and pass it with --space)")
+    try:
+        raw = yaml.load(path.read_text(), Loader=Config._build_yaml_loader(None))  # reads 1e-4 as a float
+    except yaml.YAMLError as error:
+        raise TuneSetupError(f"search space {path} is not valid YAML: {error}") from None
+    return raw, str(path)
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _bounds_ok(name, args):
+    if not (isinstance(args, list) and len(args) == 2 and all(_is_number(a) for a in args) and args[0] < args[1]):
+        return False
+    if name == "loguniform":
+        return args[0] > 0
+    if name == "randint":
+        return all(isinstance(a, numbers.Integral) for a in args)
+    return True
+
+
+def parse_space(raw, source="the space"):
+    """Check a space mapping; returns ``{key: (distribution, arguments)}`` or raises TuneSetupError."""
+    allowed = ", ".join(DISTRIBUTIONS)
+    if not isinstance(raw, dict) or not raw:
+        raise TuneSetupError(f"{source} must be a non-empty mapping of config keys to distributions, "
+                             f"e.g. `embedding_size: {{choice: [32, 64]}}`; got {raw!r}")
+    parsed = {}
+    for key, spec in raw.items():
+        if not isinstance(spec, dict) or len(spec) != 1:
+            raise TuneSetupError(f"{source}: {key} must be one distribution, e.g. `{key}: {{choice: [...]}}`, "
+                                 f"got {spec!r}; distributions: {allowed} (fix a value with --{key}=... instead)")
+        (name, args), = spec.items()
+        if name not in DISTRIBUTIONS:
+            raise TuneSetupError(f"{source}: {key} uses unknown distribution {name!r}; choose one of {allowed}")
+        ok = (isinstance(args, list) and len(args) > 0) if name in ("choice", "grid") else _bounds_ok(name, args)
+        if not ok:
+            raise TuneSetupError(f"{source}: {key}: {name} takes {DISTRIBUTIONS[name]}; got {args!r}")
+        parsed[str(key)] = (name, list(args))
+    return parsed
+
+
+def check_keys(parsed, config, model, source="the space"):
+    """Every searched key must be a key of the model's final config: a typo fails before any trial starts."""
+    for key in parsed:
+        if key not in config:
+            close = difflib.get_close_matches(key, [str(k) for k in config.final_config_dict], n=3)
+            hint = f"did you mean {', '.join(close)}?" if close else \
+                f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"
+            raise TuneSetupError(f"{source}: {model} has no config key {key!r}; {hint}")
+
+
+def ray_space(parsed, search):
+    """``{key: (distribution, arguments)}`` -> Ray Tune's param_space for ``search``."""
+    from ray import tune
+
+    if search not in SEARCHES:
+        raise TuneSetupError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}")
+    space = {}
+    for key, (name, args) in parsed.items():
+        if search == "grid" and name not in ("choice", "grid"):
+            raise TuneSetupError(f"--search grid needs finite values, but {key} is {name}; "
+                                 f"write it as {{grid: [...]}} or use --search random")
+        if search == "hyperopt" and name == "grid":
+            raise TuneSetupError(f"--search hyperopt cannot enumerate {key}: {{grid: ...}}; write {{choice: ...}}")
+        if name == "grid" or search == "grid":
+            space[key] = tune.grid_search(args)
+        elif name == "choice":
+            space[key] = tune.choice(args)
+        else:
+            space[key] = getattr(tune, name)(*args)
+    return space

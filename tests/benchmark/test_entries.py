@@ -1,0 +1,15 @@
+import pytest
+
+from recbole_mgformer.benchmark.entries import ABLATIONS, parse_entry, split_models
+
+
+def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
+    entries = split_models("BPR, MGFormer[degree_mask=none; n_heads=2],MGFormer-ablations")
+    assert entries[:2] == ["BPR", "MGFormer[degree_mask=none; n_heads=2]"]
+    assert entries[2:] == ABLATIONS
+    assert parse_entry("MGFormer[degree_mask=none; n_heads=2; attention=False]") == (
+        "MGFormer", {"degree_mask": "none", "n_heads": 2, "attention": False})
+    with pytest.raises(ValueError, match="is not key=value"):
+        parse_entry("MGFormer[degree_mask]")
+    with pytest.raises(ValueError, match="must be NAME or NAME"):
+        parse_entry("MG Former")

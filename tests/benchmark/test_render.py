@@ -1,0 +1,43 @@
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from recbole_mgformer.benchmark import main
+from recbole_mgformer.benchmark.render import pages, records_by_dataset
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_committed_tables_are_what_their_records_render(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "results", results)
+    tables = sorted(results.rglob("leaderboard.md")) + sorted(results.rglob("popularity.md"))
+    for table in tables:
+        table.write_text("stale\n")
+    assert main(["--render-only", "--results", str(results)]) == 0
+    for table in tables:
+        committed = ROOT / "results" / table.relative_to(results)
+        # the pages name their records' folder relative to the checkout; this copy lies outside it
+        rendered = table.read_text().replace(str(results), "results")
+        assert rendered == committed.read_text(), table
+
+
+def test_records_of_the_retired_scripts_read_with_their_variant(tmp_path):
+    folder = tmp_path / "runs" / "ml-100k-ctx-0.8"
+    folder.mkdir(parents=True)
+    (folder / "csa-seed1.json").write_text(json.dumps(
+        {"model": "CSA first_order=True", "seed": 1, "valid": {}, "test": {}, "rho": 0.8}))
+    (tmp_path / "runs" / "performance").mkdir()
+    (tmp_path / "runs" / "performance" / "epoch-time.json").write_text(json.dumps({"records": [], "provenance": ""}))
+    by_dataset = records_by_dataset(tmp_path / "runs")
+    assert list(by_dataset) == ["ml-100k-ctx-0.8"]  # timing records are no runs
+    assert by_dataset["ml-100k-ctx-0.8"][0]["variant"] == "CSA first_order=True"
+    assert pages(by_dataset) == {"context": ("context", by_dataset)}
+
+
+def test_a_page_cannot_mix_kinds_of_table(dataset_configs):
+    dataset_configs("mixed", "benchmark_page: sequential\n")
+    with pytest.raises(ValueError, match="page 'sequential' mixes a sequential and a general table"):
+        pages({"ml-100k-seq": [], "mixed": []})

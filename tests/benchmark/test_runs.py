@@ -1,0 +1,198 @@
+import json
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from recbole_mgformer.benchmark import main
+from recbole_mgformer.resume import RunTimer
+from recbole_mgformer.trainer import load_checkpoint
+
+
+def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_data, tmp_path, capsys):
+    args = ["--models", "BPR,MGFormer[embedding_size=8]", "--datasets", "tiny", "--seeds", "0",
+            "--data_path", str(tiny_data), "--results", str(tmp_path / "results"),
+            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=2", "--state=WARNING",
+            "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    assert main(args) == 0
+    runs = tmp_path / "results" / "runs" / "tiny"
+    written = json.loads((runs / "mgformer-embedding-size-8-seed0.json").read_text())
+    assert written["overrides"] == {"embedding_size": 8} and written["config"]["embedding_size"] == 8
+    assert written["epochs"] == 2 and 0 <= written["best_epoch"] < 2 and written["parameters"] > 0
+    assert [epoch for epoch, _ in written["valid_history"]] == [0, 1]
+    kept = load_checkpoint(tmp_path / "saved" / "tiny" / "mgformer-embedding-size-8-seed0.pth")
+    assert kept["epoch"] == written["best_epoch"]  # the record names the epoch whose model was tested
+    assert written["train_seconds_per_epoch"] > 0 and written["test_seconds"] > 0
+    for key in ("commit", "machine", "versions", "device", "valid", "test", "seed"):
+        assert key in written
+    assert "[2/2] MGFormer embedding_size=8 on tiny, seed 0: test recall@20" in capsys.readouterr().out
+    before = (runs / "bpr-seed0.json").read_text()
+    assert main(args) == 0
+    assert "record exists, skipped" in capsys.readouterr().out
+    assert (runs / "bpr-seed0.json").read_text() == before
+    leaderboard = (tmp_path / "results" / "tiny" / "leaderboard.md").read_text()
+    assert "## tiny" in leaderboard and "| BPR | 1 |" in leaderboard
+    groups = written["test_popularity"]
+    assert set(groups) == {"Unpopular", "Normal", "Popular"} and sum(g["users"] for g in groups.values()) > 0
+    popularity = (tmp_path / "results" / "tiny" / "popularity.md").read_text()
+    assert "| BPR | 1 |" in popularity and "Unpopular = the 80% least interacted" in popularity
+    assert (tmp_path / "results" / "tiny" / "popularity-tiny.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_record_without_group_metrics_gets_them_from_its_checkpoint(tiny_data, tmp_path):
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1",
+            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    main(args)
+    path = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
+    record = json.loads(path.read_text())
+    complete = record.pop("test_popularity")
+    path.write_text(json.dumps(record))
+    main(args)
+    assert json.loads(path.read_text())["test_popularity"] == complete
+
+
+@pytest.mark.parametrize("bigger, scores, kept", [
+    (True, [0.05, 0.06, 0.06, 0.055], 2),  # a tie replaces the best, as in RecBole's early_stopping
+    (False, [0.5, 0.4, 0.45, 0.4], 3),
+    (True, [], None),
+])
+def test_the_best_epoch_is_the_one_early_stopping_kept(bigger, scores, kept):
+    trainer = SimpleNamespace(_train_epoch=None, _valid_epoch=None, best_valid_score=None)
+    history = {"valid_scores": list(enumerate(scores))}
+    assert RunTimer(trainer, history).best_epoch(bigger) == kept
+
+
+def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, monkeypatch, capsys):
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
+            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--stopping_step=50"]
+
+    def stop(*_):
+        raise KeyboardInterrupt  # the machine goes away after training, before the record is written
+
+    monkeypatch.setattr(RunTimer, "best_epoch", stop)
+    with pytest.raises(KeyboardInterrupt):
+        main(args + ["--epochs=3"])
+    saved = tmp_path / "saved" / "tiny"
+    # the timings travel inside the last epoch's checkpoint, which loads with weights_only=True
+    latest = load_checkpoint(saved / "bpr-seed0.latest.pth")
+    assert latest["epoch"] == 2 and len(latest["run_state"]["history"]["train_seconds"]) == 3
+    assert not (saved / "bpr-seed0.latest.json").exists()
+    monkeypatch.undo()
+
+    main(args + ["--epochs=5"])
+    assert "resuming BPR on tiny, seed 0 at epoch 3" in capsys.readouterr().out
+    record = json.loads((tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json").read_text())
+    assert record["epochs"] == 5 and record["resumed_from_epoch"] == 3
+    assert not (saved / "bpr-seed0.latest.pth").exists() and (saved / "bpr-seed0.pth").exists()
+
+
+@pytest.mark.parametrize("timed_epochs, history_kept", [(3, True), (2, False)])
+def test_a_run_started_before_the_timings_moved_into_the_checkpoint_resumes_with_its_json(
+        tiny_data, tmp_path, monkeypatch, timed_epochs, history_kept):
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
+            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--stopping_step=50"]
+    monkeypatch.setattr(RunTimer, "best_epoch", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        main(args + ["--epochs=3"])
+    monkeypatch.undo()
+    saved = tmp_path / "saved" / "tiny"
+    # rewrite the last epoch as the old code left it: no run_state, the timings in a json beside it,
+    # an epoch short when the run was killed between the two writes
+    latest = load_checkpoint(saved / "bpr-seed0.latest.pth")
+    history = latest.pop("run_state")["history"]
+    torch.save(latest, saved / "bpr-seed0.latest.pth")
+    history = {key: values[:timed_epochs] for key, values in history.items()}
+    (saved / "bpr-seed0.latest.json").write_text(json.dumps(history))
+
+    main(args + ["--epochs=4"])
+    record = json.loads((tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json").read_text())
+    assert record["epochs"] == 4 and record["resumed_from_epoch"] == 3
+    # a history that does not cover the epochs before the resume is dropped, not spliced in shifted
+    assert [epoch for epoch, _ in record["valid_history"]] == ([0, 1, 2, 3] if history_kept else [2, 3])
+    assert not list(saved.glob("*.latest.*"))
+
+
+def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides_win(tiny_data, tmp_path, monkeypatch):
+    import recbole_mgformer.benchmark.runs as runs
+
+    tuned = tmp_path / "MGFormer.yaml"
+    tuned.write_text("embedding_size: 8\nuniformity_weight: 2.0\n")
+    monkeypatch.setattr(runs, "benchmark_config_file",
+                        lambda model, dataset: str(tuned) if (model, dataset) == ("MGFormer", "tiny") else None)
+    args = ["--models", "MGFormer,MGFormer[uniformity_weight=0.5],BPR", "--datasets", "tiny", "--seeds", "0",
+            "--data_path", str(tiny_data), "--results", str(tmp_path / "results"),
+            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1", "--state=WARNING",
+            "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    assert main(args) == 0
+    runs = tmp_path / "results" / "runs" / "tiny"
+    default = json.loads((runs / "mgformer-seed0.json").read_text())
+    assert default["config"]["embedding_size"] == 8 and default["config"]["uniformity_weight"] == 2.0
+    assert default["tuned_config"] == str(tuned)
+    overridden = json.loads((runs / "mgformer-uniformity-weight-0-5-seed0.json").read_text())
+    assert overridden["config"]["uniformity_weight"] == 0.5 and overridden["config"]["embedding_size"] == 8
+    assert json.loads((runs / "bpr-seed0.json").read_text())["tuned_config"] is None
+    leaderboard = (tmp_path / "results" / "tiny" / "leaderboard.md").read_text()
+    assert f"MGFormer (and its variants) `{tuned}`" in leaderboard
+
+
+def test_shipped_tuned_configs_name_known_models_and_datasets():
+    from recbole_mgformer.defaults import properties_dir
+    from recbole_mgformer.registry import get_model
+
+    for path in (properties_dir() / "benchmark").glob("*/*.yaml"):
+        assert (properties_dir() / "dataset" / f"{path.parent.name}.yaml").is_file(), path
+        get_model(path.stem)
+
+
+def write_histories(folder, name="tinyseq", n_users=20, n_items=25, length=8):
+    """Users walking forward through the items, with timestamps and ratings, as RecBole atomic interactions."""
+    path = folder / name
+    path.mkdir(parents=True)
+    lines = ["user_id:token\titem_id:token\trating:float\ttimestamp:float"]
+    for user in range(n_users):
+        lines += [f"u{user}\ti{(3 * user + step) % n_items}\t{1 + (user + step) % 5}\t{step}" for step in range(length)]
+    (path / f"{name}.inter").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+SEQUENTIAL = ("benchmark_table: sequential\nbenchmark_page: sequential\nload_col: {inter: [user_id, item_id, timestamp]}\n"
+              "eval_args: {split: {LS: valid_and_test}, order: TO, group_by: user, mode: full}\n"
+              "metrics: [Recall, MRR, NDCG]\ntopk: [5, 10]\nvalid_metric: NDCG@10\ntrain_neg_sample_args: ~\n")
+CONTEXT = ("benchmark_table: context\nbenchmark_page: context\nload_col: {inter: [user_id, item_id, rating]}\n"
+           "threshold: {rating: 4}\neval_args: {split: {RS: [0.56, 0.24, 0.2]}, order: RO, group_by: ~, mode: labeled}\n"
+           "train_neg_sample_args: ~\nmetrics: [AUC, LogLoss]\nvalid_metric: AUC\n")
+
+
+@pytest.mark.parametrize("kind, protocol, model, headline", [
+    ("sequential", SEQUENTIAL, "GRU4Rec", "test recall@10"),
+    ("context", CONTEXT, "LR", "test auc"),
+])
+def test_every_kind_of_model_runs_records_and_renders_the_same_way(dataset_configs, tmp_path, capsys, kind,
+                                                                    protocol, model, headline):
+    dataset_configs("tinyseq", protocol)  # the dataset's config gives the protocol and the table
+    args = ["--models", f"{model}[embedding_size=8]", "--datasets", "tinyseq", "--seeds", "1",
+            "--data_path", str(write_histories(tmp_path / "data")), "--results", str(tmp_path / "results"),
+            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=2", "--hidden_size=8", "--train_batch_size=16",
+            "--stopping_step=50", "--state=WARNING"]
+    assert main(args) == 0
+    assert f"[1/1] {model} embedding_size=8 on tinyseq, seed 1: {headline}" in capsys.readouterr().out
+    record = json.loads((tmp_path / "results" / "runs" / "tinyseq" / f"{model.lower()}-embedding-size-8-seed1.json")
+                        .read_text())
+    assert record["epochs"] == 2 and [epoch for epoch, _ in record["valid_history"]] == [0, 1]
+    assert record["seconds"] >= 0 and record["settings"]["epochs"] == 2 and "--epochs=2" in record["command"]
+    assert "test_popularity" not in record  # popularity groups are a general table's
+    assert not list((tmp_path / "saved" / "tinyseq").glob("*.latest.*"))
+    page = (tmp_path / "results" / kind / "leaderboard.md").read_text()
+    assert f"| {model} embedding_size=8 |" in page and not (tmp_path / "results" / kind / "popularity.md").exists()
+    assert main(args) == 0
+    assert "record exists, skipped" in capsys.readouterr().out
+
+
+def test_a_model_of_another_kind_stops_the_command_before_any_run(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--models", "BPR,EAGPS", "--datasets", "ml-100k-seq", "--results", str(tmp_path / "results")])
+    assert "BPR is a general model, but the runs of ml-100k-seq go into a sequential table" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()

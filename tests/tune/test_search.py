@@ -1,0 +1,142 @@
+"""Tiny searches end to end (``recbole_mgformer.tune.search``): the best config, resume, failures, hyperopt."""
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender
+from recbole_mgformer.tune.search import _check_resources
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TINY_YAML = ("eval_args: {split: {RS: [0.8, 0.1, 0.1]}, order: RO, group_by: user, mode: full}\n"
+             "metrics: [Recall, NDCG]\ntopk: [20]\nvalid_metric: NDCG@20\nstate: WARNING\n"
+             "train_batch_size: 64\nepochs: 2\nembedding_size: 8\n")
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """One small local Ray for the module's searches: 2 CPUs, no dashboard, a short temporary folder."""
+    import ray
+
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, _temp_dir=temp_dir, logging_level="WARNING")
+    yield
+    ray.shutdown()
+    shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def tiny_yaml(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY_YAML)
+    return path
+
+
+def write_space(folder, text, name="space.yaml"):
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def run_py(cwd, *args):
+    cwd.mkdir()
+    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
+                               check=True, cwd=cwd)
+    values = {}
+    for split in ("valid", "test"):
+        line = next(l for l in completed.stdout.splitlines() if l.strip().startswith(split))
+        values[split] = dict(re.findall(r"(\S+@\d+) ([0-9.]+)", line))
+    return values
+
+
+def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_data, tiny_yaml, tmp_path, capsys):
+    space = write_space(tmp_path, "learning_rate: {grid: [0.001, 0.01]}\nuniformity_weight: {choice: [0.5]}\n")
+    results = tmp_path / "results" / "tuning"
+    arguments = ["--model", "MGFormer", "--dataset", "tiny", "--space", str(space), "--search", "grid",
+                 f"--data_path={tiny_data}", f"--config_files={tiny_yaml}", "--results", str(results),
+                 "--storage", str(tmp_path / "saved" / "tune"), "--verbose", "0", "--stopping_step=5"]
+    assert main(arguments) == 0
+    assert "best valid ndcg@20" in capsys.readouterr().out
+    table = (results / "MGFormer-tiny.md").read_text()
+    rows = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert len(rows) == 2 and all("| completed |" in row for row in rows)
+    scores = [float(row.split("|")[4]) for row in rows]
+    assert scores == sorted(scores, reverse=True)
+
+    best_yaml = results / "MGFormer-tiny.yaml"
+    best = yaml.safe_load(best_yaml.read_text())
+    assert best["data_path"] == str(tiny_data) and best["epochs"] == 2 and best["stopping_step"] == 5
+    assert best["learning_rate"] in (0.001, 0.01) and best["uniformity_weight"] == 0.5
+    rerun = run_py(tmp_path / "rerun", "--model=MGFormer", "--dataset=tiny", f"--config_files={best_yaml}")
+    assert f"{float(rerun['valid']['ndcg@20']):.4f}" == f"{scores[0]:.4f}"
+    # the retrained best configuration's test metrics on the page are run.py's
+    assert f"**test ndcg@20 {float(rerun['test']['ndcg@20']):.4f}**" in table
+    assert f"**test recall@20 {float(rerun['test']['recall@20']):.4f}**" in table
+    record = yaml.safe_load((results / "MGFormer-tiny.json").read_text())
+    assert record["best"]["score"] == pytest.approx(scores[0]) and record["provenance"]["versions"]["ray"] == "2.6.3"
+
+    # the experiment is kept: starting it again is refused, --resume restores it without training again
+    assert main(arguments) == 2
+    assert "already holds a search; --resume continues it" in capsys.readouterr().err
+    (results / "MGFormer-tiny.md").unlink()
+    assert main(arguments + ["--resume", "--no-retrain"]) == 0
+    resumed = (results / "MGFormer-tiny.md").read_text()
+    assert [line for line in resumed.splitlines() if re.match(r"\| \d+ \|", line)] == rows
+    # RecBole's logs and checkpoints stayed in Ray's folders, none in the current directory
+    assert {p.name for p in tmp_path.iterdir()} == {"data", "tiny.yaml", "space.yaml", "results", "saved", "rerun"}
+
+
+def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
+    with pytest.raises(TuneSetupError, match=r"--gpus-per-trial 0.25 asks for more than the Ray cluster has \(0 GPUs\)"):
+        _check_resources(1, 0.25)
+    with pytest.raises(TuneSetupError, match=r"--cpus-per-trial 3 asks for more"):
+        _check_resources(3, 0)
+
+
+def test_a_failing_trial_is_recorded_and_the_others_complete(ray_session, tiny_data, tiny_yaml, tmp_path):
+    """One trial the model rejects at construction, one whose loss turns NaN, and one that trains."""
+    space = {"feature_map": {"grid": ["simrf", "not_a_map"]}, "learning_rate": {"grid": [0.001, 1.0e30]}}
+    summary = tune_recommender("MGFormer", "tiny", space, config_files=[str(tiny_yaml)], data_path=str(tiny_data),
+                               samples=1, results_dir=tmp_path / "results", storage_dir=tmp_path / "tune",
+                               retrain_best=False, verbose=0)
+    rows = summary["rows"]
+    assert [r["status"] for r in rows] == ["completed", "failed", "failed", "failed"]
+    assert rows[0]["params"] == {"feature_map": "simrf", "learning_rate": 0.001} and summary["best"] == rows[0]
+    errors = {(r["params"]["feature_map"], r["params"]["learning_rate"]): r["error"] for r in rows[1:]}
+    assert errors[("simrf", 1.0e30)] == "ValueError: Training loss is nan"
+    for learning_rate in (0.001, 1.0e30):
+        assert errors[("not_a_map", learning_rate)].startswith("ValueError: MGFormer: unknown feature_map 'not_a_map'")
+    table = Path(summary["markdown"]).read_text()
+    assert "Trials: 1 completed, 3 failed." in table
+    assert "| failed: ValueError: MGFormer: unknown feature_map 'not_a_map'" in table
+    assert "| failed: ValueError: Training loss is nan |" in table
+    assert summary["retrained"] is None and (tmp_path / "results" / "MGFormer-tiny.yaml").is_file()
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("hyperopt") is None,
+                    reason="hyperopt is not installed (pip install hyperopt==0.2.5, or make test installs it)")
+def test_hyperopt_search_draws_inside_the_space(ray_session, tiny_data, tiny_yaml, tmp_path):
+    space = {"uniformity_weight": {"loguniform": [0.2, 2.0]}, "embedding_size": {"choice": [8, 16]}}
+    summary = tune_recommender("MGFormer", "tiny", space, config_files=[str(tiny_yaml)], data_path=str(tiny_data),
+                               search="hyperopt", samples=3, results_dir=tmp_path / "results",
+                               storage_dir=tmp_path / "tune", retrain_best=False, verbose=0)
+    rows = summary["rows"]
+    assert len(rows) == 3 and all(r["status"] in ("completed", "stopped early") for r in rows)
+    assert all(0.2 <= r["params"]["uniformity_weight"] <= 2.0 and r["params"]["embedding_size"] in (8, 16)
+               for r in rows)
+    assert "Search: hyperopt" in Path(summary["markdown"]).read_text()
+
+
+@pytest.mark.parametrize("model, dataset, metric", [("CSA", "ml-100k-ctx-0.8", "auc"), ("EAGPS", "ml-100k-seq", "ndcg@10")])
+def test_spaces_of_the_other_papers_fit_their_models_under_their_protocols(model, dataset, metric, tmp_path):
+    request = make_request(model, dataset, data_path=str(tmp_path / "data"), storage_dir=tmp_path / "tune")
+    assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
+    assert request["metric"] == metric and request["mode"] == "max"
+    assert ray_space(parse_space(request["space"]), "random")

@@ -1,0 +1,111 @@
+"""Search spaces (``recbole_mgformer.tune.space``): distributions, validation, the shipped spaces."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space
+from recbole_mgformer.tune.search import default_temp_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ["MGFormer", "SimGCL", "XSimGCL", "DirectAU", "LightGCN", "SGL", "BPR"]
+
+
+def write_space(folder, text, name="space.yaml"):
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_space_distributions_become_ray_domains():
+    from ray.tune.search.sample import Categorical, Float, Integer
+
+    parsed = parse_space({"embedding_size": {"choice": [32, 64, 128]}, "uniformity_weight": {"loguniform": [0.1, 5.0]},
+                          "n_layers": {"grid": [1, 2]}, "attention_weight": {"uniform": [0.5, 1.0]},
+                          "n_heads": {"randint": [1, 3]}})
+    space = ray_space(parsed, "random")
+    assert isinstance(space["embedding_size"], Categorical) and space["embedding_size"].categories == [32, 64, 128]
+    assert isinstance(space["uniformity_weight"], Float) and (space["uniformity_weight"].lower,
+                                                              space["uniformity_weight"].upper) == (0.1, 5.0)
+    assert space["n_layers"] == {"grid_search": [1, 2]}
+    assert isinstance(space["attention_weight"], Float) and isinstance(space["n_heads"], Integer)
+    grid = ray_space(parse_space({"embedding_size": {"choice": [32, 64]}, "n_layers": {"grid": [1, 2]}}), "grid")
+    assert grid == {"embedding_size": {"grid_search": [32, 64]}, "n_layers": {"grid_search": [1, 2]}}
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"uniformity_weight": {"normal": [0, 1]}}, "unknown distribution 'normal'; choose one of choice, grid, uniform"),
+    ({"uniformity_weight": {"loguniform": [0.0, 5.0]}}, "loguniform takes [low, high] numbers with 0 < low < high"),
+    ({"uniformity_weight": {"uniform": [5.0, 0.1]}}, "uniform takes [low, high] numbers with low < high"),
+    ({"uniformity_weight": {"uniform": [0.1]}}, "uniform takes [low, high]"),
+    ({"n_heads": {"randint": [1.5, 4]}}, "randint takes [low, high] integers"),
+    ({"embedding_size": {"choice": []}}, "choice takes a non-empty list"),
+    ({"embedding_size": 64}, "embedding_size must be one distribution, e.g. `embedding_size: {choice: [...]}`"),
+    ({"embedding_size": {"choice": [32], "grid": [64]}}, "must be one distribution"),
+    ({}, "must be a non-empty mapping"),
+    ([1, 2], "must be a non-empty mapping"),
+])
+def test_malformed_spaces_are_rejected_with_what_is_allowed(raw, message):
+    with pytest.raises(TuneSetupError, match=re.escape(message)):
+        parse_space(raw, "space.yaml")
+
+
+def test_a_search_algorithm_rejects_what_it_cannot_search():
+    with pytest.raises(TuneSetupError, match=r"--search grid needs finite values, but uniformity_weight is loguniform"):
+        ray_space(parse_space({"uniformity_weight": {"loguniform": [0.1, 5.0]}}), "grid")
+    with pytest.raises(TuneSetupError, match=r"--search hyperopt cannot enumerate n_layers"):
+        ray_space(parse_space({"n_layers": {"grid": [1, 2]}}), "hyperopt")
+    with pytest.raises(TuneSetupError, match="unknown search 'bayes'"):
+        ray_space(parse_space({"n_layers": {"grid": [1, 2]}}), "bayes")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_shipped_space_fits_its_model(model, tmp_path):
+    request = make_request(model, "ml-100k", storage_dir=tmp_path / "tune")
+    assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
+    assert request["metric"] == "ndcg@20" and request["mode"] == "max"
+    assert ray_space(parse_space(request["space"]), "random")
+
+
+def test_mgformer_space_is_the_papers():
+    space = yaml.safe_load((ROOT / "properties" / "hyper" / "MGFormer.yaml").read_text())
+    assert space["embedding_size"] == {"choice": [32, 64, 128]}
+    assert space["uniformity_weight"] == {"loguniform": [0.1, 5.0]}
+
+
+def test_a_key_the_model_lacks_fails_before_any_trial_with_close_matches(tiny_data, tmp_path):
+    space = write_space(tmp_path, "uniformty_weight: {loguniform: [0.1, 5.0]}\n")
+    with pytest.raises(TuneSetupError, match=r"MGFormer has no config key 'uniformty_weight'; did you mean "
+                                             r"uniformity_weight"):
+        make_request("MGFormer", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
+    with pytest.raises(TuneSetupError, match=r"BPR has no config key 'uniformity_weight'"):
+        make_request("BPR", "tiny", {"uniformity_weight": {"choice": [1.0]}}, data_path=str(tiny_data))
+
+
+def test_the_command_reports_an_invalid_space_and_starts_nothing(tiny_data, tmp_path, capsys):
+    space = write_space(tmp_path, "embedding_size: {normal: [64, 8]}\n")
+    code = main(["--model", "MGFormer", "--dataset", "tiny", "--space", str(space), f"--data_path={tiny_data}",
+                        "--storage", str(tmp_path / "tune"), "--results", str(tmp_path / "results")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "error: " in err and "embedding_size uses unknown distribution 'normal'" in err
+    assert not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
+    assert main(["--model", "NoSuchNet", "--dataset", "tiny", f"--data_path={tiny_data}"]) == 2
+    assert "unknown model 'NoSuchNet'" in capsys.readouterr().err
+    assert main(["--model", "MGFormer", "--dataset", "tiny", "--space", str(tmp_path / "none.yaml")]) == 2
+    assert "does not exist; spaces ship for BPR, CSA, DirectAU, EAGPS, LightGCN, MGFormer" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("hyperopt") is not None, reason="hyperopt is installed")
+def test_hyperopt_without_the_package_names_the_pip_command(tiny_data, tmp_path):
+    with pytest.raises(TuneSetupError, match=re.escape("pip install hyperopt==0.2.5")):
+        make_request("MGFormer", "tiny", {"uniformity_weight": {"loguniform": [0.1, 5.0]}}, data_path=str(tiny_data),
+                     search="hyperopt")
+
+
+def test_ray_temp_dir_stays_short_enough_for_its_sockets(tmp_path):
+    assert default_temp_dir("/work/saved/tune") == Path("/work/saved/tune/ray-tmp")
+    long_dir = default_temp_dir("/" + "x" * 80)
+    assert long_dir.name == "ray-recbole-mgformer" and len(str(long_dir)) <= 40
