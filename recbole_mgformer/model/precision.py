@@ -11,13 +11,26 @@ import torch
 PRECISIONS = ("fp32", "bf16", "auto")
 
 
+def _cpu_multiplies_bf16():
+    """AVX512-BF16 or AMX, by torch's own probes (private, so looked up) or else the CPU's flags."""
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    if any(probes):
+        return any(probe() for probe in probes if probe)
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = cpuinfo.read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
 def bf16_is_native(device):
     """True where bf16 matmuls run in hardware on ``device`` (a ``torch.device`` or its name)."""
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type == "cpu":
-        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+        return bool(_cpu_multiplies_bf16())
     return False
 
 
