@@ -356,6 +356,9 @@ def main(argv=None):
         datasets = [d for d in args.datasets.split(",") if d]
         seeds = [int(s) for s in args.seeds.split(",") if s]
         jobs = [(m, o, d, s) for d in datasets for s in seeds for m, o in entries]
+        for model, overrides, dataset, seed in jobs:  # an unknown key fails now, not hours into the benchmark
+            build_config(model, dataset, tuned_config_files(model, dataset, args.config_files.split()),
+                         {**extra, **overrides, "seed": seed})
         for index, (model, overrides, dataset, seed) in enumerate(jobs, start=1):
             label = f"[{index}/{len(jobs)}] {variant_name(model, overrides)} on {dataset}, seed {seed}"
             print(f"{label}: running", flush=True)

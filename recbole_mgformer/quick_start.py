@@ -14,6 +14,7 @@ import torch.distributed as dist
 from recbole.data import create_dataset, data_preparation
 from recbole.utils import init_logger, init_seed, set_color
 
+from recbole_mgformer.config_check import check_config
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.defaults import dataset_config_file, model_config_file
 from recbole_mgformer.distributed import (
@@ -36,12 +37,14 @@ def _argv_hidden():
 
 def build_config(model, dataset, config_file_list=None, config_dict=None):
     """A RecBole Config: RecBole's defaults < project model YAML < project dataset YAML
-    < ``config_file_list`` < ``config_dict``."""
+    < ``config_file_list`` < ``config_dict``, checked by :func:`recbole_mgformer.config_check.check_config`
+    (unknown keys, non-finite numbers, a GPU that is not there)."""
     model_class = get_model(model)
     defaults = [model_config_file(model_class.__name__), dataset_config_file(dataset)]
     files = [f for f in defaults if f] + list(config_file_list or [])
     with _argv_hidden():
         config = DistributedConfig(model=model_class, dataset=dataset, config_file_list=files, config_dict=config_dict)
+    check_config(config, model_class, get_trainer(config["MODEL_TYPE"], model_class.__name__), config_file_list)
     return config, model_class
 
 

@@ -41,6 +41,7 @@ from recbole.config import Config
 from recbole.utils import init_logger, init_seed
 
 from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.config_check import known_keys
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.defaults import properties_dir
 from recbole_mgformer.quick_start import build_config, prepare, run_recommender
@@ -125,10 +126,12 @@ def parse_space(raw, source="the space"):
 
 
 def check_keys(parsed, config, model, source="the space"):
-    """Every searched key must be a key of the model's final config: a typo fails before any trial starts."""
+    """Every searched key must be a key the run reads (or one of ``extra_config_keys``): a typo fails before any
+    trial starts."""
+    known = known_keys(config, get_model(model))  # as build_config checks the fixed settings
     for key in parsed:
-        if key not in config:
-            close = difflib.get_close_matches(key, [str(k) for k in config.final_config_dict], n=3)
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3)
             hint = f"did you mean {', '.join(close)}?" if close else \
                 f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"
             raise TuneSetupError(f"{source}: {model} has no config key {key!r}; {hint}")
@@ -413,7 +416,10 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         ensure_dataset(dataset, data_path)
     except FileNotFoundError as error:
         raise TuneSetupError(str(error)) from None
-    config = _driver_config(model, dataset, config_files, {**overrides, "data_path": data_path})
+    try:
+        config = _driver_config(model, dataset, config_files, {**overrides, "data_path": data_path})
+    except ValueError as error:  # config_check: an unknown or non-finite fixed setting, a GPU that is not there
+        raise TuneSetupError(str(error)) from None
     check_keys(parsed, config, model, source)
     ray_space(parsed, search)  # rejects a space the search algorithm cannot use
     if search == "hyperopt":
