@@ -16,6 +16,7 @@ from recbole.utils import init_logger, init_seed, set_color
 
 from recbole_mgformer.config_check import check_config
 from recbole_mgformer.data import validate_dataset_files
+from recbole_mgformer.data.duplicates import apply_duplicate_policy
 from recbole_mgformer.defaults import dataset_config_file, model_config_file
 from recbole_mgformer.distributed import (
     DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, make_shared_folders,
@@ -52,7 +53,7 @@ def prepare(config):
     """Dataset, splits, model and trainer for ``config``, the way ``run_recbole`` makes them."""
     model_class = get_model(config["model"])
     init_seed(config["seed"], config["reproducibility"])
-    validate_dataset_files(config)
+    apply_duplicate_policy(config, validate_dataset_files(config))
     dataset = create_dataset(config)
     getLogger().info(dataset)
     train_data, valid_data, test_data = data_preparation(config, dataset)
