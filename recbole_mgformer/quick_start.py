@@ -9,6 +9,7 @@ data-parallel runs work on CPUs too (:mod:`recbole_mgformer.distributed`).
 import contextlib
 import sys
 from logging import getLogger
+from pathlib import Path
 
 import torch.distributed as dist
 from recbole.data import create_dataset, data_preparation
@@ -23,6 +24,7 @@ from recbole_mgformer.distributed import (
     shard_evaluation,
 )
 from recbole_mgformer.registry import get_model, get_trainer
+from recbole_mgformer.resume import LATEST_SUFFIX, fit_resumably, forget_resume_state
 
 
 @contextlib.contextmanager
@@ -103,19 +105,48 @@ def _run_rank(local_rank, model, dataset, config_file_list, config_dict, saved, 
             dist.destroy_process_group()
 
 
+def run_checkpoint(trainer, resume_file=None):
+    """The best-epoch checkpoint of this run: ``resume_file``'s (given as the best one or as the ``.latest.pth``
+    beside it), else the new name RecBole's trainer chose."""
+    if not resume_file:
+        return Path(trainer.saved_model_file)
+    path = Path(resume_file)
+    if path.name.endswith(LATEST_SUFFIX):
+        path = path.with_name(path.name[: -len(LATEST_SUFFIX)] + ".pth")
+    if not (path.is_file() or path.with_suffix(LATEST_SUFFIX).is_file()):
+        raise FileNotFoundError(f"no checkpoint at {resume_file}; check the file name and checkpoint_dir")
+    return path
+
+
 def train_and_test(config, saved=True, resume_file=None):
-    """Fit on the training split with early stopping on the validation split, then test (see run_recommender)."""
+    """Fit on the training split with early stopping on the validation split, then test (see run_recommender).
+
+    With ``saved``, the last epoch is checkpointed beside the best one (``<best>.latest.pth``, with the
+    validation history and timings) by :func:`recbole_mgformer.resume.fit_resumably`, the benchmark's fit:
+    ``resume_file`` (either file) continues a killed run from its last epoch. The last-epoch file is removed
+    once the run has been tested."""
     init_seed(config["seed"], config["reproducibility"])
     init_logger(config)
     logger = getLogger()
     logger.info(config)
     _, trainer, (train_data, valid_data, test_data) = prepare(config)
-    if resume_file:
-        trainer.resume_checkpoint(resume_file)
-    best_valid_score, best_valid_result = trainer.fit(
-        train_data, valid_data, saved=saved, show_progress=config["show_progress"]
-    )
+    checkpoint = None
+    if saved and hasattr(trainer, "_train_epoch"):  # every trainer with epochs
+        checkpoint = run_checkpoint(trainer, resume_file)
+        best_valid_result, timer = fit_resumably(trainer, train_data, valid_data, checkpoint,
+                                                 f"{config['model']} on {config['dataset']}", config["show_progress"])
+        best_valid_score = trainer.best_valid_score
+        logger.info(f"epochs {timer.epochs()}, best epoch {timer.best_epoch(config['valid_metric_bigger'])}"
+                    + (f", resumed at epoch {timer.resumed_from}" if timer.resumed_from else ""))
+    else:
+        if resume_file:
+            trainer.resume_checkpoint(resume_file)
+        best_valid_score, best_valid_result = trainer.fit(
+            train_data, valid_data, saved=saved, show_progress=config["show_progress"]
+        )
     test_result = trainer.evaluate(test_data, load_best_model=saved, show_progress=config["show_progress"])
+    if checkpoint is not None:
+        forget_resume_state(checkpoint)
     logger.info(set_color("best valid ", "yellow") + f": {best_valid_result}")
     logger.info(set_color("test result", "yellow") + f": {test_result}")
     return {
