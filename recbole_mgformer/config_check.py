@@ -2,7 +2,8 @@
 ``run_recommender``, the benchmark and the tuning command alike):
 
 - :func:`check_known_keys`: a key nobody reads (``--embeding_size=32``) is an error with a "did you mean";
-  RecBole would accept and ignore it. Known keys are those of RecBole's YAML defaults, the model's and the
+  RecBole's Config takes any ``--key=value`` of its command line and any key of a file or dict, and ignores what
+  nothing reads (it warns only about arguments that are not ``--key=value``). Known keys are those of RecBole's YAML defaults, the model's and the
   dataset's YAML files (RecBole's and this project's), the keys RecBole's own code and the model's and
   trainer's classes read (``config["key"]`` in their source), the keys Config adds itself, the data-parallel
   settings, and the user's escape hatch ``extra_config_keys: [my_key, ...]``.
@@ -29,7 +30,7 @@ from recbole_mgformer.defaults import dataset_config_file, model_config_file
 ESCAPE_KEY = "extra_config_keys"
 RECBOLE_DIR = Path(recbole.__file__).resolve().parent
 RECBOLE_PACKAGES = ("config", "data", "trainer", "evaluator", "sampler", "utils", "quick_start")
-# Keys of this project's data-parallel runs (distributed.py, run_recommender) and of RecBole's, set by callers.
+# Keys of this project's data-parallel runs (distributed.py, run_recommender), and the escape hatch.
 PROJECT_KEYS = {"nproc", "world_size", "ip", "port", "offset", "local_rank", "dist_backend", "dist_timeout",
                 ESCAPE_KEY}
 # config["key"], settings["key"], final_config_dict["key"], config.get("key"), and options.choice(config, "key")
