@@ -2,10 +2,10 @@
 ``run_recommender``, the benchmark and the tuning command alike):
 
 - :func:`check_known_keys`: a key nobody reads (``--embeding_size=32``) is an error with a "did you mean";
-  RecBole's Config takes any ``--key=value`` of its command line and any key of a file or dict, and ignores what
-  nothing reads (it warns only about arguments that are not ``--key=value``). Known keys are those of RecBole's YAML defaults, the model's and the
-  dataset's YAML files (RecBole's and this project's), the keys RecBole's own code and the model's and
-  trainer's classes read (``config["key"]`` in their source), the keys Config adds itself, the data-parallel
+  RecBole's Config takes any ``--key=value`` of its command line and any key of a file or dict, and ignores
+  what nothing reads (it warns only about arguments that are not ``--key=value``). Known keys are those of
+  RecBole's YAML defaults, the model's and the dataset's YAML files (RecBole's and this project's), the keys
+  RecBole's own code and the model's and trainer's classes read (``config["key"]`` in their source), the keys Config adds itself, the data-parallel
   settings, and the user's escape hatch ``extra_config_keys: [my_key, ...]``.
 - :func:`check_finite`: a NaN or infinite number anywhere in the config is an error naming the key.
 - :func:`check_device`: a GPU asked for (``device: cuda``, ``use_gpu: True``) that is not there is an error;
@@ -49,7 +49,8 @@ class ConfigKeyError(ValueError):
 @functools.lru_cache(maxsize=None)
 def yaml_keys(path):
     with open(path, encoding="utf-8") as handle:
-        return frozenset(str(k) for k in (yaml.safe_load(handle) or {}))
+        content = yaml.load(handle, Loader=yaml.FullLoader)  # RecBole's loader
+    return frozenset(str(k) for k in content) if isinstance(content, dict) else frozenset()
 
 
 @functools.lru_cache(maxsize=None)

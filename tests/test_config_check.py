@@ -36,7 +36,8 @@ def test_run_py_rejects_a_misspelled_key_before_training(capsys):
 def test_an_unknown_key_in_a_config_file_names_the_file(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text("learning_rat: 0.01\n")
-    with pytest.raises(ConfigKeyError, match=rf"'learning_rat' \(from config file {path}\): did you mean learning_rate"):
+    with pytest.raises(ConfigKeyError,
+                       match=rf"'learning_rat' \(from config file {path}\): did you mean learning_rate"):
         run_recommender("BPR", "ml-100k", config_file_list=[str(path)])
 
 
@@ -71,7 +72,8 @@ def _shipped_runs():
         runs += [(m, dataset, []) for m in ("MGFormer", "SimGCL", "XSimGCL", "DirectAU", "BPR", "LightGCN", "SGL")]
     runs += [(Path(f).stem, Path(f).parent.name, [f]) for f in glob.glob(str(properties_dir() / "benchmark/*/*.yaml"))]
     for dataset in ("ml-100k", "amazon-beauty"):
-        runs += [(m, dataset, [str(properties_dir() / f"sequential/{dataset}.yaml")]) for m in ("EAGPS", "SASRec", "GRU4Rec")]
+        protocol = str(properties_dir() / f"sequential/{dataset}.yaml")
+        runs += [(m, dataset, [protocol]) for m in ("EAGPS", "SASRec", "GRU4Rec")]
     for rho in sorted(glob.glob(str(properties_dir() / "context/rho-*.yaml"))):
         runs += [(m, "ml-100k", [str(properties_dir() / "context/ml-100k.yaml"), rho])
                  for m in ("CSA", "LR", "FM", "DeepFM", "AutoInt")]
