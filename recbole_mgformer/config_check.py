@@ -5,10 +5,10 @@
   RecBole's Config takes any ``--key=value`` of its command line and any key of a file or dict, and ignores
   what nothing reads (it warns only about arguments that are not ``--key=value``). Known keys are those of
   RecBole's YAML defaults, the model's and the dataset's YAML files (RecBole's and this project's), the keys
-  RecBole's own code and the model's and trainer's classes read (``config["key"]`` in their source), the keys Config adds itself, the data-parallel
-  settings, and the user's escape hatch ``extra_config_keys: [my_key, ...]``.
+  RecBole's own code and the model's and trainer's classes read (``config["key"]`` in their source), the keys
+  Config adds itself, the data-parallel settings, and the user's escape hatch ``extra_config_keys: [my_key]``.
 - :func:`check_finite`: a NaN or infinite number anywhere in the config is an error naming the key.
-- :func:`check_device`: a GPU asked for (``device: cuda``, ``use_gpu: True``) that is not there is an error;
+- :func:`check_device`: ``device: cuda`` without a usable GPU is an error, ``use_gpu: True`` a warning;
   ``device: cpu`` (or ``use_gpu: False``) is honoured where RecBole would take the GPU anyway.
 """
 
