@@ -15,7 +15,9 @@ import torch.distributed as dist
 from recbole.data import create_dataset, data_preparation
 from recbole.utils import init_logger, init_seed, set_color
 
+from recbole_mgformer.config_check import check_config
 from recbole_mgformer.data import validate_dataset_files
+from recbole_mgformer.data.duplicates import apply_duplicate_policy
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.defaults import dataset_config_file, model_config_file
 from recbole_mgformer.distributed import (
@@ -23,6 +25,7 @@ from recbole_mgformer.distributed import (
     shard_evaluation,
 )
 from recbole_mgformer.registry import get_model, get_trainer
+from recbole_mgformer.resume import LATEST_SUFFIX, fit_resumably, forget_resume_state
 
 
 @contextlib.contextmanager
@@ -38,12 +41,14 @@ def _argv_hidden():
 
 def build_config(model, dataset, config_file_list=None, config_dict=None):
     """A RecBole Config: RecBole's defaults < project model YAML < project dataset YAML
-    < ``config_file_list`` < ``config_dict``."""
+    < ``config_file_list`` < ``config_dict``, checked by :func:`recbole_mgformer.config_check.check_config`
+    (unknown keys, non-finite numbers, a GPU that is not there)."""
     model_class = get_model(model)
     defaults = [model_config_file(model_class.__name__), dataset_config_file(dataset)]
     files = [f for f in defaults if f] + list(config_file_list or [])
     with _argv_hidden():
         config = DistributedConfig(model=model_class, dataset=dataset, config_file_list=files, config_dict=config_dict)
+    check_config(config, model_class, get_trainer(config["MODEL_TYPE"], model_class.__name__), config_file_list)
     return config, model_class
 
 
@@ -52,7 +57,7 @@ def prepare(config):
     model_class = get_model(config["model"])
     init_seed(config["seed"], config["reproducibility"])
     ensure_dataset(config["dataset"], Path(config["data_path"]).parent)  # known datasets, imported on first use
-    validate_dataset_files(config)
+    apply_duplicate_policy(config, validate_dataset_files(config))
     dataset = create_dataset(config)
     getLogger().info(dataset)
     train_data, valid_data, test_data = data_preparation(config, dataset)
@@ -102,19 +107,48 @@ def _run_rank(local_rank, model, dataset, config_file_list, config_dict, saved, 
             dist.destroy_process_group()
 
 
+def run_checkpoint(trainer, resume_file=None):
+    """The best-epoch checkpoint of this run: ``resume_file``'s (given as the best one or as the ``.latest.pth``
+    beside it), else the new name RecBole's trainer chose."""
+    if not resume_file:
+        return Path(trainer.saved_model_file)
+    path = Path(resume_file)
+    if path.name.endswith(LATEST_SUFFIX):
+        path = path.with_name(path.name[: -len(LATEST_SUFFIX)] + ".pth")
+    if not (path.is_file() or path.with_suffix(LATEST_SUFFIX).is_file()):
+        raise FileNotFoundError(f"no checkpoint at {resume_file}; check the file name and checkpoint_dir")
+    return path
+
+
 def train_and_test(config, saved=True, resume_file=None):
-    """Fit on the training split with early stopping on the validation split, then test (see run_recommender)."""
+    """Fit on the training split with early stopping on the validation split, then test (see run_recommender).
+
+    With ``saved``, the last epoch is checkpointed beside the best one (``<best>.latest.pth``, with the
+    validation history and timings) by :func:`recbole_mgformer.resume.fit_resumably`, the benchmark's fit:
+    ``resume_file`` (either file) continues a killed run from its last epoch. The last-epoch file is removed
+    once the run has been tested."""
     init_seed(config["seed"], config["reproducibility"])
     init_logger(config)
     logger = getLogger()
     logger.info(config)
     _, trainer, (train_data, valid_data, test_data) = prepare(config)
-    if resume_file:
-        trainer.resume_checkpoint(resume_file)
-    best_valid_score, best_valid_result = trainer.fit(
-        train_data, valid_data, saved=saved, show_progress=config["show_progress"]
-    )
+    checkpoint = None
+    if saved and hasattr(trainer, "_train_epoch"):  # every trainer with epochs
+        checkpoint = run_checkpoint(trainer, resume_file)
+        best_valid_result, timer = fit_resumably(trainer, train_data, valid_data, checkpoint,
+                                                 f"{config['model']} on {config['dataset']}", config["show_progress"])
+        best_valid_score = trainer.best_valid_score
+        logger.info(f"epochs {timer.epochs()}, best epoch {timer.best_epoch(config['valid_metric_bigger'])}"
+                    + (f", resumed at epoch {timer.resumed_from}" if timer.resumed_from else ""))
+    else:
+        if resume_file:
+            trainer.resume_checkpoint(resume_file)
+        best_valid_score, best_valid_result = trainer.fit(
+            train_data, valid_data, saved=saved, show_progress=config["show_progress"]
+        )
     test_result = trainer.evaluate(test_data, load_best_model=saved, show_progress=config["show_progress"])
+    if checkpoint is not None:
+        forget_resume_state(checkpoint)
     logger.info(set_color("best valid ", "yellow") + f": {best_valid_result}")
     logger.info(set_color("test result", "yellow") + f": {test_result}")
     return {

@@ -11,6 +11,8 @@ import time
 
 from recbole.utils import early_stopping
 
+LATEST_SUFFIX = ".latest.pth"  # beside <run>.pth, the best epoch
+
 
 class RunTimer:
     """Times a trainer's epochs and keeps its validation scores, by wrapping the two methods ``fit`` calls.
@@ -79,7 +81,7 @@ class RunTimer:
 def _resume_files(checkpoint):
     """<run>.latest.pth, the last epoch with the timings so far; <run>.latest.json, where runs started before
     the timings moved into the checkpoint kept them (read on resume, never written)."""
-    return checkpoint.with_suffix(".latest.pth"), checkpoint.with_suffix(".latest.json")
+    return checkpoint.with_suffix(LATEST_SUFFIX), checkpoint.with_suffix(".latest.json")
 
 
 def _legacy_history(path, start_epoch):

@@ -9,6 +9,7 @@ import functools
 import numbers
 import os
 import socket
+import zipfile
 
 import numpy
 import torch
@@ -43,6 +44,10 @@ def load_checkpoint(path, device="cpu"):
     """Load a checkpoint of this project safely; a file that needs pickled objects is refused."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no checkpoint at {path}; check the file name and checkpoint_dir")
+    damaged = checkpoint_damage(path)
+    if damaged:
+        raise ValueError(f"{path} is damaged: {damaged}. Delete it and resume from another checkpoint "
+                         "(the .latest.pth beside a best checkpoint, or the reverse) or retrain")
     try:
         return torch.load(path, map_location=device, weights_only=True)
     except Exception as error:  # torch raises UnpicklingError or RuntimeError, depending on the content
@@ -51,6 +56,22 @@ def load_checkpoint(path, device="cpu"):
             "Checkpoints written by recbole_mgformer hold only tensors and plain values; "
             "a checkpoint written by RecBole's own trainer pickles its Config and must be retrained."
         ) from error
+
+
+def checkpoint_damage(path):
+    """Why ``path`` cannot be a whole checkpoint (torch.save writes a zip archive), or None if it may be one.
+    A 0-byte or truncated file comes from a copy or a disk that failed; this project writes atomically."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return "the file is empty (0 bytes)"
+    if not zipfile.is_zipfile(path):
+        return f"its {size} bytes are not a complete torch.save archive (truncated, or not a checkpoint)"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            broken = archive.testzip()
+    except (zipfile.BadZipFile, OSError) as error:
+        return f"its archive cannot be read ({error})"
+    return f"its entry {broken} fails its checksum" if broken else None
 
 
 def save_atomically(state, path):

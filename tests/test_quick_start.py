@@ -60,3 +60,51 @@ def test_recbole_graph_models_run_on_the_pinned_stack(tiny_data, model):
         "metrics": ["Recall", "NDCG"], "topk": [20], "valid_metric": "NDCG@20"})
     assert 0 < result["test_result"]["ndcg@20"] <= 1
     assert result["best_valid_score"] == result["best_valid_result"]["ndcg@20"]
+
+
+class Killed(KeyboardInterrupt):
+    """A kill at the start of one epoch, after the previous one was checkpointed."""
+
+
+def test_a_killed_run_resumes_at_the_epoch_after_its_last_one(tiny_data, tmp_path, monkeypatch):
+    """Validation scores fall after epoch 0, so the best checkpoint stays at epoch 0: a resume from it alone
+    would redo every epoch since. The last-epoch checkpoint makes the run continue at epoch 4 after a kill
+    that came once epoch 3 had finished."""
+    from recbole.trainer import Trainer
+
+    trained, scores = [], iter([0.5 - 0.01 * step for step in range(100)])
+    train_epoch, kill_at = Trainer._train_epoch, [4]
+
+    def fake_train_epoch(self, train_data, epoch_idx, *args, **kwargs):
+        if epoch_idx == kill_at[0]:
+            raise Killed()
+        trained.append(epoch_idx)
+        return train_epoch(self, train_data, epoch_idx, *args, **kwargs)
+
+    def falling_valid_epoch(self, valid_data, show_progress=False):
+        score = next(scores)
+        return score, {"ndcg@20": score}
+
+    monkeypatch.setattr(Trainer, "_train_epoch", fake_train_epoch)
+    monkeypatch.setattr(Trainer, "_valid_epoch", falling_valid_epoch)
+    settings = {"data_path": str(tiny_data), "epochs": 7, "stopping_step": 100, "embedding_size": 8,
+                "show_progress": False, "state": "WARNING", "checkpoint_dir": str(tmp_path / "saved"),
+                "metrics": ["Recall", "NDCG"], "topk": [20], "valid_metric": "NDCG@20"}
+    with pytest.raises(Killed):
+        run_recommender("BPR", "tiny", config_dict=settings)
+    best, = (tmp_path / "saved").glob("BPR-*[0-9].pth")
+    latest = best.with_name(best.stem + ".latest.pth")
+    assert trained == [0, 1, 2, 3] and latest.is_file()
+
+    trained.clear()
+    kill_at[0] = None
+    result = run_recommender("BPR", "tiny", config_dict=settings, resume_file=str(best))
+    assert trained == [4, 5, 6]  # not [1, ..., 6]: the epochs since the best one are not redone
+    assert result["best_valid_score"] == 0.5  # the history: epoch 0 stays the best
+    assert not latest.exists()  # a finished run keeps only its best checkpoint, as RecBole does
+
+
+def test_a_resume_file_that_does_not_exist_is_named(tiny_data, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint at .*absent.pth"):
+        run_recommender("BPR", "tiny", config_dict={"data_path": str(tiny_data), "state": "WARNING"},
+                        resume_file=str(tmp_path / "absent.pth"))

@@ -60,6 +60,21 @@ def test_a_pickled_checkpoint_is_refused_with_a_clear_error(tmp_path):
         load_checkpoint(path)
 
 
+@pytest.mark.parametrize("damage, reason", [
+    (lambda data: b"", r"is damaged: the file is empty \(0 bytes\)"),
+    (lambda data: data[: len(data) // 2], r"is damaged: its \d+ bytes are not a complete torch.save archive"),
+])
+def test_a_damaged_checkpoint_is_called_damaged(tmp_path, damage, reason):
+    whole = tmp_path / "whole.pth"
+    save_atomically({"state_dict": {"w": torch.ones(64)}, "epoch": 3}, whole)
+    path = tmp_path / "damaged.pth"
+    path.write_bytes(damage(whole.read_bytes()))
+    with pytest.raises(ValueError, match=reason) as raised:
+        load_checkpoint(path)
+    assert "RecBole" not in str(raised.value)  # not the hint about pickled checkpoints
+    assert load_checkpoint(whole)["epoch"] == 3
+
+
 def test_a_missing_checkpoint_is_named_as_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint at .*absent.pth"):
         load_checkpoint(tmp_path / "absent.pth")

@@ -33,8 +33,11 @@ def planned_runs(args, extra, command):
     settings = {"runs_dir": Path(args.results) / "runs", "data_path": args.data_path,
                 "config_files": args.config_files.split(), "extra": extra, "checkpoint_dir": args.checkpoint_dir,
                 "command": command}
-    return [Run(model, overrides, dataset, int(seed), **settings)
+    runs = [Run(model, overrides, dataset, int(seed), **settings)
             for dataset in datasets for seed in comma_list(args.seeds) for model, overrides in entries]
+    for run in runs:
+        run.check_config()
+    return runs
 
 
 def main(argv=None):

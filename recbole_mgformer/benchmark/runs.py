@@ -59,6 +59,11 @@ class Run:
     def label(self):
         return f"{self.variant} on {self.dataset}, seed {self.seed}"
 
+    def check_config(self):
+        """Build the run's config alone: an unknown key or a bad value fails now, not hours into the benchmark."""
+        build_config(self.model, self.dataset, tuned_config_files(self.model, self.dataset, self.config_files),
+                     {**self.extra, **self.overrides, "seed": self.seed})
+
     def setup(self):
         self.checkpoint.parent.mkdir(parents=True, exist_ok=True)
         config_dict = {"seed": self.seed, "data_path": str(self.data_path), "checkpoint_dir": str(self.checkpoint.parent),

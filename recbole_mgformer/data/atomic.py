@@ -4,10 +4,15 @@ RecBole's reader fills short rows with NaN and stops with a pandas message on lo
 wrong header type surfaces far from its cause. These checks name the file, the line and the fix.
 """
 
+import codecs
+import collections
 import os
 
 ATOMIC_TYPES = ("token", "token_seq", "float", "float_seq")
 ATOMIC_SUFFIXES = ("inter", "user", "item", "kg", "link", "net")
+
+
+AtomicStats = collections.namedtuple("AtomicStats", "rows repeated_pairs")
 
 
 class AtomicFileError(ValueError):
@@ -28,43 +33,87 @@ def _parse_header(path, line, separator):
     return types
 
 
-def validate_atomic_file(path, separator="\t", seq_separator=" "):
-    """Raise :class:`AtomicFileError` at the first malformed line of a RecBole atomic file."""
-    with open(path, encoding="utf-8") as handle:
-        header = handle.readline()
-        if not header.strip():
-            raise AtomicFileError(f"{path}:1: the file is empty; the first line must be a header such as "
-                                  "'user_id:token<TAB>item_id:token'")
-        types = _parse_header(path, header, separator)
-        float_columns = [i for i, t in enumerate(types) if t == "float"]
-        float_seq_columns = [i for i, t in enumerate(types) if t == "float_seq"]
-        for number, line in enumerate(handle, start=2):
-            line = line.rstrip("\r\n")
-            if not line:
-                continue
-            values = line.split(separator)
-            if len(values) != len(types):
-                raise AtomicFileError(
-                    f"{path}:{number}: {len(values)} columns where the header has {len(types)}; "
-                    f"columns must be separated by {separator!r} (set field_separator if the file uses another)"
-                )
+def decoded_lines(path, encoding=None):
+    """``(number, text)`` of each line of ``path`` read as ``encoding`` (RecBole's ``encoding`` option; UTF-8
+    when unset, as RecBole's pandas reader), with file, line and fix on a byte that does not decode."""
+    encoding = encoding or "utf-8"
+    try:
+        codec = codecs.lookup(encoding).name
+    except LookupError:
+        raise AtomicFileError(f"unknown encoding {encoding!r}; set encoding to a Python codec name such as "
+                              "utf-8 or latin-1") from None
+    if codec.startswith(("utf-16", "utf-32")):  # lines are not byte-delimited: decode as text
+        try:
+            with open(path, encoding=encoding) as handle:
+                yield from enumerate(handle, start=1)
+        except UnicodeDecodeError as error:
+            raise AtomicFileError(f"{path}: not {encoding} ({error.reason}); set RecBole's encoding option to "
+                                  "the file's encoding or convert the file to UTF-8") from None
+        return
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
             try:
-                for i in float_columns:
-                    if values[i]:
-                        float(values[i])
-                for i in float_seq_columns:
-                    for part in values[i].split(seq_separator):
-                        if part:
-                            float(part)
-            except ValueError:
+                yield number, raw.decode(encoding)
+            except UnicodeDecodeError as error:
                 raise AtomicFileError(
-                    f"{path}:{number}: column {i + 1} is declared float in the header but holds {values[i]!r}; "
-                    "declare it ':token' or fix the value"
+                    f"{path}:{number}: byte {error.start + 1} of the line ({raw[error.start:error.start + 1]!r}) "
+                    f"is not {encoding}; set RecBole's encoding option to the file's encoding (e.g. "
+                    f"--encoding=latin-1 or `encoding: latin-1` in a config file) or convert the file to UTF-8"
                 ) from None
 
 
+def validate_atomic_file(path, separator="\t", seq_separator=" ", encoding=None, pair_fields=None, seen_pairs=None):
+    """Raise :class:`AtomicFileError` at the first malformed line of a RecBole atomic file; returns its number
+    of data rows and of rows whose ``pair_fields`` values (e.g. user and item) came before, in this file or in
+    ``seen_pairs`` (a set, updated)."""
+    lines = decoded_lines(path, encoding)
+    number, header = next(lines, (1, ""))
+    if not header.strip():
+        raise AtomicFileError(f"{path}:1: the file is empty; the first line must be a header such as "
+                              "'user_id:token<TAB>item_id:token'")
+    types = _parse_header(path, header, separator)
+    names = [field.partition(":")[0] for field in header.rstrip("\r\n").split(separator)]
+    pair_columns = None
+    if pair_fields and all(field in names for field in pair_fields):
+        pair_columns = [names.index(field) for field in pair_fields]
+    seen_pairs = set() if seen_pairs is None else seen_pairs
+    float_columns = [i for i, t in enumerate(types) if t == "float"]
+    float_seq_columns = [i for i, t in enumerate(types) if t == "float_seq"]
+    rows = repeated = 0
+    for number, line in lines:
+        line = line.rstrip("\r\n")
+        if not line:
+            continue
+        values = line.split(separator)
+        if len(values) != len(types):
+            raise AtomicFileError(
+                f"{path}:{number}: {len(values)} columns where the header has {len(types)}; "
+                f"columns must be separated by {separator!r} (set field_separator if the file uses another)"
+            )
+        try:
+            for i in float_columns:
+                if values[i]:
+                    float(values[i])
+            for i in float_seq_columns:
+                for part in values[i].split(seq_separator):
+                    if part:
+                        float(part)
+        except ValueError:
+            raise AtomicFileError(
+                f"{path}:{number}: column {i + 1} is declared float in the header but holds {values[i]!r}; "
+                "declare it ':token' or fix the value"
+            ) from None
+        rows += 1
+        if pair_columns:
+            pair = tuple(values[i] for i in pair_columns)
+            repeated += pair in seen_pairs
+            seen_pairs.add(pair)
+    return AtomicStats(rows, repeated)
+
+
 def validate_dataset_files(config):
-    """Check every atomic file RecBole will read for ``config``'s dataset."""
+    """Check every atomic file RecBole will read for ``config``'s dataset; returns the number of repeated
+    (user, item) interactions over its interaction files."""
     data_path, dataset = config["data_path"], config["dataset"]
     if not os.path.isdir(data_path):
         raise FileNotFoundError(
@@ -80,5 +129,14 @@ def validate_dataset_files(config):
             f"no interaction file in {data_path!r}: expected {dataset}.inter"
             + (f" or {', '.join(n for n in names if n.endswith('.inter') and n.count('.') > 1)}" if benchmarks else "")
         )
+    pairs, repeated = set(), 0
     for name in present:
-        validate_atomic_file(os.path.join(data_path, name), config["field_separator"], config["seq_separator"])
+        path = os.path.join(data_path, name)
+        is_inter = name.endswith(".inter")
+        stats = validate_atomic_file(path, config["field_separator"], config["seq_separator"], config["encoding"],
+                                     (config["USER_ID_FIELD"], config["ITEM_ID_FIELD"]) if is_inter else None, pairs)
+        if is_inter and stats.rows == 0:
+            raise AtomicFileError(f"{path}: the file has a header but no interactions; add rows below the header "
+                                  "(or check that the right file is in data_path)")
+        repeated += stats.repeated_pairs
+    return repeated

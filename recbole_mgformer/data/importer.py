@@ -24,6 +24,8 @@ import os
 import sys
 from pathlib import Path
 
+from recbole_mgformer.data.atomic import decoded_lines
+
 FORMATS = ("selfrec", "lightgcn", "pairs")
 SPLITS = ("train", "valid", "test")
 
@@ -67,19 +69,19 @@ def _parse_line(fmt, line, where):
     return fields[0], fields[1:]
 
 
-def read_source(path, fmt):
-    """``[(user, item), ...]`` in file order, and the number of users listed without items."""
+def read_source(path, fmt, encoding="utf-8"):
+    """``[(user, item), ...]`` in file order, and the number of users listed without items; a byte that is not
+    ``encoding`` stops the import with the file and line."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     pairs, empty_users = [], 0
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            user, items = _parse_line(fmt, line.rstrip("\r\n"), f"{path}:{number}")
-            if not items:
-                empty_users += 1
-            pairs.extend((user, item) for item in items)
+    for number, line in decoded_lines(path, encoding):
+        if not line.strip():
+            continue
+        user, items = _parse_line(fmt, line.rstrip("\r\n"), f"{path}:{number}")
+        if not items:
+            empty_users += 1
+        pairs.extend((user, item) for item in items)
     return pairs, empty_users
 
 
@@ -100,13 +102,14 @@ def _summarise(summary, pairs):
     summary.repeated_pairs = len(pairs) - len(set(pairs))
 
 
-def import_merged(fmt, inputs, name, output):
-    """One ``<output>/<name>/<name>.inter`` from ``inputs``, with per-user positions as ``timestamp``."""
+def import_merged(fmt, inputs, name, output, encoding="utf-8"):
+    """One ``<output>/<name>/<name>.inter`` from ``inputs`` (read as ``encoding``, written as UTF-8), with
+    per-user positions as ``timestamp``."""
     folder = Path(output) / name
     folder.mkdir(parents=True, exist_ok=True)
     summary, pairs = ImportSummary(), []
     for path in inputs:
-        source, empty = read_source(path, fmt)
+        source, empty = read_source(path, fmt, encoding)
         pairs += source
         summary.users_without_items += empty
     positions, rows = {}, []
@@ -120,7 +123,7 @@ def import_merged(fmt, inputs, name, output):
     return summary
 
 
-def import_presplit(fmt, splits, name, output):
+def import_presplit(fmt, splits, name, output, encoding="utf-8"):
     """``<name>.train.inter`` / ``.valid.inter`` / ``.test.inter`` from ``{"train": path, ...}``."""
     missing = [s for s in SPLITS if not splits.get(s)]
     if missing:
@@ -130,7 +133,7 @@ def import_presplit(fmt, splits, name, output):
     folder.mkdir(parents=True, exist_ok=True)
     summary, everything = ImportSummary(), []
     for split in SPLITS:
-        pairs, empty = read_source(splits[split], fmt)
+        pairs, empty = read_source(splits[split], fmt, encoding)
         summary.users_without_items += empty
         target = folder / f"{name}.{split}.inter"
         _write(target, pairs, with_position=False)
@@ -145,6 +148,8 @@ def main(argv=None):
     parser.add_argument("--format", required=True, choices=FORMATS)
     parser.add_argument("--name", required=True, help="dataset name: files go to OUTPUT/NAME/NAME.*.inter")
     parser.add_argument("--output", default="dataset", help="RecBole's data_path (default: dataset)")
+    parser.add_argument("--encoding", default="utf-8", help="encoding of the input files (default utf-8, e.g. "
+                                                               "latin-1); the atomic files are written as UTF-8")
     parser.add_argument("inputs", nargs="*", help="files merged, in this order, into one NAME.inter")
     for split in SPLITS:
         parser.add_argument(f"--{split}", help=f"the {split} file of a pre-split dataset")
@@ -156,9 +161,9 @@ def main(argv=None):
         parser.error("give input files to merge, or --train, --valid and --test")
     try:
         if args.inputs:
-            summary = import_merged(args.format, args.inputs, args.name, args.output)
+            summary = import_merged(args.format, args.inputs, args.name, args.output, args.encoding)
         else:
-            summary = import_presplit(args.format, splits, args.name, args.output)
+            summary = import_presplit(args.format, splits, args.name, args.output, args.encoding)
     except (SourceFormatError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

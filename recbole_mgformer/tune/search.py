@@ -89,7 +89,10 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         ensure_dataset(dataset, data_path)
     except FileNotFoundError as error:
         raise TuneSetupError(str(error)) from None
-    config = _driver_config(model, dataset, config_files, {**overrides, "data_path": data_path})
+    try:
+        config = _driver_config(model, dataset, config_files, {**overrides, "data_path": data_path})
+    except ValueError as error:  # config_check: an unknown or non-finite fixed setting, a GPU that is not there
+        raise TuneSetupError(str(error)) from None
     check_keys(parsed, config, model, source)
     ray_space(parsed, search)  # rejects a space the search algorithm cannot use
     if search == "hyperopt":

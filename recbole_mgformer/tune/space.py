@@ -8,7 +8,9 @@ from pathlib import Path
 import yaml
 from recbole.config import Config
 
+from recbole_mgformer.config_check import known_keys
 from recbole_mgformer.defaults import properties_dir
+from recbole_mgformer.registry import get_model
 
 DISTRIBUTIONS = {
     "choice": "a non-empty list of values, e.g. {choice: [32, 64, 128]}",
@@ -81,10 +83,12 @@ def parse_space(raw, source="the space"):
 
 
 def check_keys(parsed, config, model, source="the space"):
-    """Every searched key must be a key of the model's final config: a typo fails before any trial starts."""
+    """Every searched key must be a key the run reads (or one of ``extra_config_keys``): a typo fails before any
+    trial starts."""
+    known = known_keys(config, get_model(model))  # as build_config checks the fixed settings
     for key in parsed:
-        if key not in config:
-            close = difflib.get_close_matches(key, [str(k) for k in config.final_config_dict], n=3)
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3)
             hint = f"did you mean {', '.join(close)}?" if close else \
                 f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"
             raise TuneSetupError(f"{source}: {model} has no config key {key!r}; {hint}")

@@ -166,17 +166,17 @@ CONTEXT = ("benchmark_table: context\nbenchmark_page: context\nload_col: {inter:
            "train_neg_sample_args: ~\nmetrics: [AUC, LogLoss]\nvalid_metric: AUC\n")
 
 
-@pytest.mark.parametrize("kind, protocol, model, headline", [
-    ("sequential", SEQUENTIAL, "GRU4Rec", "test recall@10"),
-    ("context", CONTEXT, "LR", "test auc"),
+@pytest.mark.parametrize("kind, protocol, model, own_settings, headline", [
+    ("sequential", SEQUENTIAL, "GRU4Rec", ["--hidden_size=8"], "test recall@10"),
+    ("context", CONTEXT, "LR", [], "test auc"),  # LR reads no hidden_size: passing one would be an unknown key
 ])
 def test_every_kind_of_model_runs_records_and_renders_the_same_way(dataset_configs, tmp_path, capsys, kind,
-                                                                    protocol, model, headline):
+                                                                    protocol, model, own_settings, headline):
     dataset_configs("tinyseq", protocol)  # the dataset's config gives the protocol and the table
     args = ["--models", f"{model}[embedding_size=8]", "--datasets", "tinyseq", "--seeds", "1",
             "--data_path", str(write_histories(tmp_path / "data")), "--results", str(tmp_path / "results"),
-            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=2", "--hidden_size=8", "--train_batch_size=16",
-            "--stopping_step=50", "--state=WARNING"]
+            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=2", "--train_batch_size=16",
+            "--stopping_step=50", "--state=WARNING", *own_settings]
     assert main(args) == 0
     assert f"[1/1] {model} embedding_size=8 on tinyseq, seed 1: {headline}" in capsys.readouterr().out
     record = json.loads((tmp_path / "results" / "runs" / "tinyseq" / f"{model.lower()}-embedding-size-8-seed1.json")

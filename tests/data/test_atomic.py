@@ -36,3 +36,48 @@ def test_the_runner_rejects_a_malformed_dataset_before_training(tmp_path):
 def test_the_runner_explains_a_missing_dataset(tmp_path):
     with pytest.raises(FileNotFoundError, match="dataset folder .* does not exist"):
         run_recommender("MGFormer", "nowhere", config_dict={"data_path": str(tmp_path)})
+
+
+def latin1_dataset(folder, name="latin"):
+    """A dataset whose item names are latin-1 bytes (``café``), not UTF-8."""
+    (folder / name).mkdir(parents=True)
+    lines = ["user_id:token\titem_id:token"] + [f"u{u}\t{item}{(u + k) % 12}" for u in range(20) for k in range(6)
+                                                for item in ("caf\xe9",)]
+    (folder / name / f"{name}.inter").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
+    return folder
+
+
+def test_a_file_in_another_encoding_is_named_by_file_and_line(tmp_path):
+    path = latin1_dataset(tmp_path) / "latin" / "latin.inter"
+    with pytest.raises(AtomicFileError, match=r"latin.inter:2: byte 7 of the line \(b'\\xe9'\) is not utf-8; set "
+                                              r"RecBole's encoding option .*--encoding=latin-1"):
+        validate_atomic_file(path)
+    assert validate_atomic_file(path, encoding="latin-1").rows == 120
+
+
+def test_the_runner_honours_recboles_encoding_option(tmp_path):
+    data = latin1_dataset(tmp_path / "data")
+    settings = {"data_path": str(data), "epochs": 1, "show_progress": False, "state": "WARNING",
+                "metrics": ["Recall"], "topk": [5], "valid_metric": "Recall@5"}
+    with pytest.raises(AtomicFileError, match="latin.inter:2: .* is not utf-8"):
+        run_recommender("Pop", "latin", config_dict=settings, saved=False)
+    result = run_recommender("Pop", "latin", config_dict={**settings, "encoding": "latin-1"}, saved=False)
+    assert 0 <= result["test_result"]["recall@5"] <= 1
+
+
+def test_an_interaction_file_with_a_header_only_is_named(tmp_path):
+    folder = tmp_path / "data" / "hollow"
+    folder.mkdir(parents=True)
+    (folder / "hollow.inter").write_text("user_id:token\titem_id:token\n")
+    with pytest.raises(AtomicFileError, match=r"hollow.inter: the file has a header but no interactions"):
+        run_recommender("BPR", "hollow", config_dict={"data_path": str(tmp_path / "data")})
+
+
+def test_repeated_pairs_are_counted_within_and_across_files(tmp_path):
+    first, second = tmp_path / "a.inter", tmp_path / "b.inter"
+    first.write_text("user_id:token\titem_id:token\trating:float\n1\t2\t5\n1\t2\t4\n2\t2\t3\n")
+    second.write_text("item_id:token\tuser_id:token\n2\t1\n3\t1\n")
+    seen = set()
+    assert validate_atomic_file(first, pair_fields=("user_id", "item_id"), seen_pairs=seen) == (3, 1)
+    assert validate_atomic_file(second, pair_fields=("user_id", "item_id"), seen_pairs=seen) == (2, 1)
+    assert validate_atomic_file(first) == (3, 0)  # no pair fields: nothing counted

@@ -88,3 +88,14 @@ def test_leave_one_out_config_tests_each_users_last_item(tmp_path):
     valid_items = tokens("item_id", valid_data._dataset.inter_feat["item_id"].tolist())
     valid_users = tokens("user_id", valid_data._dataset.inter_feat["user_id"].tolist())
     assert dict(zip(valid_users, valid_items)) == {u: f"i{(k + 5) % 15}" for k, u in enumerate(users)}
+
+
+def test_a_latin1_source_is_named_by_file_and_line_and_imports_with_its_encoding(tmp_path, capsys):
+    source = tmp_path / "latin.txt"
+    source.write_bytes("u1:i1 i2\nu2:caf\xe9 i1\n".encode("latin-1"))
+    assert main(["--format", "selfrec", "--name", "x", "--output", str(tmp_path), str(source)]) == 2
+    assert f"{source}:2: byte 7 of the line (b'\\xe9') is not utf-8" in capsys.readouterr().err
+    assert main(["--format", "selfrec", "--name", "x", "--output", str(tmp_path), "--encoding", "latin-1",
+                 str(source)]) == 0
+    _, body = rows(tmp_path / "x" / "x.inter")  # written as UTF-8
+    assert ["u2", "café", "0"] in body
