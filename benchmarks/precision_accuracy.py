@@ -22,7 +22,7 @@ METRICS = ("recall@20", "ndcg@20")
 
 
 def main(argv=None):
-    from benchmarks.recorded_run import timing_provenance
+    from benchmarks.recorded_run import timing_provenance, write_table
     from recbole_mgformer import run_recommender
     from recbole_mgformer.records import git_commit, machine, package_versions, write_record
 
@@ -71,12 +71,9 @@ def main(argv=None):
             lines.append(f"| {split} {metric} | {cells[0]} | {cells[1]} | {statistics.mean(diffs):+.4f} "
                          f"({min(diffs):+.4f}, {max(diffs):+.4f}) |")
     seconds = {p: statistics.mean(r["seconds"] for r in records if r["precision"] == p) for p in ("fp32", "bf16")}
-    lines += ["", f"Mean wall time of a run: fp32 {seconds['fp32']:.0f} s, bf16 {seconds['bf16']:.0f} s.", "",
-              timing_provenance(commit, len(records), {"seeds": args.seeds}), ""]
-    table = Path(args.results) / f"precision-{args.dataset}.md"
-    table.parent.mkdir(parents=True, exist_ok=True)
-    table.write_text("\n".join(lines))
-    print("\n".join(lines))
+    lines += ["", f"Mean wall time of a run: fp32 {seconds['fp32']:.0f} s, bf16 {seconds['bf16']:.0f} s."]
+    write_table(Path(args.results) / f"precision-{args.dataset}.md", lines,
+                timing_provenance(commit, len(records), {"seeds": args.seeds}))
 
 
 if __name__ == "__main__":

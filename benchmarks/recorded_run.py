@@ -17,3 +17,14 @@ def write_timing_record(results, kind, dataset, records, provenance):
     stamp = time.strftime("%Y%m%d-%H%M%S")
     write_record(Path(results) / "runs" / kind / f"epoch-time-{dataset}-{stamp}.json",
                  {"records": records, "provenance": provenance, "versions": package_versions()})
+
+
+def write_table(path, lines, provenance):
+    """A timing table's markdown: ``lines`` then the provenance line; printed too. Returns the path."""
+    path = Path(path)
+    text = "\n".join([*lines, "", provenance, ""])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(text)
+    print(f"wrote {path}")
+    return path

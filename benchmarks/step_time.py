@@ -112,7 +112,7 @@ def matmul_roofs(n_nodes, width, device, repeats=10):
 def main(argv=None):
     import torch
 
-    from benchmarks.recorded_run import timing_provenance
+    from benchmarks.recorded_run import timing_provenance, write_table
     from recbole_mgformer.benchmark import parse_entry, split_models, variant_name
     from recbole_mgformer.records import git_commit, package_versions, write_record
 
@@ -201,12 +201,7 @@ def main(argv=None):
                      f"{r['step_ms_max']} | {r['ratio_to_lightgcn']} | {r['ratio_to_attention_false'] or ''} | "
                      f"{r['gflop_per_step'] or ''} | {r['achieved_gflops'] or ''} | "
                      f"{format(r['fraction_of_roof'], '.0%') if r['fraction_of_roof'] else ''} |")
-    lines += ["", provenance, ""]
-    table = Path(args.results) / f"step_time-{args.dataset}.md"
-    table.parent.mkdir(parents=True, exist_ok=True)
-    table.write_text("\n".join(lines))
-    print("\n".join(lines))
-    print(f"wrote {table}")
+    write_table(Path(args.results) / f"step_time-{args.dataset}.md", lines, provenance)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def train_timed(model, overrides, dataset, seed, max_minutes, data_path):
 
 
 def main(argv=None):
-    from benchmarks.recorded_run import timing_provenance
+    from benchmarks.recorded_run import timing_provenance, write_table
     from recbole_mgformer.benchmark import parse_entry, slug, split_models, variant_name
     from recbole_mgformer.records import git_commit, machine, package_versions, read_records, write_record
 
@@ -115,11 +115,8 @@ def main(argv=None):
                      f"{s.get('embedding_size')} | {target} | {r['seconds_to_best']:.0f} ({r['best_epoch']}{capped}) "
                      f"| {r['best_valid']:.4f} | {r['history'][-1][1] / r['epochs']:.1f} | {r['machine']}, "
                      f"{r['threads']} | ")
-    lines += ["", timing_provenance(commit, 1, {"seed": args.seed, "max_minutes": args.max_minutes}), ""]
-    table = Path(args.results) / f"time_to_accuracy-{args.dataset}.md"
-    table.parent.mkdir(parents=True, exist_ok=True)
-    table.write_text("\n".join(lines))
-    print("\n".join(lines))
+    write_table(Path(args.results) / f"time_to_accuracy-{args.dataset}.md", lines,
+                timing_provenance(commit, 1, {"seed": args.seed, "max_minutes": args.max_minutes}))
 
 
 if __name__ == "__main__":
