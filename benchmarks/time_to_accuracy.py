@@ -14,7 +14,6 @@ results/performance/time_to_accuracy-<dataset>.md.
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
