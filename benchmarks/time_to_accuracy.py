@@ -25,7 +25,10 @@ class StopTraining(Exception):
 
 
 def train_timed(model, overrides, dataset, seed, max_minutes, data_path):
-    """Train with the leaderboard's settings; -> per-epoch (epoch, cumulative seconds, valid score) and config."""
+    """Train with the leaderboard's settings; -> per-epoch (epoch, cumulative seconds, valid score), the best
+    epoch, whether the time cap stopped it, the config, and the matmuls' resolved precision."""
+    import torch
+
     from recbole_mgformer.data.sources import ensure_dataset
     from recbole_mgformer.defaults import benchmark_config_file
     from recbole_mgformer.quick_start import build_config, prepare
@@ -35,7 +38,7 @@ def train_timed(model, overrides, dataset, seed, max_minutes, data_path):
     tuned = benchmark_config_file(model, dataset)
     config, _ = build_config(model, dataset, [tuned] if tuned else [], {
         "seed": seed, "data_path": data_path, "show_progress": False, "state": "WARNING", **overrides})
-    _, trainer, (train_data, valid_data, _) = prepare(config)
+    model_instance, trainer, (train_data, valid_data, _) = prepare(config)
     timer = RunTimer(trainer)
 
     def stop_when_over_time(epoch, _score):
@@ -51,7 +54,8 @@ def train_timed(model, overrides, dataset, seed, max_minutes, data_path):
     for (epoch, score), train_s, valid_s in zip(timer.valid_scores, timer.train_seconds, timer.valid_seconds):
         elapsed += train_s + valid_s  # validation runs every epoch (eval_step 1), so the lists align
         history.append((epoch, round(elapsed, 1), score))
-    return history, timer.best_epoch(config["valid_metric_bigger"]), capped, config
+    matmuls = "bf16" if getattr(model_instance, "matmul_dtype", None) == torch.bfloat16 else "fp32"
+    return history, timer.best_epoch(config["valid_metric_bigger"]), capped, config, matmuls
 
 
 def main(argv=None):
@@ -81,7 +85,7 @@ def main(argv=None):
             print(f"[skip] {name}: {path} exists", flush=True)
             continue
         print(f"[run ] {name}", flush=True)
-        history, best_epoch, capped, config = train_timed(model, overrides, args.dataset, args.seed,
+        history, best_epoch, capped, config, matmuls = train_timed(model, overrides, args.dataset, args.seed,
                                                           args.max_minutes, args.data_path)
         reached = next(((e, s, v) for e, s, v in history if v >= args.target), None)
         best = next((e, s, v) for e, s, v in history if e == best_epoch)
@@ -92,7 +96,7 @@ def main(argv=None):
             "epochs": len(history), "history": history, "threads": args.threads,
             "settings": {k: config[k] for k in ("train_batch_size", "learning_rate", "embedding_size")
                          if k in config.final_config_dict},
-            "precision": config["precision"] if "precision" in config.final_config_dict else "fp32",
+            "precision": matmuls,  # resolved: `precision: auto` is bf16 where the hardware multiplies it natively
             "commit": commit, "versions": package_versions(), "machine": machine()})
         print(f"[done] {name}: target at {reached[1] if reached else '-'} s, best epoch {best_epoch} at {best[1]} s"
               f"{' (capped)' if capped else ''}", flush=True)
