@@ -1,4 +1,4 @@
-"""RecBole 1.2.1 on today's numpy, scipy, pandas and torch: every repair in one place, applied once.
+"""RecBole 1.2.1 on today's numpy, scipy, pandas, torch and hyperopt: every repair in one place, applied once.
 
 Each repair names the RecBole lines it mends and applies only where the breakage exists (``needed``), so the
 tested 3.11 pin set runs RecBole's own code. Nothing global is switched off: ``torch.load`` keeps
@@ -8,6 +8,7 @@ tested 3.11 pin set runs RecBole's own code. Nothing global is switched off: ``t
 
 import contextlib
 import functools
+from importlib import metadata
 
 import numpy
 import pandas
@@ -22,12 +23,21 @@ def _version(module):
     return tuple(int(part) for part in module.__version__.split("+")[0].split(".")[:2])
 
 
+def _installed_version(distribution):
+    """(major, minor, micro) of an installed distribution, without importing it; None when absent."""
+    try:
+        return tuple(int(part) for part in metadata.version(distribution).split(".")[:3] if part.isdigit())
+    except metadata.PackageNotFoundError:
+        return None
+
+
 NEEDED = {
     "numpy2_aliases": _version(numpy) >= (2, 0),
     "scipy_dok_update": not hasattr(getattr(scipy.sparse, "dok_matrix"), "_update"),
     "pandas3_fillna": _version(pandas) >= (3, 0),
     "pandas3_agg_len": _version(pandas) >= (3, 0),
     "torch_weights_only_checkpoints": _version(torch) >= (2, 6),
+    "hyperopt_generator": (_installed_version("hyperopt") or (0,)) >= (0, 2, 7),
 }
 
 
@@ -183,12 +193,35 @@ def _repair_torch_weights_only_checkpoints():
     _replace(Trainer, "evaluate", evaluate)
 
 
+# ------------------------------------------------------------------------------------------------ hyperopt >= 0.2.7
+
+
+def _repair_hyperopt_generator():
+    """RecBole's exhaustive search (``HyperTuning(algo="exhaustive")``, its default) draws with
+    ``np.random.RandomState(seed)`` (recbole/trainer/hyper_tuning.py:118); hyperopt 0.2.7 samples with
+    ``rng.integers``, a ``numpy.random.Generator`` method, so every search failed on its first draw. The search
+    runs with a Generator in that one place."""
+    from recbole.trainer import hyper_tuning
+
+    search = hyper_tuning.exhaustive_search
+    ORIGINALS.setdefault("hyper_tuning.exhaustive_search", search)
+
+    @functools.wraps(search)
+    def exhaustive_search(*args, **kwargs):
+        generator = numpy.random.Generator  # not default_rng: it checks isinstance(seed, numpy.random.RandomState)
+        with _patched(numpy.random, "RandomState", lambda seed=None: generator(numpy.random.PCG64(seed))):
+            return search(*args, **kwargs)
+
+    hyper_tuning.exhaustive_search = exhaustive_search
+
+
 REPAIRS = {
     "numpy2_aliases": _repair_numpy2_aliases,
     "scipy_dok_update": _repair_scipy_dok_update,
     "pandas3_fillna": _repair_pandas3_fillna,
     "pandas3_agg_len": _repair_pandas3_agg_len,
     "torch_weights_only_checkpoints": _repair_torch_weights_only_checkpoints,
+    "hyperopt_generator": _repair_hyperopt_generator,
 }
 
 

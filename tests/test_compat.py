@@ -177,3 +177,32 @@ def test_without_the_torch_repair_recboles_checkpoint_does_not_load(tiny_data, t
 def test_each_repair_is_applied_once_and_only_where_needed():
     assert compat.apply() == [name for name, needed in compat.NEEDED.items() if needed]
     assert compat.apply() == compat.APPLIED
+
+
+def exhaustive_search_over_two_values(tmp_path):
+    from recbole.trainer import HyperTuning
+
+    seen = []
+
+    def objective(config_dict, config_file_list):
+        seen.append(config_dict["x"])
+        return {"model": "none", "best_valid_score": config_dict["x"], "valid_score_bigger": True,
+                "best_valid_result": {}, "test_result": {}}
+
+    tuner = HyperTuning(objective, params_dict={"choice": {"x": [1, 2]}}, algo="exhaustive")
+    tuner.run()
+    return sorted(seen)
+
+
+def test_recboles_exhaustive_search_draws_every_value(tmp_path):
+    pytest.importorskip("hyperopt")
+    assert exhaustive_search_over_two_values(tmp_path) == [1, 2]
+
+
+@needs["hyperopt_generator"]
+def test_without_the_hyperopt_repair_the_exhaustive_search_fails(tmp_path, monkeypatch):
+    from recbole.trainer import hyper_tuning
+
+    monkeypatch.setattr(hyper_tuning, "exhaustive_search", compat.ORIGINALS["hyper_tuning.exhaustive_search"])
+    with pytest.raises(AttributeError, match="integers"):
+        exhaustive_search_over_two_values(tmp_path)
