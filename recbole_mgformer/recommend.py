@@ -19,6 +19,7 @@ import argparse
 import csv
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -184,6 +185,7 @@ def main(argv=None):
     parser.add_argument("--export-embeddings", metavar="DIR", help="write user and item representations to DIR")
     parser.add_argument("--data_path", help="RecBole's data folder, when it moved since training")
     args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore", category=FutureWarning, module="recbole")  # pandas 2's notes on RecBole's code
     if not args.users and not args.export_embeddings:
         parser.error("give --users, --export-embeddings, or both")
     try:

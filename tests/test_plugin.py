@@ -76,8 +76,8 @@ def test_recbole_get_model_finds_every_project_model(name):
 
 def test_registration_needs_neither_lightgbm_nor_xgboost_nor_ray():
     code = ("import sys; import recbole_mgformer; from recbole.utils import get_model; "
-            "[get_model(n) for n in %r]; "
-            "bad = [m for m in ('lightgbm', 'xgboost', 'ray') if m in sys.modules]; assert not bad, bad" % PROJECT_MODELS)
+            f"[get_model(n) for n in {PROJECT_MODELS!r}]; "
+            "bad = [m for m in ('lightgbm', 'xgboost', 'ray') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -126,17 +126,18 @@ def test_get_trainer_finds_the_project_trainer():
     assert get_trainer(ModelType.CONTEXT, "CSA") is CSATrainer
 
 
-def test_recbole_hyper_tuning_searches_a_project_model(tmp_path):
+@pytest.mark.parametrize("name", PROJECT_MODELS)
+def test_recbole_hyper_tuning_searches_a_project_model(tmp_path, name):
     pytest.importorskip("hyperopt")
     from recbole.quick_start import objective_function
     from recbole.trainer import HyperTuning
 
-    dataset, _, settings = settings_for("MGFormer", tmp_path / "data")
+    dataset, files, settings = settings_for(name, tmp_path / "data")
     fixed = tmp_path / "fixed.yaml"
-    fixed.write_text(yaml.safe_dump({**settings, "model": "MGFormer", "dataset": dataset,
+    fixed.write_text(yaml.safe_dump({**settings, "model": name, "dataset": dataset,
                                      "checkpoint_dir": str(tmp_path / "saved")}))
-    tuner = HyperTuning(objective_function, params_dict={"choice": {"uniformity_weight": [0.5, 2.0]}},
-                        fixed_config_file_list=[str(fixed)], algo="exhaustive", max_evals=2)
+    tuner = HyperTuning(objective_function, params_dict={"choice": {"learning_rate": [0.001, 0.01]}},
+                        fixed_config_file_list=files + [str(fixed)], algo="exhaustive", max_evals=2)
     tuner.run()
-    assert len(tuner.params2result) == 2 and tuner.best_params["uniformity_weight"] in (0.5, 2.0)
-    assert all(result["model"] == "MGFormer" for result in tuner.params2result.values())
+    assert len(tuner.params2result) == 2 and tuner.best_params["learning_rate"] in (0.001, 0.01)
+    assert all(result["model"] == name for result in tuner.params2result.values())

@@ -113,7 +113,8 @@ def test_sequential_and_context_checkpoints_get_a_clear_error(tmp_path):
     (data / "seq.inter").write_text("\n".join(lines) + "\n")
     run_recommender("GRU4Rec", "seq", config_dict={
         "data_path": str(tmp_path / "data"), "epochs": 1, "embedding_size": 8, "hidden_size": 8, "show_progress": False,
-        "state": "WARNING", "train_neg_sample_args": None, "load_col": {"inter": ["user_id", "item_id", "timestamp"]}, "checkpoint_dir": str(tmp_path / "saved"),
+        "state": "WARNING", "train_neg_sample_args": None, "checkpoint_dir": str(tmp_path / "saved"),
+        "load_col": {"inter": ["user_id", "item_id", "timestamp"]},
         "eval_args": {"split": {"LS": "valid_and_test"}, "order": "TO", "mode": "full"}})
     (checkpoint,) = (tmp_path / "saved").glob("GRU4Rec-*.pth")
     with pytest.raises(ValueError, match="sequential model.*recommend supports general models"):
