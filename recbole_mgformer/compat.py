@@ -8,6 +8,7 @@ tested 3.11 pin set runs RecBole's own code. Nothing global is switched off: ``t
 
 import contextlib
 import functools
+import warnings
 from importlib import metadata
 
 import numpy
@@ -124,19 +125,26 @@ def _repair_pandas3_fillna():
     from recbole.data.dataset import Dataset
     from recbole.utils import FeatureType
 
-    _while_running(Dataset, "_load_feat",
-                   lambda: _patched(pandas, "read_csv", _read_csv_filling_sequences(pandas.read_csv)))
-    recbole_fill_nan = Dataset._fill_nan
+    @contextlib.contextmanager
+    def sequences_filled():
+        with _patched(pandas, "read_csv", _read_csv_filling_sequences(pandas.read_csv)), warnings.catch_warnings():
+            warnings.simplefilter("ignore", pandas.errors.ChainedAssignmentError)  # line 501, now a harmless no-op
+            yield
 
-    def _fill_nan(self):
+    _while_running(Dataset, "_load_feat", sequences_filled)
+
+    def _fill_nan(self):  # RecBole's method with its two fillna calls as assignments
         for feat_name in self.feat_name_list:
             feat = getattr(self, feat_name)
             for field in feat:
-                if self.field2type[field] == FeatureType.TOKEN:
+                ftype = self.field2type[field]
+                if ftype == FeatureType.TOKEN:
                     feat[field] = feat[field].fillna(value=0)
-                elif self.field2type[field] == FeatureType.FLOAT:
+                elif ftype == FeatureType.FLOAT:
                     feat[field] = feat[field].fillna(value=feat[field].mean())
-        recbole_fill_nan(self)  # the sequence fields (assignments, unaffected); tokens and floats are filled
+                else:
+                    dtype = numpy.int64 if ftype == FeatureType.TOKEN_SEQ else numpy.float64
+                    feat[field] = feat[field].apply(lambda x: numpy.array([], dtype=dtype) if isinstance(x, float) else x)
 
     _replace(Dataset, "_fill_nan", _fill_nan)
 
