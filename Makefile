@@ -6,7 +6,10 @@
 #   any other (make test PYTHON=python3.13): today's newest releases (numpy 2, pandas 3, newest torch and Ray) in .venv-py313
 # STACK=latest or STACK=pinned overrides the choice.
 PYTHON ?= python3
-PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+ifeq ($(PY_VERSION),)
+$(error PYTHON=$(PYTHON) does not run; name an interpreter, e.g. PYTHON=$$(pyenv root)/versions/3.13.0/bin/python3.13)
+endif
 STACK ?= $(if $(filter 3.11,$(PY_VERSION)),pinned,latest)
 VENV ?= $(if $(filter pinned,$(STACK)),.venv,.venv-py$(subst .,,$(PY_VERSION)))
 PY := $(VENV)/bin/python
