@@ -8,37 +8,40 @@ tested 3.11 pin set runs RecBole's own code. Nothing global is switched off: ``t
 
 import contextlib
 import functools
+import re
 import warnings
 from importlib import metadata
 
 import numpy
 import pandas
-import scipy
-import torch
+import scipy.sparse
 
 ORIGINALS = {}  # "Class.method" -> RecBole's function, kept for the tests and for callers that need it
 APPLIED = []  # names of the repairs applied in this process
 
 
-def _version(module):
-    return tuple(int(part) for part in module.__version__.split("+")[0].split(".")[:2])
+def _parse(version):
+    """'2.13.0+cpu' -> (2, 13, 0); '3.0.0rc1' -> (3, 0, 0)."""
+    return tuple(int(number) for number in re.findall(r"^\d+|(?<=\.)\d+", version)[:3])
 
 
 def _installed_version(distribution):
-    """(major, minor, micro) of an installed distribution, without importing it; None when absent."""
+    """(major, minor, micro) of an installed distribution, without importing it; (0,) when absent."""
     try:
-        return tuple(int(part) for part in metadata.version(distribution).split(".")[:3] if part.isdigit())
+        return _parse(metadata.version(distribution))
     except metadata.PackageNotFoundError:
-        return None
+        return (0,)
 
 
 NEEDED = {
-    "numpy2_aliases": _version(numpy) >= (2, 0),
-    "scipy_dok_update": not hasattr(getattr(scipy.sparse, "dok_matrix"), "_update"),
-    "pandas3_fillna": _version(pandas) >= (3, 0),
-    "pandas3_agg_len": _version(pandas) >= (3, 0),
-    "torch_weights_only_checkpoints": _version(torch) >= (2, 6),
-    "hyperopt_generator": (_installed_version("hyperopt") or (0,)) >= (0, 2, 7),
+    "numpy2_aliases": _parse(numpy.__version__) >= (2, 0),
+    "scipy_dok_update": not hasattr(scipy.sparse.dok_matrix, "_update"),
+    "pandas3_fillna": _parse(pandas.__version__) >= (3, 0),
+    "pandas3_agg_len": _parse(pandas.__version__) >= (3, 0),
+    # broken from torch 2.6 on; applied on every torch so that every checkpoint is weights-only, as
+    # load_data_and_model (recbole_mgformer.checkpoints) reads them
+    "torch_weights_only_checkpoints": True,
+    "hyperopt_generator": _installed_version("hyperopt") >= (0, 2, 7),
 }
 
 
