@@ -1,4 +1,9 @@
-"""MGFormer and its baselines as RecBole models, with one runner for all of them."""
+"""MGFormer and its baselines as RecBole models, with one runner for all of them.
+
+Importing the package repairs RecBole 1.2.1 for today's numpy, scipy, pandas and torch
+(:mod:`recbole_mgformer.compat`) and registers the models with RecBole's own entry points
+(:func:`register`, see :mod:`recbole_mgformer.plugin`).
+"""
 
 __version__ = "0.1.0"
 
@@ -10,4 +15,21 @@ def run_recommender(*args, **kwargs):
     return run(*args, **kwargs)
 
 
-__all__ = ["run_recommender", "__version__"]
+def register():
+    """See :func:`recbole_mgformer.plugin.register`: RecBole's ``get_model``, ``run_recbole``,
+    ``load_data_and_model`` and ``HyperTuning`` find this project's models. Idempotent."""
+    from recbole_mgformer.plugin import register as register_with_recbole
+
+    register_with_recbole()
+
+
+def recommend(*args, **kwargs):
+    """See :func:`recbole_mgformer.recommend.recommend` (imported on first use)."""
+    from recbole_mgformer.recommend import recommend as top_k
+
+    return top_k(*args, **kwargs)
+
+
+register()
+
+__all__ = ["recommend", "register", "run_recommender", "__version__"]

@@ -1,12 +1,30 @@
 """Base classes shared by this package's models."""
 
+import copy
+
 import torch
 from recbole.model.abstract_recommender import GeneralRecommender
 
 from recbole_mgformer.model.graph import normalized_adjacency
 
 
-class GraphRecommender(GeneralRecommender):
+class SharedSparseBuffers:
+    """``copy.deepcopy`` of a model shares its sparse buffers (graphs built from the data, never trained):
+    torch cannot deep-copy a sparse CSR tensor, and RecBole's ``run_recbole`` deep-copies every model to
+    count its FLOPs (``get_flops`` in recbole/utils/utils.py)."""
+
+    def __deepcopy__(self, memo):
+        for module in self.modules():
+            for buffer in module._buffers.values():
+                if buffer is not None and buffer.layout != torch.strided:
+                    memo[id(buffer)] = buffer
+        copied = self.__class__.__new__(self.__class__)
+        memo[id(self)] = copied
+        copied.__dict__.update({key: copy.deepcopy(value, memo) for key, value in self.__dict__.items()})
+        return copied
+
+
+class GraphRecommender(SharedSparseBuffers, GeneralRecommender):
     """A general recommender whose user and item representations come from the whole training graph.
 
     It builds ``D^-1/2 A D^-1/2`` from the training interactions once (the dataset a model receives is

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import ray
 import yaml
 
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender
@@ -80,7 +81,7 @@ def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_da
     assert f"**test ndcg@20 {float(rerun['test']['ndcg@20']):.4f}**" in table
     assert f"**test recall@20 {float(rerun['test']['recall@20']):.4f}**" in table
     record = yaml.safe_load((results / "MGFormer-tiny.json").read_text())
-    assert record["best"]["score"] == pytest.approx(scores[0]) and record["provenance"]["versions"]["ray"] == "2.6.3"
+    assert record["best"]["score"] == pytest.approx(scores[0]) and record["provenance"]["versions"]["ray"] == ray.__version__
 
     # the experiment is kept: starting it again is refused, --resume restores it without training again
     assert main(arguments) == 2

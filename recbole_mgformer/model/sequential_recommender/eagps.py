@@ -29,6 +29,7 @@ from recbole.model.abstract_recommender import SequentialRecommender
 from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
+from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
 
 EA_NORMS = ("l2", "softmax")
@@ -196,7 +197,7 @@ def soft_attention(templates, lengths):
 
 # ---------------------------------------------------------------- the model
 
-class EAGPS(SequentialRecommender):
+class EAGPS(SharedSparseBuffers, SequentialRecommender):
     r"""EA-GPS; see ``properties/model/EAGPS.yaml`` for its options and the readings of ambiguous points."""
 
     input_type = InputType.POINTWISE

@@ -1,0 +1,81 @@
+"""A weights-only checkpoint back to its Config, data and model: RecBole's ``load_data_and_model`` for
+checkpoints that hold only tensors and plain values (``torch.load(weights_only=True)``).
+
+:mod:`recbole_mgformer.plugin` installs :func:`load_data_and_model` as ``recbole.quick_start.load_data_and_model``.
+"""
+
+import os
+import sys
+from logging import getLogger
+
+from recbole.config import Config
+from recbole.data import create_dataset, data_preparation
+from recbole.utils import init_logger, init_seed
+
+from recbole_mgformer.registry import get_model
+from recbole_mgformer.trainer import load_checkpoint
+
+# Keys the Config derives from the others (types, device, process rank, per-split sampling): recomputed, not read.
+DERIVED_KEYS = frozenset({
+    "MODEL_TYPE", "MODEL_INPUT_TYPE", "eval_type", "valid_metric_bigger", "device", "single_spec", "local_rank",
+    "valid_neg_sample_args", "test_neg_sample_args", "nproc", "world_size", "offset",
+})
+
+
+class RecordedConfig(Config):
+    """A Config rebuilt from recorded values. RecBole's Config ``eval``s every string of ``config_dict`` (to
+    parse command-line values) and reads ``sys.argv``; a checkpoint's strings are data, so neither happens."""
+
+    def _load_variable_config_dict(self, config_dict):
+        return dict(config_dict or {})
+
+    def _load_cmd_line(self):
+        return {}
+
+
+def recorded_settings(recorded):
+    """The settings a checkpoint's ``config`` records, less the derived keys, as ``config_dict``."""
+    settings = {key: value for key, value in recorded.items() if key not in DERIVED_KEYS}
+    path, dataset = settings.get("data_path"), recorded["dataset"]
+    if isinstance(path, str) and os.path.basename(os.path.normpath(path)) == dataset:
+        settings["data_path"] = os.path.dirname(os.path.normpath(path))  # Config appends the dataset again
+    negatives = settings.get("train_neg_sample_args")
+    if isinstance(negatives, dict) and negatives.get("distribution") == "none":
+        settings["train_neg_sample_args"] = None  # what the user wrote (CE-loss models require None)
+    return settings
+
+
+def config_from_checkpoint(recorded, config_dict=None):
+    """A Config equal to the one that trained the checkpoint; ``config_dict`` overrides (e.g. ``data_path``)."""
+    if not isinstance(recorded, dict) or "model" not in recorded or "dataset" not in recorded:
+        raise ValueError("the checkpoint's 'config' is not a recorded settings dict with 'model' and 'dataset'; "
+                         "it was not written by recbole_mgformer or by RecBole with recbole_mgformer imported")
+    settings = {**recorded_settings(recorded), **(config_dict or {})}
+    saved_argv, sys.argv = sys.argv, sys.argv[:1]
+    try:
+        return RecordedConfig(model=get_model(recorded["model"]), dataset=recorded["dataset"], config_dict=settings)
+    finally:
+        sys.argv = saved_argv
+
+
+def load_data_and_model(model_file, config_dict=None, log=True):
+    """RecBole's ``load_data_and_model`` for weights-only checkpoints, with the same return value:
+    ``(config, model, dataset, train_data, valid_data, test_data)``. ``config_dict`` overrides recorded
+    settings (``{"data_path": ...}`` when the data moved); ``log=False`` skips RecBole's log file."""
+    checkpoint = load_checkpoint(str(model_file))
+    config = config_from_checkpoint(checkpoint["config"], config_dict)
+    init_seed(config["seed"], config["reproducibility"])
+    if log:
+        init_logger(config)
+    logger = getLogger()
+    logger.info(config)
+
+    dataset = create_dataset(config)
+    logger.info(dataset)
+    train_data, valid_data, test_data = data_preparation(config, dataset)
+
+    init_seed(config["seed"], config["reproducibility"])
+    model = get_model(config["model"])(config, train_data._dataset).to(config["device"])
+    model.load_state_dict(checkpoint["state_dict"])
+    model.load_other_parameter(checkpoint.get("other_parameter"))
+    return config, model, dataset, train_data, valid_data, test_data

@@ -1,0 +1,208 @@
+"""Each repair of recbole_mgformer.compat: RecBole's own behaviour with it, and the breakage without it on the
+stack that has the breakage (skipped elsewhere: there RecBole's code runs unrepaired)."""
+
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse
+import torch
+from conftest import TINY_CONFIG, dense_normalized_adjacency
+
+from recbole_mgformer import compat
+
+needs = {name: pytest.mark.skipif(not needed, reason=f"this stack has no {name} breakage to repair")
+         for name, needed in compat.NEEDED.items()}
+
+
+def recbole_config(model, dataset, **settings):
+    from recbole.config import Config
+
+    saved, sys.argv = sys.argv, sys.argv[:1]
+    try:
+        return Config(model=model, dataset=dataset, config_dict=settings)
+    finally:
+        sys.argv = saved
+
+
+def write_features(folder, name="feat"):
+    """Users with a token (missing for u3) and a float (missing for u4), items with a genre sequence
+    (i5: none) and a missing year (i4)."""
+    path = folder / name
+    path.mkdir(parents=True)
+    users = ["user_id:token\tgender:token\tscore:float"]
+    users += [f"u{u}\t{'' if u == 3 else 'MF'[u % 2]}\t{'' if u == 4 else u / 10}" for u in range(7)]
+    items = ["item_id:token\tgenres:token_seq\tyear:token"]
+    genres = ["a", "a b", "b c d", "c", "a d", "", "b"]
+    items += [f"i{i}\t{genres[i]}\t{'' if i == 4 else 1990 + i % 3}" for i in range(7)]
+    inter = ["user_id:token\titem_id:token\trating:float"]
+    inter += [f"u{u}\ti{i}\t{1 + (u + 2 * i) % 5}" for u in range(7) for i in range(7)]
+    for suffix, lines in (("user", users), ("item", items), ("inter", inter)):
+        (path / f"{name}.{suffix}").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+FEATURES = {
+    "load_col": {"inter": ["user_id", "item_id", "rating"], "user": ["user_id", "gender", "score"],
+                 "item": ["item_id", "genres", "year"]},
+    "threshold": {"rating": 4}, "numerical_features": ["score"], "normalize_all": False,
+    "eval_args": {"split": {"RS": [0.6, 0.2, 0.2]}, "order": "RO", "group_by": None, "mode": "labeled"},
+    "metrics": ["AUC"], "valid_metric": "AUC", "train_neg_sample_args": None, "state": "WARNING",
+}
+
+
+def feature_dataset(tmp_path):
+    from recbole.data import create_dataset
+
+    return create_dataset(recbole_config("FM", "feat", data_path=str(write_features(tmp_path)), **FEATURES))
+
+
+def user_scores(dataset):
+    """The float feature by user id (RecBole keeps a numerical feature as [value, 1.0] before ``build``)."""
+    return np.array([np.ravel(value)[0] for value in dataset.user_feat["score"]], dtype=float)
+
+
+def genres_by_item(dataset):
+    tokens = dataset.field2id_token["genres"]
+    return {dataset.id2token("item_id", i): sorted(tokens[g] for g in row[row > 0].tolist())
+            for i, row in enumerate(dataset.item_feat["genres"]) if i > 0}
+
+
+def test_recbole_reads_missing_features_as_it_did_on_pandas_2(tmp_path):
+    dataset = feature_dataset(tmp_path)
+    assert genres_by_item(dataset) == {"i0": ["a"], "i1": ["a", "b"], "i2": ["b", "c", "d"], "i3": ["c"],
+                                       "i4": ["a", "d"], "i5": [], "i6": ["b"]}
+    scores = user_scores(dataset)
+    assert not np.isnan(scores).any()  # u4's missing score is the mean of the others
+    assert scores[dataset.token2id("user_id", "u4")] == pytest.approx(np.mean([u / 10 for u in range(7) if u != 4]))
+
+
+@needs["pandas3_fillna"]
+def test_without_the_fillna_repair_a_missing_sequence_cell_fails_and_floats_stay_nan(tmp_path, monkeypatch):
+    from recbole.data.dataset import Dataset
+
+    monkeypatch.setattr(Dataset, "_load_feat", compat.ORIGINALS["Dataset._load_feat"])
+    with pytest.raises(AttributeError, match="split"):
+        feature_dataset(tmp_path / "a")
+    monkeypatch.undo()
+    monkeypatch.setattr(Dataset, "_fill_nan", compat.ORIGINALS["Dataset._fill_nan"])
+    assert np.isnan(user_scores(feature_dataset(tmp_path / "b"))).any()
+
+
+@needs["pandas3_agg_len"]
+def test_without_the_agg_repair_token_sequences_fail_to_remap(tmp_path, monkeypatch):
+    from recbole.data.dataset import Dataset
+
+    monkeypatch.setattr(Dataset, "_remap", compat.ORIGINALS["Dataset._remap"])
+    with pytest.raises(Exception):
+        feature_dataset(tmp_path)
+
+
+def test_pandas_agg_keeps_its_own_meaning_outside_recbole():
+    import pandas
+
+    lengths = pandas.Series([np.array([1, 2]), np.array([3])]).agg(len)
+    if compat.NEEDED["pandas3_agg_len"]:
+        assert lengths == 2  # pandas 3's meaning, untouched outside RecBole's dataset methods
+    else:
+        assert lengths.tolist() == [2, 1]
+
+
+def test_recbole_config_builds(tiny_data):
+    config = recbole_config("BPR", "tiny", data_path=str(tiny_data))
+    assert config["model"] == "BPR" and np.float is np.float64  # RecBole's alias, read by its metrics
+
+
+@needs["numpy2_aliases"]
+def test_without_the_numpy_repair_every_config_fails():
+    from recbole.config import Config
+
+    with pytest.raises(AttributeError, match="float_"):
+        compat.ORIGINALS["Config.compatibility_settings"](Config.__new__(Config))
+
+
+def lightgcn_adjacency(tiny_data):
+    from recbole.data import create_dataset, data_preparation
+    from recbole.model.general_recommender import LightGCN
+
+    config = recbole_config("LightGCN", "tiny", data_path=str(tiny_data), **{
+        k: v for k, v in TINY_CONFIG.items() if k not in ("state",)})
+    train, _, _ = data_preparation(config, create_dataset(config))
+    return LightGCN(config, train._dataset), train
+
+
+def test_recboles_lightgcn_builds_its_normalised_adjacency(tiny_data):
+    model, train = lightgcn_adjacency(tiny_data)
+    expected = dense_normalized_adjacency(train._dataset.inter_matrix(form="coo"))
+    np.testing.assert_allclose(model.norm_adj_matrix.to_dense().numpy(), expected, rtol=1e-5, atol=1e-7)
+
+
+@needs["scipy_dok_update"]
+def test_without_the_scipy_repair_lightgcn_fails(tiny_data, monkeypatch):
+    monkeypatch.delattr(scipy.sparse.dok_matrix, "_update")
+    with pytest.raises(AttributeError, match="_update"):
+        lightgcn_adjacency(tiny_data)
+
+
+def recbole_trainer(tiny_data, tmp_path):
+    from recbole.data import create_dataset, data_preparation
+    from recbole.model.general_recommender import BPR
+    from recbole.utils import get_trainer
+
+    config = recbole_config("BPR", "tiny", data_path=str(tiny_data), checkpoint_dir=str(tmp_path / "saved"),
+                            **{k: v for k, v in TINY_CONFIG.items()})
+    train, valid, test = data_preparation(config, create_dataset(config))
+    return get_trainer(config["MODEL_TYPE"], "BPR")(config, BPR(config, train._dataset)), (train, valid, test)
+
+
+def test_recboles_trainer_writes_weights_only_checkpoints_and_tests_its_best(tiny_data, tmp_path):
+    trainer, (train, valid, test) = recbole_trainer(tiny_data, tmp_path)
+    trainer.fit(train, valid, saved=True)
+    assert trainer.evaluate(test, load_best_model=True)  # RecBole's torch.load of its checkpoint, now weights-only
+    checkpoint = torch.load(trainer.saved_model_file, weights_only=True)
+    assert checkpoint["config"]["model"] == "BPR" and "user_embedding.weight" in checkpoint["state_dict"]
+
+
+@needs["torch_weights_only_checkpoints"]
+def test_without_the_torch_repair_recboles_checkpoint_does_not_load(tiny_data, tmp_path, monkeypatch):
+    from recbole.trainer import Trainer
+
+    monkeypatch.setattr(Trainer, "_save_checkpoint", compat.ORIGINALS["Trainer._save_checkpoint"])
+    trainer, (train, valid, _) = recbole_trainer(tiny_data, tmp_path)
+    trainer.fit(train, valid, saved=True)
+    with pytest.raises(Exception, match="weights_only"):
+        torch.load(trainer.saved_model_file, weights_only=True)
+
+
+def test_each_repair_is_applied_once_and_only_where_needed():
+    assert compat.apply() == [name for name, needed in compat.NEEDED.items() if needed]
+    assert compat.apply() == compat.APPLIED
+
+
+def exhaustive_search_over_two_values(tmp_path):
+    from recbole.trainer import HyperTuning
+
+    seen = []
+
+    def objective(config_dict, config_file_list):
+        seen.append(config_dict["x"])
+        return {"model": "none", "best_valid_score": config_dict["x"], "valid_score_bigger": True,
+                "best_valid_result": {}, "test_result": {}}
+
+    tuner = HyperTuning(objective, params_dict={"choice": {"x": [1, 2]}}, algo="exhaustive")
+    tuner.run()
+    return sorted(seen)
+
+
+def test_recboles_exhaustive_search_draws_every_value(tmp_path):
+    pytest.importorskip("hyperopt")
+    assert exhaustive_search_over_two_values(tmp_path) == [1, 2]
+
+
+@needs["hyperopt_generator"]
+def test_without_the_hyperopt_repair_the_exhaustive_search_fails(tmp_path, monkeypatch):
+    from recbole.trainer import hyper_tuning
+
+    monkeypatch.setattr(hyper_tuning, "exhaustive_search", compat.ORIGINALS["hyper_tuning.exhaustive_search"])
+    with pytest.raises(AttributeError, match="integers"):
+        exhaustive_search_over_two_values(tmp_path)
