@@ -62,6 +62,18 @@ class FirstSteps:
 
 def time_epoch(local_rank, model, dataset, processes, threads, port, max_steps, overrides):
     """Runs in each process: one training epoch (or its first ``max_steps`` steps), timed on rank 0."""
+    import torch.distributed as dist
+
+    try:
+        return _timed_epoch(local_rank, model, dataset, processes, threads, port, max_steps, overrides)
+    finally:
+        # Only now, with the DDP model and its gradient reducer freed with _timed_epoch's frame: destroying the
+        # process group while a reducer still holds it left gloo's destructor waiting for an exited peer.
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _timed_epoch(local_rank, model, dataset, processes, threads, port, max_steps, overrides):
     import torch
     import torch.distributed as dist
 
@@ -73,28 +85,24 @@ def time_epoch(local_rank, model, dataset, processes, threads, port, max_steps, 
     if processes > 1:
         config_dict.update(local_rank=local_rank, nproc=processes, world_size=processes, ip="localhost",
                            port=port, offset=0)
-    try:
-        config, _ = build_config(model, dataset, config_dict=config_dict)
-        make_shared_folders(config)
-        ensure_dataset(dataset, Path(config["data_path"]).parent)
-        _, trainer, (train_data, _, _) = prepare(config)
-        loader = FirstSteps(train_data, max_steps) if max_steps else train_data
-        cuda = config["device"].type == "cuda"
-        if processes > 1:
-            dist.barrier()  # every rank has loaded the data: start together
-        started = time.perf_counter()
-        trainer._train_epoch(loader, 0)
-        if cuda:
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - started
-        return {"model": model, "dataset": dataset, "processes": processes, "threads": threads,
-                "device": str(config["device"]), "backend": config["dist_backend"] if processes > 1 else None,
-                "batch_size": config["train_batch_size"], "steps": len(loader),
-                "steps_per_epoch": len(train_data), "seconds": seconds,
-                "epoch_seconds": seconds / len(loader) * len(train_data)}
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+    config, _ = build_config(model, dataset, config_dict=config_dict)
+    make_shared_folders(config)
+    ensure_dataset(dataset, Path(config["data_path"]).parent)
+    _, trainer, (train_data, _, _) = prepare(config)
+    loader = FirstSteps(train_data, max_steps) if max_steps else train_data
+    cuda = config["device"].type == "cuda"
+    if processes > 1:
+        dist.barrier()  # every rank has loaded the data: start together
+    started = time.perf_counter()
+    trainer._train_epoch(loader, 0)
+    if cuda:
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    return {"model": model, "dataset": dataset, "processes": processes, "threads": threads,
+            "device": str(config["device"]), "backend": config["dist_backend"] if processes > 1 else None,
+            "batch_size": config["train_batch_size"], "steps": len(loader),
+            "steps_per_epoch": len(train_data), "seconds": seconds,
+            "epoch_seconds": seconds / len(loader) * len(train_data)}
 
 
 def measure(model, dataset, processes, threads, max_steps, overrides, port):

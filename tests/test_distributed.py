@@ -125,6 +125,7 @@ def _ddp_step(local_rank, model_name, data_path, port, out_dir):
     own = dict(type(model)(config, train_data._dataset).named_buffers())
     trainer._train_epoch(OneBatch([halves()[local_rank]]), 0)
     torch.save({"params": model.state_dict(), "own_buffers": own}, Path(out_dir) / f"rank{local_rank}.pt")
+    del trainer  # its DDP model's gradient reducer goes before the process group it holds (gloo's teardown waits)
     dist.destroy_process_group()
 
 
