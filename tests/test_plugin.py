@@ -53,7 +53,7 @@ CONTEXT = {
 def settings_for(model, folder):
     """(dataset, config files, config dict) for a quick run of ``model`` on a small generated dataset."""
     if model == "EAGPS":
-        return "tinyseq", [str(ROOT / "properties/sequential/ml-100k.yaml")], {
+        return "tinyseq", [str(ROOT / "properties/dataset/ml-100k-seq.yaml")], {  # the sequential protocol
             **QUIET, **SEQUENTIAL, "data_path": str(write_sequences(folder))}
     if model == "CSA":
         return "toyctx", [], {**QUIET, **CONTEXT, "data_path": str(write_context(folder))}
