@@ -72,11 +72,12 @@ def step_flops(model, optimizer, batch):
     """Matmul FLOPs of one eager step, forward and backward (Adam has none)."""
     from torch.utils.flop_counter import FlopCounterMode
 
+    from recbole_mgformer.model.key_summary import EAGER
+
     eager = getattr(model, "layers", None)
     saved = []
     for layer in eager or []:  # count the eager functions: compiled code hides its matmuls from the counter
         saved.append((layer, layer.mix, layer.chunk_functions))
-        from recbole_mgformer.model.key_summary import EAGER
         layer.mix, layer.chunk_functions = layer._mix, EAGER
     with FlopCounterMode(display=False) as counter:
         train_step(model, optimizer, batch)

@@ -32,6 +32,24 @@ def write_interactions(folder, name="tiny", n_users=40, n_items=60, per_user=12,
     return folder
 
 
+def write_context_dataset(folder, name="toyctx", score=lambda user: f"{0.0 if user % 2 else 0.5 + user / 10}"):
+    """A small context-aware dataset: users with a token feature (missing for u3) and a float feature
+    (``score(user)``, a string; '' leaves it missing), items with a genre sequence of varying length (i5: none)
+    and a year (missing for i4); ratings carry the labels."""
+    path = folder / name
+    path.mkdir(parents=True)
+    users = ["user_id:token\tgender:token\tscore:float"]
+    users += [f"u{u}\t{'' if u == 3 else 'MF'[u % 2]}\t{score(u)}" for u in range(7)]
+    items = ["item_id:token\tgenres:token_seq\tyear:token"]
+    genres = ["a", "a b", "b c d", "c", "a d", "", "b"]
+    items += [f"i{i}\t{genres[i]}\t{'' if i == 4 else 1990 + i % 3}" for i in range(7)]
+    inter = ["user_id:token\titem_id:token\trating:float"]
+    inter += [f"u{u}\ti{i}\t{1 + (u + 2 * i) % 5}" for u in range(7) for i in range(7)]
+    for suffix, lines in (("user", users), ("item", items), ("inter", inter)):
+        (path / f"{name}.{suffix}").write_text("\n".join(lines) + "\n")
+    return folder
+
+
 TINY_CONFIG = {
     "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "group_by": "user", "mode": "full"},
     "metrics": ["Recall", "NDCG"],

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 import torch
-from conftest import TINY_CONFIG, dense_normalized_adjacency
+from conftest import TINY_CONFIG, dense_normalized_adjacency, write_context_dataset
 
 from recbole_mgformer import compat
 
@@ -26,20 +26,8 @@ def recbole_config(model, dataset, **settings):
 
 
 def write_features(folder, name="feat"):
-    """Users with a token (missing for u3) and a float (missing for u4), items with a genre sequence
-    (i5: none) and a missing year (i4)."""
-    path = folder / name
-    path.mkdir(parents=True)
-    users = ["user_id:token\tgender:token\tscore:float"]
-    users += [f"u{u}\t{'' if u == 3 else 'MF'[u % 2]}\t{'' if u == 4 else u / 10}" for u in range(7)]
-    items = ["item_id:token\tgenres:token_seq\tyear:token"]
-    genres = ["a", "a b", "b c d", "c", "a d", "", "b"]
-    items += [f"i{i}\t{genres[i]}\t{'' if i == 4 else 1990 + i % 3}" for i in range(7)]
-    inter = ["user_id:token\titem_id:token\trating:float"]
-    inter += [f"u{u}\ti{i}\t{1 + (u + 2 * i) % 5}" for u in range(7) for i in range(7)]
-    for suffix, lines in (("user", users), ("item", items), ("inter", inter)):
-        (path / f"{name}.{suffix}").write_text("\n".join(lines) + "\n")
-    return folder
+    """The context toy dataset with a float missing (u4) where pandas' fillna must act."""
+    return write_context_dataset(folder, name, score=lambda user: "" if user == 4 else f"{user / 10}")
 
 
 FEATURES = {

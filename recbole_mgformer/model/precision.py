@@ -44,7 +44,8 @@ def resolve_precision(name, device):
 
 
 def matmul(a, b, dtype=torch.float32):
-    """``a @ b`` with its inputs in ``dtype`` and an fp32 result (autograd flows through the casts)."""
-    if dtype == torch.float32 or a.dtype == dtype:
-        return (a @ b).float()
-    return (a.to(dtype) @ b.to(dtype)).float()
+    """``a @ b`` with its inputs rounded to ``dtype`` (bf16) and the result in ``a``'s format; fp32 (or ``a``'s own
+    format) multiplies as it is. Autograd flows through the casts."""
+    if dtype in (torch.float32, a.dtype):
+        return a @ b
+    return (a.to(dtype) @ b.to(dtype)).to(a.dtype)

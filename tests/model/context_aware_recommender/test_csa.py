@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import write_context_dataset
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.defaults import properties_dir
@@ -98,23 +99,6 @@ def test_all_masked_rows_attend_to_nothing_without_nan():
 
 
 # ---- the model on a small context dataset ---------------------------------------------------------------------
-
-def write_context_dataset(folder, name="toyctx"):
-    """Users with a token feature (missing for u3) and a float feature (0 for half of them), items with a
-    genre sequence of varying length (i5: none) and a year (missing for i4); ratings carry the labels."""
-    path = folder / name
-    path.mkdir(parents=True)
-    users = ["user_id:token\tgender:token\tscore:float"]
-    users += [f"u{u}\t{'' if u == 3 else 'MF'[u % 2]}\t{0.0 if u % 2 else 0.5 + u / 10}" for u in range(7)]
-    items = ["item_id:token\tgenres:token_seq\tyear:token"]
-    genres = ["a", "a b", "b c d", "c", "a d", "", "b"]
-    items += [f"i{i}\t{genres[i]}\t{'' if i == 4 else 1990 + i % 3}" for i in range(7)]
-    inter = ["user_id:token\titem_id:token\trating:float"]
-    inter += [f"u{u}\ti{i}\t{1 + (u + 2 * i) % 5}" for u in range(7) for i in range(7)]
-    for suffix, lines in (("user", users), ("item", items), ("inter", inter)):
-        (path / f"{name}.{suffix}").write_text("\n".join(lines) + "\n")
-    return folder
-
 
 CONTEXT_TOY = {
     "load_col": {"inter": ["user_id", "item_id", "rating"], "user": ["user_id", "gender", "score"],
