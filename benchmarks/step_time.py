@@ -24,12 +24,11 @@ sys.path.insert(0, str(ROOT))
 
 DEFAULT_MODELS = ",".join([
     "LightGCN[n_layers=3]",
-    "MGFormer[precision=fp32; key_chunk_size=0]",
-    "MGFormer[precision=fp32]",
+    "MGFormer[precision=fp32; key_chunk_size=0; compile=False]",
+    "MGFormer[precision=fp32; compile=False]",
+    "MGFormer[compile=False]",
     "MGFormer",
     "MGFormer[key_features=keep]",
-    "MGFormer[compile=True]",
-    "MGFormer[compile=True; key_features=keep]",
     "MGFormer[embedding_size=128]",
     "MGFormer[attention=False; embedding_size=128]",
     "MGFormer[attention=False; precision=fp32]",

@@ -33,60 +33,79 @@ def _merge_heads(x):  # (h, r, k) -> (r, w)
     return x.transpose(0, 1).reshape(x.shape[1], -1)
 
 
-def _chunk_terms(tokens, weight, projection, sin, cos):
-    """What forward and backward both compute for a chunk: tokens (r, w), weight (w, w) = k^-1/4 W_K and
-    projection (h, m, k), both in the matmul format -> keys (h, r, k) in that format, logits (h, r, m) in the
-    tokens' format (Eq. 7 in log space: ``w_i^T a - |a|^2 / 2``), values ``[V | 1]`` (h, r, k + 1)."""
-    heads, matmul_dtype, accumulate = projection.shape[0], projection.dtype, tokens.dtype
-    tokens_mm = tokens.to(matmul_dtype)
-    keys = _heads(tokens_mm @ weight.T, heads)
+def _chunk_terms(tokens_and_ones, weight, projection):
+    """What forward and backward both compute for a chunk: tokens_and_ones (r, w + 1) = ``[X | 1]`` in the matmul
+    format, weight (w, w) = k^-1/4 W_K and projection (h, m, k) in that format -> tokens (r, w) and keys (h, r, k)
+    in that format, logits (h, r, m) in fp32 or the parameters' format (Eq. 7 in log space:
+    ``w_i^T a - |a|^2 / 2``), values ``[V | 1]`` (h, r, k + 1)."""
+    heads, accumulate = projection.shape[0], torch.promote_types(weight.dtype, torch.float32)
+    tokens = tokens_and_ones[:, :-1]
+    keys = _heads(tokens @ weight.T, heads)
     logits = (keys @ projection.transpose(-2, -1)).to(accumulate)
-    logits = logits - 0.5 * keys.to(accumulate).pow(2).sum(-1, keepdim=True)
-    values = _heads(tokens_mm, heads)
-    # The ones column makes the normaliser of Eq. (12) one more output column of the summary's matmul.
-    values = torch.cat([values, torch.ones_like(values[..., :1])], dim=-1)
-    return tokens_mm, keys, logits, values
+    # |a|^2 in one pass, accumulated in fp32 whatever the keys' format.
+    logits.sub_(0.5 * torch.linalg.vector_norm(keys, dim=-1, keepdim=True, dtype=accumulate).square())
+    if heads == 1:  # the ones column is already there: [V | 1] is the chunk itself
+        values = tokens_and_ones.unsqueeze(0)
+    else:  # the ones column makes the normaliser of Eq. (12) one more output column of the summary's matmul
+        values = _heads(tokens, heads)
+        values = torch.cat([values, torch.ones_like(values[..., :1])], dim=-1)
+    return tokens, keys, logits, values
+
+
+def _chunk_terms_without_features(tokens_and_ones, heads):
+    tokens = tokens_and_ones[:, :-1]
+    if heads == 1:
+        return tokens, None, None, tokens_and_ones.unsqueeze(0)
+    values = _heads(tokens, heads)
+    return tokens, None, None, torch.cat([values, torch.ones_like(values[..., :1])], dim=-1)
 
 
 def _gated(features, sin, cos, dtype):
-    """``[phi cos | phi sin]`` (Eq. 11) in the matmul format, (h, r, g m); ``phi`` alone without a mask."""
+    """``[phi cos | phi sin]`` (Eq. 11) in the matmul format, (h, r, g m); ``phi`` alone without a mask. Each half
+    is written by one multiplication straight into the matmul format: no fp32 copy, no concatenation."""
     if sin is None:
         return features.to(dtype)
-    return torch.cat([features * cos, features * sin], dim=-1).to(dtype)
+    n_features = features.shape[-1]
+    gated = features.new_empty(features.shape[:-1] + (2 * n_features,), dtype=dtype)
+    torch.mul(features, cos, out=gated[..., :n_features])
+    torch.mul(features, sin, out=gated[..., n_features:])
+    return gated
 
 
-def summary_of_chunk(tokens, weight, projection, sin, cos, keep=False):
-    """A chunk's key-side sums, shifted by its own maximum logit: -> sums (h, g m, k + 1), maximum (h,), and with
-    ``keep`` what backward needs of the chunk (tokens and keys in the matmul format, features), else None."""
-    tokens_mm, keys, logits, values = _chunk_terms(tokens, weight, projection, sin, cos)
+def summary_of_chunk(tokens_and_ones, weight, projection, sin, cos, keep=False):
+    """A chunk's key-side sums, shifted by its own maximum logit: -> sums (h, g m, k + 1) in fp32 (or the
+    parameters' format), maximum (h,), and with ``keep`` what backward needs of the chunk (keys, features), else
+    None."""
+    _, keys, logits, values = _chunk_terms(tokens_and_ones, weight, projection)
     maximum = logits.amax(dim=(-2, -1))
-    features = torch.exp(logits - maximum[:, None, None])
+    features = logits.sub_(maximum[:, None, None]).exp_()
     sums = _gated(features, sin, cos, projection.dtype).transpose(-2, -1) @ values
-    return sums.to(tokens.dtype), maximum, ((tokens_mm, keys, features, maximum) if keep else None)
+    return sums.to(logits.dtype), maximum, ((keys, features, maximum) if keep else None)
 
 
-def gradients_of_chunk(tokens, weight, projection, sin, cos, shift, grad_summary, learned_columns, kept=None):
+def gradients_of_chunk(tokens_and_ones, weight, projection, sin, cos, shift, grad_summary, learned_columns,
+                       kept=None):
     """Backward of a chunk's share of the sums, with the features at the final ``shift`` (h,): recomputed, or
     from what :func:`summary_of_chunk` kept. grad_summary (h, g m, k + 1) in the matmul format -> gradients of
     the learned token columns (r, d), of the scaled weight (w, w), and of the angles ``a = pi z / 4`` (r,)
     (None without a mask)."""
-    matmul_dtype, accumulate, n_features = projection.dtype, tokens.dtype, projection.shape[1]
+    matmul_dtype, n_features = projection.dtype, projection.shape[1]
     if kept is None:
-        tokens_mm, keys, logits, values = _chunk_terms(tokens, weight, projection, sin, cos)
-        features = torch.exp(logits - shift[:, None, None])  # phi, (h, r, m)
+        tokens_mm, keys, logits, values = _chunk_terms(tokens_and_ones, weight, projection)
+        features = logits.sub_(shift[:, None, None]).exp_()  # phi, (h, r, m)
     else:
-        tokens_mm, keys, features, maximum = kept
+        keys, features, maximum = kept
+        tokens_mm, _, _, values = _chunk_terms_without_features(tokens_and_ones, projection.shape[0])
         features = features * torch.exp(maximum - shift)[:, None, None]
-        values = _heads(tokens_mm, projection.shape[0])
-        values = torch.cat([values, torch.ones_like(values[..., :1])], dim=-1)
+    accumulate = features.dtype
     # S = gated^T [V | 1]  =>  d gated = [V | 1] dS^T,  dV = gated dS[..., :k]
-    grad_gated = (values @ grad_summary.transpose(-2, -1)).to(accumulate)  # (h, r, g m)
+    grad_gated = values @ grad_summary.transpose(-2, -1)  # (h, r, g m), the matmul format
     grad_values = (_gated(features, sin, cos, matmul_dtype) @ grad_summary[..., :-1]).to(accumulate)
     if sin is None:
-        grad_features, grad_angle = grad_gated, None
-    else:
+        grad_features, grad_angle = grad_gated.to(accumulate), None
+    else:  # the products read the matmul format and write fp32: no separate cast
         grad_cos_branch, grad_sin_branch = grad_gated.split(n_features, dim=-1)
-        grad_features = grad_cos_branch * cos + grad_sin_branch * sin
+        grad_features = torch.addcmul(grad_cos_branch * cos, grad_sin_branch, sin)
         # d/da [sin(a) s + cos(a) c] = cos(a) s - sin(a) c
         through_cos = (features * grad_cos_branch).sum(dim=(0, 2))
         through_sin = (features * grad_sin_branch).sum(dim=(0, 2))
@@ -125,9 +144,17 @@ def _gates(key_z, start, stop):
     return torch.sin(angle), torch.cos(angle)
 
 
-def _tokens(embeddings, structural, start, stop):
-    rows = embeddings[start:stop]
-    return rows if structural is None else torch.cat([rows, structural[start:stop]], dim=1)
+def _tokens_and_ones(embeddings, structural, dtype):
+    """``[E | P | 1]`` (n, w + 1) in the matmul format, built once per step: the chunks are views of it, so no
+    chunk concatenates or casts its tokens, and the ones column serves as the normaliser's values."""
+    learned_columns = embeddings.shape[1]
+    width = learned_columns + (0 if structural is None else structural.shape[1])
+    tokens = embeddings.new_empty((len(embeddings), width + 1), dtype=dtype)
+    tokens[:, :learned_columns] = embeddings
+    if structural is not None:
+        tokens[:, learned_columns:width] = structural
+    tokens[:, width] = 1
+    return tokens
 
 
 class ChunkedKeySummary(torch.autograd.Function):
@@ -136,10 +163,11 @@ class ChunkedKeySummary(torch.autograd.Function):
         heads, n_features, head_size = projection.shape
         weight = (key_weight * head_size ** -0.25).to(dtype)  # the k^-1/4 of apply_feature_map, folded into W_K
         projection_mm = projection.to(dtype)
+        tokens = _tokens_and_ones(embeddings.detach(), structural, dtype)
         summary, shift, kept = None, None, []
         for start in range(0, len(embeddings), chunk_size):
             stop = start + chunk_size
-            sums, maximum, chunk_kept = functions.summary(_tokens(embeddings, structural, start, stop), weight,
+            sums, maximum, chunk_kept = functions.summary(tokens[start:stop], weight,
                                                           projection_mm, *_gates(key_z, start, stop),
                                                           keep=functions.keep and any(ctx.needs_input_grad))
             kept.append(chunk_kept)
@@ -152,13 +180,13 @@ class ChunkedKeySummary(torch.autograd.Function):
                 shift = new_shift
         # m^-1/2 of Eq. (7): with it the sums equal the unfused ones, whose shift includes 0.5 log m.
         shift = shift + 0.5 * math.log(n_features)
-        ctx.save_for_backward(embeddings, structural, key_weight, projection, key_z, shift)
-        ctx.dtype, ctx.chunk_size, ctx.functions, ctx.kept = dtype, chunk_size, functions, kept
-        return summary * math.exp(-0.5 * math.log(n_features))
+        ctx.save_for_backward(embeddings, key_weight, projection, key_z, shift)
+        ctx.dtype, ctx.chunk_size, ctx.functions, ctx.kept, ctx.tokens = dtype, chunk_size, functions, kept, tokens
+        return (summary * math.exp(-0.5 * math.log(n_features))).to(embeddings.dtype)
 
     @staticmethod
     def backward(ctx, grad_summary):
-        embeddings, structural, key_weight, projection, key_z, shift = ctx.saved_tensors
+        embeddings, key_weight, projection, key_z, shift = ctx.saved_tensors
         dtype, chunk_size = ctx.dtype, ctx.chunk_size
         scale = projection.shape[-1] ** -0.25
         weight, projection_mm = (key_weight * scale).to(dtype), projection.to(dtype)
@@ -169,13 +197,13 @@ class ChunkedKeySummary(torch.autograd.Function):
         for index, start in enumerate(range(0, len(embeddings), chunk_size)):
             stop = start + chunk_size
             grad_tokens, grad_scaled_weight, grad_angle = ctx.functions.gradients(
-                _tokens(embeddings, structural, start, stop), weight, projection_mm, *_gates(key_z, start, stop),
+                ctx.tokens[start:stop], weight, projection_mm, *_gates(key_z, start, stop),
                 shift, grad_summary, embeddings.shape[1], ctx.kept[index])
             grad_embeddings[start:stop] = grad_tokens
             grad_weight += grad_scaled_weight
             if grad_z is not None:
                 grad_z[start:stop] = (math.pi / 4) * grad_angle
-        ctx.kept = None
+        ctx.kept = ctx.tokens = None
         return grad_embeddings, None, grad_weight.mul_(scale), None, grad_z, None, None, None
 
 

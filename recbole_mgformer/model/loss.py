@@ -13,44 +13,67 @@ def alignment_loss(users, items):
     return (users - items).pow(2).sum(dim=1).mean()
 
 
+# Rows of the (b, b) kernel handled at once: a (256, 2048) block is 2 MiB in fp32, so its elementwise passes run
+# in a core's L2 cache instead of streaming b^2 temporaries through memory.
+UNIFORMITY_BLOCK_ROWS = 256
+
+
+def _kernel_block(rows_mm, x_mm, row_norms, norms, t, first_row):
+    """``exp(-t max(||x_i - x_j||^2, 0))`` for rows ``i`` of a block and all ``j``, zero where ``i == j``:
+    rows_mm (r, d), x_mm (b, d) in the matmul format, norms (r,) and (b,) squared, in the loss's format -> (r, b)."""
+    exponent = (rows_mm @ x_mm.T).to(norms.dtype)  # x_i . x_j
+    exponent.mul_(2 * t).sub_(t * row_norms[:, None]).sub_(t * norms[None, :]).clamp_max_(0)
+    kernel = exponent.exp_()
+    kernel.diagonal(offset=first_row).zero_()
+    return kernel
+
+
 class _Uniformity(torch.autograd.Function):
-    """``log mean_{i != j} exp(-t ||x_i - x_j||^2)`` with one Gram matmul forward and one backward.
+    """``log mean_{i != j} exp(-t ||x_i - x_j||^2)``, forward and gradient in one pass over row blocks.
 
     With ``K`` the kernel matrix off its diagonal and ``s`` its sum, ``ds/dx_i = -4t sum_j K_ij (x_i - x_j)``,
-    so the gradient is ``-4t / s (rowsum(K) x - K x)``: autograd's form of the same loss takes two Gram-sized
-    matmuls and several (b, b) temporaries in backward.
+    so the gradient is ``-4t / s (rowsum(K) x - K x)``. Each block of rows of ``K`` is made, summed and multiplied
+    by ``x`` while it is in cache; only ``rowsum(K)`` (b,) and ``K x`` (b, d) are kept for backward, never ``K``.
     """
 
     @staticmethod
-    def forward(ctx, x, t, dtype):
+    def forward(ctx, x, t, dtype, block_rows):
         dtype = dtype or x.dtype
-        squared_norms = x.pow(2).sum(dim=1)
+        norms = x.pow(2).sum(dim=1)
         x_mm = x.to(dtype)
-        gram = (x_mm @ x_mm.T).to(x.dtype)
-        kernel = gram.mul_(2).sub_(squared_norms[:, None]).sub_(squared_norms[None, :]).clamp_max_(0)
-        kernel = kernel.mul_(t).exp_().fill_diagonal_(0)  # exp(-t max(||x_i - x_j||^2, 0)), i != j
-        total = kernel.sum()
-        ctx.save_for_backward(x, kernel, total)
-        ctx.t, ctx.dtype = t, dtype
+        wants_gradient = ctx.needs_input_grad[0]
+        row_sums = x.new_empty(len(x))
+        kernel_times_x = torch.empty_like(x) if wants_gradient else None
+        for start in range(0, len(x), block_rows):
+            stop = start + block_rows
+            kernel = _kernel_block(x_mm[start:stop], x_mm, norms[start:stop], norms, t, start)
+            row_sums[start:stop] = kernel.sum(dim=1)
+            if wants_gradient:
+                kernel_times_x[start:stop] = kernel.to(dtype) @ x_mm
+        total = row_sums.sum()
+        if wants_gradient:
+            ctx.save_for_backward(x, row_sums, kernel_times_x, total)
+        ctx.t = t
         n = len(x)
         return (total / (n * (n - 1))).log()
 
     @staticmethod
     def backward(ctx, grad_output):
-        x, kernel, total = ctx.saved_tensors
-        kernel_times_x = (kernel.to(ctx.dtype) @ x.to(ctx.dtype)).to(x.dtype)
-        grad = kernel.sum(dim=1, keepdim=True) * x - kernel_times_x
-        return grad.mul_(grad_output * (-4 * ctx.t) / total), None, None
+        x, row_sums, kernel_times_x, total = ctx.saved_tensors
+        grad = row_sums[:, None] * x - kernel_times_x
+        return grad.mul_(grad_output * (-4 * ctx.t) / total), None, None, None
 
 
-def uniformity_loss(x, t=2.0, dtype=None):
+def uniformity_loss(x, t=2.0, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
     """``log E exp(-t ||h - h'||^2)`` over the distinct pairs of rows of ``x`` (b, d).
 
-    Squared distances come from one Gram matmul over all ordered pairs, the diagonal taken out (``torch.pdist``
-    gives the same value, its backward about twice as slow on CPU). ``dtype``: the Gram matmuls' input format
-    (``torch.bfloat16``, or None for ``x``'s own); the kernel and its sums stay in ``x``'s format.
+    Squared distances come from Gram matmuls over all ordered pairs, in blocks of ``block_rows`` rows, the diagonal
+    taken out (``torch.pdist`` gives the same value, its backward about twice as slow on CPU). ``dtype``: the
+    matmuls' input format (``torch.bfloat16``, or None for ``x``'s own); the kernel and its sums stay in ``x``'s.
     """
-    return _Uniformity.apply(x, float(t), dtype)
+    if block_rows < 1:
+        raise ValueError(f"uniformity_loss: block_rows must be positive, got {block_rows}")
+    return _Uniformity.apply(x, float(t), dtype, int(block_rows))
 
 
 def directau_loss(user_e, item_e, uniformity_weight, dtype=None):

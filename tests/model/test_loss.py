@@ -81,3 +81,23 @@ def test_bf16_uniformity_is_within_bf16_rounding():
     rounded, = torch.autograd.grad(rounded_loss, x)
     assert abs(float(rounded_loss.detach()) - float(uniformity_loss(x.detach()))) < 1e-3
     assert float((rounded - exact).norm() / exact.norm()) < 2e-2
+
+
+def test_uniformity_blocks_equal_one_block_values_and_gradients():
+    x = torch.randn(37, 5, dtype=torch.float64)
+    results = []
+    for block_rows in (1, 8, 37, 100):
+        leaf = x.clone().requires_grad_()
+        loss = uniformity_loss(leaf, block_rows=block_rows)
+        results.append((loss.detach(), torch.autograd.grad(loss, leaf)[0]))
+    for loss, grad in results[1:]:
+        torch.testing.assert_close(loss, results[0][0], rtol=1e-13, atol=0)
+        torch.testing.assert_close(grad, results[0][1], rtol=1e-12, atol=1e-15)
+    assert math.isclose(float(results[1][0]), float(autograd_uniformity(x)), rel_tol=1e-12)
+
+
+def test_uniformity_rejects_empty_blocks():
+    import pytest
+
+    with pytest.raises(ValueError, match="block_rows must be positive"):
+        uniformity_loss(torch.randn(4, 2), block_rows=0)

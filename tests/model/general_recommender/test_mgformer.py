@@ -171,7 +171,7 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     ({"svd_solver": "lanczos"}, "unknown svd_solver 'lanczos'"),
     ({"key_sample_size": -1}, "key_sample_size must be a non-negative integer"),
     ({"key_sample_size": 8, "degree_mask": "adjacency"}, "the adjacency mask is already sparse"),
-    ({"compile": "yes"}, "unknown compile .yes.; choose one of False, True"),
+    ({"compile": "yes"}, "unknown compile .yes.; choose one of False, True, auto"),
     ({"precision": "fp16"}, "unknown precision 'fp16'; choose one of fp32, bf16, auto"),
     ({"key_chunk_size": -2}, "key_chunk_size must be a non-negative integer"),
     ({"key_features": "store"}, "unknown key_features 'store'; choose one of recompute, keep"),
@@ -209,3 +209,16 @@ def test_structural_scale_multiplies_the_encodings(tiny_setup):
     _, plain, _, _ = tiny_setup()
     _, scaled, _, _ = tiny_setup(structural_scale=4.0)
     torch.testing.assert_close(scaled.structural, 4.0 * plain.structural)
+
+
+def test_compile_auto_compiles_large_graphs_only():
+    from recbole_mgformer.model.general_recommender.mgformer import COMPILE_MIN_NODES, compile_choice
+
+    assert compile_choice("auto", COMPILE_MIN_NODES) is True
+    assert compile_choice("auto", COMPILE_MIN_NODES - 1) is False
+    assert compile_choice(True, 10) is True and compile_choice(False, 10**6) is False
+
+
+def test_compile_auto_leaves_a_small_graph_eager(tiny_setup):
+    _, model, _, _ = tiny_setup(seed=3)  # the default, compile: auto
+    assert model.layers[0].mix == model.layers[0]._mix
