@@ -7,12 +7,13 @@ def record(variant, model, seed, recall, ndcg):
             "parameters": 1000, "machine": "cpu", "commit": "abc"}
 
 
-def test_table_has_mean_std_bold_best_improvement_and_paper_numbers():
+def test_table_has_mean_and_95_percent_interval_bold_best_improvement_and_paper_numbers():
     records = [record("MGFormer", "MGFormer", 0, 0.15, 0.07), record("MGFormer", "MGFormer", 1, 0.17, 0.08),
                record("MGFormer degree_mask=none", "MGFormer", 0, 0.19, 0.09),
                record("DirectAU", "DirectAU", 0, 0.14, 0.06)]
     table = render_dataset("amazon-beauty", records)
-    assert "| MGFormer | 2 | 0.1600 ± 0.0141 | 0.0750 ± 0.0071 | 0.0750 | 0.1531 | 0.0748 |" in table
+    # two seeds: t(0.975, 1) = 12.706 times the standard error (0.01 and 0.005)
+    assert "| MGFormer | 2 | 0.1600 ± 0.1271 | 0.0750 ± 0.0635 | 0.0750 | 0.1531 | 0.0748 |" in table
     assert "| MGFormer degree_mask=none | 1 | **0.1900** | **0.0900** | 0.0900 | 0.1501 | 0.0739 |" in table  # Table 3
     assert "| DirectAU | 1 | 0.1400 | 0.0600 | 0.0600 | 0.1465 | 0.0710 |" in table
     # the best other *model* is DirectAU, not another MGFormer variant
