@@ -10,6 +10,7 @@ import gzip
 import json
 import math
 import statistics
+import warnings
 from pathlib import Path
 
 ALPHA = 0.05
@@ -43,6 +44,7 @@ def write_per_user(record_path, values, metric=PER_USER_METRIC):
     users = sorted(values)
     payload = {"metric": metric, "users": users, "values": [round(values[u], 5) for u in users]}
     path = per_user_path(record_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with gzip.open(tmp, "wt", encoding="utf-8") as handle:
         json.dump(payload, handle, separators=(",", ":"))
@@ -83,7 +85,9 @@ def paired_verdict(a_by_seed, b_by_seed):
     if all(d == 0 for d in differences):
         p = 1.0
     else:
-        p = float(stats.wilcoxon(a, b, zero_method="wilcox").pvalue)
+        with warnings.catch_warnings():  # ties at zero (both models miss a user) switch scipy to its normal approximation
+            warnings.simplefilter("ignore", UserWarning)
+            p = float(stats.wilcoxon(a, b, zero_method="wilcox").pvalue)
     word = "level" if p >= ALPHA or difference == 0 else "ahead" if difference > 0 else "behind"
     return {"word": word, "p": p, "difference": difference, "pairs": len(a),
             "seeds": len(set(a_by_seed) & set(b_by_seed))}
