@@ -114,7 +114,8 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
     interrupted, and write the chosen file from its record; returns the chosen file's path.
 
     The search starts from RecBole's defaults, the model's and the dataset's YAML, ``config_files`` and ``extra``
-    (the command's ``--key=value``), never from an earlier tuned file. Raises TuneSetupError when a recorded search
+    (the command's ``--key=value``), never from an earlier tuned file; a key the entry or ``extra`` fixes is not
+    searched, as it wins over the chosen file in the runs too. Raises TuneSetupError when a recorded search
     used another budget, and KeyboardInterrupt when the search was interrupted."""
     from ray import tune
 
@@ -138,7 +139,7 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
         log(f"{label}: {'resuming' if resume else 'starting'} ({budget.trials} trials, at most {budget.epochs} "
             f"epochs each, Ray storage {experiment})")
         summary = tune_recommender(
-            model, dataset, search_space(model, overrides), config_files=list(config_files),
+            model, dataset, search_space(model, {**(extra or {}), **overrides}), config_files=list(config_files),
             config_dict={**(extra or {}), **overrides, "epochs": budget.epochs}, data_path=data_path,
             search="random", samples=budget.trials, scheduler="asha", grace_period=budget.grace,
             num_cpus=budget.cpus, results_dir=paths["json"].parent, storage_dir=budget.storage, name=name,

@@ -126,3 +126,28 @@ def test_an_older_record_moves_to_exploration_when_a_search_chose_new_settings(t
     assert "not searched again" in out and "record exists, skipped" in out and len(calls) == 1
     run = Run("BPR", {}, "tiny", 0, runs_dir=results / "runs", data_path=tiny_data, tuned_dir=tuned)
     assert run.tuning == record["tuning"]
+
+
+@pytest.mark.slow
+def test_a_real_two_trial_search_then_its_seed_runs(tiny_data, tmp_path, capsys):
+    results, tuned = tmp_path / "results", tmp_path / "tuned"
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0,1", "--data_path", str(tiny_data),
+            "--results", str(results), "--checkpoint_dir", str(tmp_path / "saved"), "--tuned-dir", str(tuned),
+            "--tune-budget", "2", "--tune-epochs", "2", "--tune-grace", "1", "--tune-cpus", "1",
+            "--tune-storage", str(tmp_path / "tune"), "--epochs=2", *TINY]
+    assert main(args) == 0
+    search = json.loads((results / "tuning" / "tiny" / "BPR.json").read_text())
+    assert len(search["rows"]) == 2 and search["request"]["max_t"] == 2 and search["request"]["samples"] == 2
+    chosen = yaml.safe_load((tuned / "tiny" / "BPR.yaml").read_text())
+    # the command fixes embedding_size (--embedding_size=8), so the search leaves it out
+    assert chosen == search["best"]["params"] and set(chosen) == {"learning_rate", "weight_decay"}
+    for seed in (0, 1):
+        record = json.loads((results / "runs" / "tiny" / f"bpr-seed{seed}.json").read_text())
+        assert record["tuning"]["search"].endswith("tuning/tiny/BPR.md") and record["epochs"] == 2
+        assert record["config"]["learning_rate"] == chosen["learning_rate"] and record["config"]["embedding_size"] == 8
+    page = (results / "tiny" / "leaderboard.md").read_text()
+    assert "### Tuned with the same budget: random search of 2 trials, search seed 0, ASHA grace 1 of at most 2" in page
+    assert "| BPR | 2 |" in page
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "not searched again" in out and out.count("record exists, skipped") == 2
