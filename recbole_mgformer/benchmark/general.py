@@ -124,6 +124,8 @@ def render_dataset(dataset, records):
         elif len(parts) > 1:
             lines += ["### Older runs, not from an equal-budget search", ""]
         lines += render_table(_rows(group), PAPER.get(dataset, {}))
+        while lines[-1] == "":  # one blank line before the notes under a table
+            lines.pop()
         searches = sorted({(r["variant"], r["tuning"]["search"]) for r in group if r.get("tuning")})
         if searches:
             lines += ["", "Searches: " + "; ".join(f"{variant} `{page}`" for variant, page in searches) + "."]

@@ -39,10 +39,10 @@ class TuneBudget:
         return f"n{self.trials}-e{self.epochs}-g{self.grace}-s{self.seed}"
 
     def matches(self, request):
-        """Was ``request`` (a search record's) made with this budget?"""
+        """Was ``request`` (a search record's) made with this budget? (The search caps the grace at its evaluations.)"""
+        grace = min(self.grace, request.get("max_t", self.grace))
         return (request["samples"], request["overrides"].get("epochs"), request["grace_period"],
-                request["search_seed"], request["search"]) == (self.trials, self.epochs, self.grace, self.seed,
-                                                                "random")
+                request["search_seed"], request["search"]) == (self.trials, self.epochs, grace, self.seed, "random")
 
 
 def search_paths(results, dataset, stem):

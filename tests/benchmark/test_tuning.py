@@ -151,3 +151,11 @@ def test_a_real_two_trial_search_then_its_seed_runs(tiny_data, tmp_path, capsys)
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "not searched again" in out and out.count("record exists, skipped") == 2
+
+
+def test_a_budget_matches_its_record_where_the_search_capped_the_grace_at_its_evaluations():
+    request = {"samples": 2, "overrides": {"epochs": 2}, "grace_period": 2, "max_t": 2, "search_seed": 0,
+               "search": "random"}
+    assert TuneBudget(trials=2, epochs=2, grace=5).matches(request)
+    assert not TuneBudget(trials=3, epochs=2, grace=5).matches(request)
+    assert not TuneBudget(trials=2, epochs=4, grace=5).matches(request)
