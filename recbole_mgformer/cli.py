@@ -50,6 +50,9 @@ def main(argv=None):
     parser.add_argument("--dataset", "-d", default="ml-100k", help="dataset name (a folder under data_path)")
     parser.add_argument("--config_files", default=None, help="space-separated YAML config files")
     parser.add_argument("--resume_file", default=None, help="checkpoint to continue training from")
+    parser.add_argument("--no-tuned", "--no_tuned", dest="tuned", action="store_false",
+                        help="leave out properties/benchmark/<dataset>/<Model>.yaml, the settings tuned for the "
+                             "dataset: RecBole's defaults and the model's YAML only")
     distributed = parser.add_argument_group("data-parallel training (torch.distributed DDP: gloo on CPUs, nccl on GPUs)")
     distributed.add_argument("--nproc", type=int, default=1, help="processes on this machine (default 1)")
     distributed.add_argument("--world_size", type=int, default=-1,
@@ -70,6 +73,7 @@ def main(argv=None):
         ip=args.ip,
         port=args.port,
         offset=args.offset,
+        tuned=args.tuned,
     )
     print(format_summary(args.model, args.dataset, result))
     return result

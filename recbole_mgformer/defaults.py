@@ -31,8 +31,14 @@ def dataset_config_file(dataset_name):
     return str(path) if path.is_file() else None
 
 
-def benchmark_config_file(model_name, dataset_name):
-    """``properties/benchmark/<dataset>/<Name>.yaml``: a model's hyperparameters tuned for one leaderboard
-    dataset, applied by the benchmark on top of the model's defaults, else None."""
-    path = properties_dir() / "benchmark" / dataset_name / f"{model_name}.yaml"
+def tuned_dir():
+    """``properties/benchmark``: per-dataset tuned settings, one folder per dataset."""
+    return properties_dir() / "benchmark"
+
+
+def benchmark_config_file(model_name, dataset_name, folder=None):
+    """``<folder>/<dataset>/<Name>.yaml`` (``folder``: :func:`tuned_dir`): a model's hyperparameters tuned for one
+    leaderboard dataset, applied by the benchmark, ``run.py`` and ``run_recommender`` under the user's own
+    settings, else None. ``Name`` is a model's name or a variant's file stem (``mgformer-attention-false``)."""
+    path = Path(folder or tuned_dir()) / dataset_name / f"{model_name}.yaml"
     return str(path) if path.is_file() else None

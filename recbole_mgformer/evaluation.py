@@ -37,6 +37,33 @@ def training_counts(train_data):
     return np.bincount(items, minlength=dataset.item_num)
 
 
+def _discounts(k):
+    """DCG's position discounts 1 / log2(rank + 1) for ranks 1..k, and the ideal DCG by number of relevant items."""
+    discounts = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
+    return discounts, torch.cat([torch.zeros(1, dtype=torch.float64), discounts.cumsum(0)])
+
+
+@torch.no_grad()
+def ndcg_by_user(trainer, eval_data, k=20):
+    """``{user token: NDCG@k}`` of every user ``eval_data`` evaluates, from RecBole's full-sort scores (history
+    items masked), so the mean over users is RecBole's NDCG@k; the rows of a paired test between two models."""
+    trainer.model.eval()
+    trainer.tot_item_num = eval_data._dataset.item_num
+    dataset = eval_data._dataset
+    discounts, ideal_dcg = _discounts(k)
+    values = {}
+    for batch in eval_data:
+        interaction, scores, positive_u, positive_i = trainer._full_sort_batch_eval(batch)
+        top = scores.topk(k, dim=1).indices.cpu()
+        relevant = torch.zeros(scores.shape, dtype=torch.bool)
+        relevant[positive_u.cpu(), positive_i.cpu()] = True
+        n_relevant = relevant.sum(dim=1)
+        ndcg = (relevant.gather(1, top).double() * discounts).sum(dim=1) / ideal_dcg[n_relevant.clamp(max=k)]
+        tokens = dataset.id2token(dataset.uid_field, interaction[dataset.uid_field].cpu().numpy())
+        values.update((str(token), float(value)) for token, value, n in zip(tokens, ndcg, n_relevant) if n > 0)
+    return values
+
+
 @torch.no_grad()
 def metrics_by_group(trainer, eval_data, groups, k=20):
     """``{group: {"recall@k", "ndcg@k", "users"}}`` for a trainer whose model holds the weights to evaluate.
@@ -48,8 +75,7 @@ def metrics_by_group(trainer, eval_data, groups, k=20):
     trainer.tot_item_num = eval_data._dataset.item_num
     groups = torch.as_tensor(groups)
     n_groups = int(groups.max()) + 1
-    discounts = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
-    ideal_dcg = torch.cat([torch.zeros(1, dtype=torch.float64), discounts.cumsum(0)])  # by number of relevant items
+    discounts, ideal_dcg = _discounts(k)  # the ideal DCG by number of relevant items
     recall_sum, ndcg_sum, users = (torch.zeros(n_groups, dtype=torch.float64) for _ in range(3))
     for batch in eval_data:
         _, scores, positive_u, positive_i = trainer._full_sort_batch_eval(batch)

@@ -19,7 +19,7 @@ from recbole_mgformer.config_check import check_config
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.duplicates import apply_duplicate_policy
 from recbole_mgformer.data.sources import ensure_dataset
-from recbole_mgformer.defaults import dataset_config_file, model_config_file
+from recbole_mgformer.defaults import benchmark_config_file, dataset_config_file, model_config_file
 from recbole_mgformer.distributed import (
     DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, make_shared_folders,
     shard_evaluation,
@@ -70,12 +70,20 @@ def prepare(config):
     return model, trainer, (train_data, valid_data, test_data)
 
 
+def tuned_config_file(model, dataset):
+    """The settings tuned for ``model`` on ``dataset`` (``properties/benchmark/<dataset>/<Model>.yaml``), or None."""
+    return benchmark_config_file(get_model(model).__name__, dataset)
+
+
 def run_recommender(model, dataset, config_file_list=None, config_dict=None, saved=True, resume_file=None,
-                    nproc=1, world_size=-1, ip="localhost", port=5678, offset=0):
+                    nproc=1, world_size=-1, ip="localhost", port=5678, offset=0, tuned=True):
     """Train ``model`` (a name) on ``dataset`` and evaluate it; returns the dict of ``run_recbole``:
     ``best_valid_score``, ``valid_score_bigger``, ``best_valid_result``, ``test_result``.
 
-    ``resume_file`` continues training from a checkpoint this project wrote.
+    ``resume_file`` continues training from a checkpoint this project wrote. With ``tuned`` (the default), the
+    settings the benchmark tuned for this model and dataset (``properties/benchmark/<dataset>/<Model>.yaml``, where
+    one exists) apply under ``config_file_list`` and ``config_dict``, and the log names the file; ``tuned=False``
+    trains with RecBole's defaults and the model's YAML alone.
 
     Data-parallel training (DDP) starts ``nproc`` processes on this machine; ``world_size`` counts the
     processes of all machines (-1: ``nproc``), ``offset`` is the global rank of this machine's first
@@ -83,21 +91,23 @@ def run_recommender(model, dataset, config_file_list=None, config_dict=None, sav
     and ``dist_timeout`` (seconds) tune it. The result is local rank 0's.
     """
     world_size = check_sizes(nproc, world_size, offset)
+    tuned_file = tuned_config_file(model, dataset) if tuned else None
+    config_file_list = ([tuned_file] if tuned_file else []) + list(config_file_list or [])  # the user's win
     if world_size == 1:
         config, _ = build_config(model, dataset, config_file_list, config_dict)
-        return train_and_test(config, saved, resume_file)
+        return train_and_test(config, saved, resume_file, tuned_file)
     settings = {**(config_dict or {}), "nproc": int(nproc), "world_size": world_size, "ip": str(ip),
                 "port": int(port), "offset": int(offset)}
-    return launch(_run_rank, int(nproc), (model, dataset, config_file_list, settings, saved, resume_file))
+    return launch(_run_rank, int(nproc), (model, dataset, config_file_list, settings, saved, resume_file, tuned_file))
 
 
-def _run_rank(local_rank, model, dataset, config_file_list, config_dict, saved, resume_file):
+def _run_rank(local_rank, model, dataset, config_file_list, config_dict, saved, resume_file, tuned_file=None):
     """One process of a data-parallel run."""
     config_dict = {**config_dict, "local_rank": local_rank}
     try:
         config, _ = build_config(model, dataset, config_file_list, config_dict)
         make_shared_folders(config)
-        return train_and_test(config, saved, resume_file)
+        return train_and_test(config, saved, resume_file, tuned_file)
     except RuntimeError as error:
         if is_collective_failure(error):  # a peer died, or a collective timed out
             raise collective_error(error, config_dict) from error
@@ -120,16 +130,19 @@ def run_checkpoint(trainer, resume_file=None):
     return path
 
 
-def train_and_test(config, saved=True, resume_file=None):
+def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
     """Fit on the training split with early stopping on the validation split, then test (see run_recommender).
 
     With ``saved``, the last epoch is checkpointed beside the best one (``<best>.latest.pth``, with the
     validation history and timings) by :func:`recbole_mgformer.resume.fit_resumably`, the benchmark's fit:
     ``resume_file`` (either file) continues a killed run from its last epoch. The last-epoch file is removed
-    once the run has been tested."""
+    once the run has been tested. ``tuned_file``: the tuned settings ``config`` was built with, named in the log."""
     init_seed(config["seed"], config["reproducibility"])
     init_logger(config)
     logger = getLogger()
+    if tuned_file:
+        logger.info(f"tuned settings applied: {tuned_file} (under your config files and settings; "
+                    "--no-tuned or tuned=False leaves them out)")
     logger.info(config)
     _, trainer, (train_data, valid_data, test_data) = prepare(config)
     checkpoint = None

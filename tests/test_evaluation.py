@@ -72,3 +72,14 @@ def test_groups_equal_the_direct_per_user_computation(trained):
         assert result[name]["users"] == users
         assert result[name]["recall@5"] == pytest.approx(recall)
         assert result[name]["ndcg@5"] == pytest.approx(ndcg)
+
+
+def test_per_user_ndcg_averages_to_recboles_ndcg_and_is_keyed_by_user_token(tiny_setup):
+    from recbole_mgformer.evaluation import ndcg_by_user
+
+    _, _, trainer, (train_data, _, test_data) = tiny_setup("BPR")
+    trainer.fit(train_data, saved=False, show_progress=False)
+    result = trainer.evaluate(test_data, load_best_model=False)
+    values = ndcg_by_user(trainer, test_data, k=20)
+    assert len(values) == 40 and all(token.startswith("u") for token in values)
+    assert sum(values.values()) / len(values) == pytest.approx(result["ndcg@20"], abs=1e-4)

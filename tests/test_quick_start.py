@@ -108,3 +108,65 @@ def test_a_resume_file_that_does_not_exist_is_named(tiny_data, tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint at .*absent.pth"):
         run_recommender("BPR", "tiny", config_dict={"data_path": str(tiny_data), "state": "WARNING"},
                         resume_file=str(tmp_path / "absent.pth"))
+
+
+TINY_RUN = {"epochs": 1, "show_progress": False, "metrics": ["Recall", "NDCG"], "topk": [20],
+            "valid_metric": "NDCG@20", "train_batch_size": 64}
+
+
+@pytest.fixture
+def tuned_tiny(dataset_configs, tiny_data):
+    """``properties/benchmark/tiny/MGFormer.yaml`` in a copy of properties/, and the tiny data's path."""
+    from recbole_mgformer import defaults
+
+    folder = defaults.properties_dir() / "benchmark" / "tiny"
+    folder.mkdir(parents=True)
+    (folder / "MGFormer.yaml").write_text("embedding_size: 12\nuniformity_weight: 2.0\n")
+    return folder / "MGFormer.yaml", tiny_data
+
+
+def _config_of_run(monkeypatch):
+    """Make run_recommender return its config and tuned file instead of training."""
+    import recbole_mgformer.quick_start as quick_start
+
+    monkeypatch.setattr(quick_start, "train_and_test", lambda config, saved, resume, tuned: (config, tuned))
+
+
+def test_the_tuned_settings_apply_under_the_users_own(tuned_tiny, tmp_path, monkeypatch):
+    tuned, data = tuned_tiny
+    _config_of_run(monkeypatch)
+    config, applied = run_recommender("MGFormer", "tiny", config_dict={"data_path": str(data)})
+    assert applied == str(tuned) and config["embedding_size"] == 12 and config["uniformity_weight"] == 2.0
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("uniformity_weight: 0.7\n")
+    config, _ = run_recommender("MGFormer", "tiny", [str(mine)], {"data_path": str(data), "embedding_size": 16})
+    assert config["uniformity_weight"] == 0.7 and config["embedding_size"] == 16  # the user's file and setting win
+    config, applied = run_recommender("MGFormer", "tiny", config_dict={"data_path": str(data)}, tuned=False)
+    assert applied is None and config["embedding_size"] == 64 and config["uniformity_weight"] == 0.3
+    config, applied = run_recommender("BPR", "tiny", config_dict={"data_path": str(data)})
+    assert applied is None  # no file for BPR
+
+
+def test_run_py_logs_the_tuned_file_and_no_tuned_leaves_it_out(tuned_tiny, caplog):
+    from recbole_mgformer import cli
+
+    tuned, data = tuned_tiny
+    overrides = [f"--{k}={v}".replace("'", "") for k, v in {**TINY_RUN, "data_path": str(data)}.items()]
+    with caplog.at_level("INFO"):
+        result = cli.main(["--model=MGFormer", "--dataset=tiny", "--checkpoint_dir=tuned", *overrides])
+    assert f"tuned settings applied: {tuned} (under your config files and settings" in caplog.text
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        # another checkpoint folder: RecBole names checkpoints by the second, and both runs may share one
+        untuned = cli.main(["--model=MGFormer", "--dataset=tiny", "--no-tuned", "--checkpoint_dir=untuned", *overrides])
+    assert "tuned settings applied" not in caplog.text and "embedding_size" in caplog.text
+    assert result["test_result"] != untuned["test_result"]  # d 12 and lambda 2 against the model's defaults
+
+
+def test_make_run_picks_up_the_tuned_mgformer_on_ml_100k():
+    from recbole_mgformer.quick_start import tuned_config_file
+
+    path = tuned_config_file("MGFormer", "ml-100k")
+    assert path is not None and path.endswith("properties/benchmark/ml-100k/MGFormer.yaml")
+    config, _ = build_config("MGFormer", "ml-100k", [path])
+    assert config["embedding_size"] == 32 and config["learning_rate"] == 0.001

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from recbole_mgformer.benchmark import context, general, sequential
 from recbole_mgformer.benchmark.datasets import check_model_fits
-from recbole_mgformer.benchmark.entries import comma_list, parse_entry, split_models
+from recbole_mgformer.benchmark.entries import comma_list, parse_entry, split_models, tuning_target
 from recbole_mgformer.benchmark.render import render_results
 from recbole_mgformer.benchmark.runs import ROOT, Run
+from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search
 from recbole_mgformer.cli import parse_overrides
 
 HEADLINES = {"general": general.HEADLINE, "sequential": sequential.HEADLINE, "context": context.HEADLINE}
@@ -32,12 +33,38 @@ def planned_runs(args, extra, command):
             check_model_fits(model, dataset)
     settings = {"runs_dir": Path(args.results) / "runs", "data_path": args.data_path,
                 "config_files": args.config_files.split(), "extra": extra, "checkpoint_dir": args.checkpoint_dir,
-                "command": command}
-    runs = [Run(model, overrides, dataset, int(seed), **settings)
-            for dataset in datasets for seed in comma_list(args.seeds) for model, overrides in entries]
+                "command": command, "tuned_dir": args.tuned_dir}
+    seeds = [int(seed) for seed in comma_list(args.seeds)]
+    if args.tune_budget:  # each entry's search, then its seeds: a row at a time
+        runs = [Run(model, overrides, dataset, seed, **settings)
+                for dataset in datasets for model, overrides in entries for seed in seeds]
+    else:
+        runs = [Run(model, overrides, dataset, seed, **settings)
+                for dataset in datasets for seed in seeds for model, overrides in entries]
     for run in runs:
         run.check_config()
     return runs
+
+
+def budget_of(args):
+    if not args.tune_budget:
+        return None
+    if min(args.tune_budget, args.tune_epochs, args.tune_grace) < 1:
+        raise ValueError("--tune-budget, --tune-epochs and --tune-grace must be at least 1")
+    return TuneBudget(trials=args.tune_budget, epochs=args.tune_epochs, grace=args.tune_grace, seed=args.search_seed,
+                      cpus=args.tune_cpus, storage=args.tune_storage)
+
+
+def search_before(run, budget, args, extra, searched):
+    """The search that gives ``run`` its settings, unless this command already made sure of it."""
+    target = (run.dataset, *tuning_target(run.model, run.overrides))
+    key = (target[0], target[1], tuple(sorted(target[2].items())))
+    if key in searched:
+        return
+    ensure_search(target[1], target[2], run.dataset, budget, results=args.results, data_path=args.data_path,
+                  config_files=args.config_files.split(), extra=extra, folder=args.tuned_dir,
+                  log=lambda line: print(line, flush=True))
+    searched.add(key)
 
 
 def main(argv=None):
@@ -55,15 +82,35 @@ def main(argv=None):
     parser.add_argument("--results", default=str(ROOT / "results"), help="folder of runs/ and the pages")
     parser.add_argument("--checkpoint_dir", default="saved/benchmark", help="per-run checkpoints, for resuming")
     parser.add_argument("--render-only", action="store_true", help="only re-render every table from its records")
+    tuning = parser.add_argument_group("equal-budget tuning: a search per model entry before its seed runs")
+    tuning.add_argument("--tune-budget", type=int, default=0, help="trials of each entry's random search (0: none)")
+    tuning.add_argument("--tune-epochs", type=int, default=30, help="epochs a trial trains at most (default 30)")
+    tuning.add_argument("--tune-grace", type=int, default=5, help="evaluations before ASHA may stop a trial")
+    tuning.add_argument("--search-seed", type=int, default=0, help="seed of the random search (default 0)")
+    tuning.add_argument("--tune-cpus", type=int, default=None, help="CPUs of the local Ray (default all); 1 a trial")
+    tuning.add_argument("--tune-storage", default="saved/tune", help="Ray's folder of the searches, for resuming")
+    tuning.add_argument("--tuned-dir", default=None,
+                        help="where the chosen settings go and are read (default properties/benchmark)")
     args, rest = parser.parse_known_args(argv)
     extra = parse_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
     if not args.render_only:
         try:
+            budget = budget_of(args)
             runs = planned_runs(args, extra, shlex.join(["python", "-m", "recbole_mgformer.benchmark", *argv]))
         except ValueError as error:
             parser.error(str(error))
+        searched = set()
         for index, run in enumerate(runs, start=1):
             label = f"[{index}/{len(runs)}] {run.label}"
+            if budget:
+                try:
+                    search_before(run, budget, args, extra, searched)
+                except ValueError as error:  # TuneSetupError: a bad space, another budget on record
+                    print(f"error: {error}", file=sys.stderr)
+                    return 2
+                except KeyboardInterrupt as stop:
+                    print(f"stopped: {stop or 'interrupted'}; rerun the same command to continue", flush=True)
+                    return 130
             print(f"{label}: running", flush=True)
             record = run.execute()
             print(f"{label}: " + ("record exists, skipped" if record is None else finished_line(run, record)),

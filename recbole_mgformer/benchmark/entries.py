@@ -55,6 +55,22 @@ def variant_name(model, overrides):
     return model + " " + " ".join(f"{k}={v}" for k, v in overrides.items())
 
 
+def tuned_stem(model, overrides):
+    """The file stem of an entry's tuned settings, ``properties/benchmark/<dataset>/<stem>.yaml``: the model's name
+    (``MGFormer``), or for an entry with overrides its variant's slug (``mgformer-attention-false``)."""
+    return slug(variant_name(model, overrides)) if overrides else model
+
+
+def tuning_target(model, overrides):
+    """The (model, overrides) whose search gives an entry its settings: the Table 3 ablations of MGFormer (every
+    ``MGFormer-ablations`` entry but ``attention=False``) are ablations of the tuned MGFormer, so they take its
+    settings with their one override; every other entry is searched as itself, its overrides fixed."""
+    entry = model + ("[" + "; ".join(f"{k}={v}" for k, v in overrides.items()) + "]" if overrides else "")
+    if overrides and entry in ABLATIONS and entry != "MGFormer[attention=False]":
+        return model, {}
+    return model, dict(overrides)
+
+
 def slug(text):
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
 

@@ -1,8 +1,11 @@
-"""The general (top-k) leaderboard, like the MGFormer paper's Table 2: test Recall@20 / NDCG@20 over seeds, best
-in bold, the paper's numbers beside, the best model's gain over the best other one."""
+"""The general (top-k) leaderboard, like the MGFormer paper's Table 2: test Recall@20 / NDCG@20, mean and 95%
+confidence interval over seeds, best in bold, the paper's numbers beside, the best model's gain over the best other
+one, and a paired test of each MGFormer row against the best other model. Rows from the benchmark's equal-budget
+searches (records with ``tuning``) get a section per budget, apart from older runs."""
 
 import statistics
 
+from recbole_mgformer.benchmark.stats import mean_ci, paired_verdict, read_per_user, verdict_text
 from recbole_mgformer.records import by_variant
 
 HEADLINE = ("recall@20", "ndcg@20")  # what a finished run prints
@@ -20,14 +23,8 @@ PAPER = {
 }
 
 
-def _mean_std(values):
-    if len(values) == 1:
-        return values[0], None
-    return statistics.mean(values), statistics.stdev(values)
-
-
-def _cell(mean, std, bold):
-    text = f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "")
+def _cell(mean, half, bold):
+    text = f"{mean:.4f}" + (f" ± {half:.4f}" if half is not None else "")
     return f"**{text}**" if bold else text
 
 
@@ -58,19 +55,43 @@ def _columns(paper, best):
     ]
 
 
-def render_dataset(dataset, records):
-    """One markdown table like the paper's Table 2 for one dataset's records."""
+def _rows(records):
     rows = []
     for variant, group in by_variant(records).items():
-        stats = {m: _mean_std([r["test"][m] for r in group]) for m in METRICS}
+        stats = {m: mean_ci([r["test"][m] for r in group]) for m in METRICS}
         rows.append({"variant": variant, "model": group[0]["model"], "records": group, "stats": stats,
-                     "valid": _mean_std([r["valid"]["ndcg@20"] for r in group])[0]})
+                     "valid": statistics.mean(r["valid"]["ndcg@20"] for r in group)})
     rows.sort(key=lambda row: -row["stats"]["ndcg@20"][0])
+    return rows
+
+
+def _per_user_by_seed(row):
+    """``{seed: {user: NDCG@20}}`` of a row's records that stored per-user values."""
+    values = {r["seed"]: read_per_user(r["_path"]) for r in row["records"] if r.get("per_user") and r.get("_path")}
+    return {seed: users for seed, users in values.items() if users}
+
+
+def verdict_lines(rows):
+    """Each MGFormer row against the best other model (by mean test NDCG@20), by the paired test over users."""
+    others = [row for row in rows if row["model"] != "MGFormer"]
+    if not others:
+        return []
+    best_other = max(others, key=lambda row: row["stats"]["ndcg@20"][0])
+    lines = []
+    for row in rows:
+        if row["model"] != "MGFormer":
+            continue
+        verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(best_other))
+        if verdict is not None:
+            lines.append("Verdict: " + verdict_text(row["variant"], best_other["variant"], verdict))
+    return lines
+
+
+def render_table(rows, paper):
+    """The table and the lines under it of one section's rows."""
     best = {m: max(row["stats"][m][0] for row in rows) for m in METRICS}
-    columns = [(header, cell) for header, cell in _columns(PAPER.get(dataset, {}), best)
-               if any(cell(row) for row in rows)]
-    lines = [f"## {dataset}", "", "| " + " | ".join(header for header, _ in columns) + " |",
-             "|" + "---|" * len(columns)]
+    columns = [(header, cell) for header, cell in _columns(paper, best) if any(cell(row) for row in rows)]
+    lines = ["| " + " | ".join(header for header, _ in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(row) for _, cell in columns) + " |" for row in rows]
     lines.append("")
     for metric in METRICS:
@@ -81,12 +102,40 @@ def render_dataset(dataset, records):
             gain = 100 * (top["stats"][metric][0] / runner_up["stats"][metric][0] - 1)
             lines.append(f"Best test {metric}: {top['variant']}, {gain:+.2f}% over the best other model "
                          f"({runner_up['variant']}).")
-    tuned = sorted({(r["model"], r["tuned_config"]) for r in records if r.get("tuned_config")})
-    if tuned:
-        lines += ["", "Tuned for this dataset, over each model's defaults: "
-                  + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned) + "."]
+    verdicts = verdict_lines(rows)
+    return lines + ([""] + verdicts if verdicts else [])
+
+
+def sections(records):
+    """``[(budget text or None, records)]``: the equal-budget searches' runs by budget first, then older runs."""
+    groups = {}
+    for record in records:
+        groups.setdefault((record.get("tuning") or {}).get("text"), []).append(record)
+    return sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or ""))
+
+
+def render_dataset(dataset, records):
+    """One markdown table like the paper's Table 2 for one dataset's records (a table per section)."""
+    lines = [f"## {dataset}", ""]
+    parts = sections(records)
+    for budget, group in parts:
+        if budget is not None:
+            lines += [f"### Tuned with the same budget: {budget}", ""]
+        elif len(parts) > 1:
+            lines += ["### Older runs, not from an equal-budget search", ""]
+        lines += render_table(_rows(group), PAPER.get(dataset, {}))
+        while lines[-1] == "":  # one blank line before the notes under a table
+            lines.pop()
+        searches = sorted({(r["variant"], r["tuning"]["search"]) for r in group if r.get("tuning")})
+        if searches:
+            lines += ["", "Searches: " + "; ".join(f"{variant} `{page}`" for variant, page in searches) + "."]
+        tuned = sorted({(r["model"], r["tuned_config"]) for r in group if r.get("tuned_config") and not r.get("tuning")})
+        if tuned:
+            lines += ["", "Tuned for this dataset, over each model's defaults: "
+                      + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned) + "."]
+        lines.append("")
     machines = sorted({(r["machine"], r["commit"]) for r in records})
-    lines += ["", "Runs: " + "; ".join(f"{m} at {c}" for m, c in machines)
+    lines += ["Runs: " + "; ".join(f"{m} at {c}" for m, c in machines)
               + f"; seeds {sorted({r['seed'] for r in records})}.", ""]
     return "\n".join(lines)
 
@@ -95,7 +144,9 @@ def render_page(by_dataset, runs_shown):
     """The leaderboard page of one or more datasets' records."""
     lines = ["# Leaderboard", "",
              f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. Test metrics are "
-             "mean ± std over seeds, at the epoch with the best validation NDCG@20 (early stopping); best in bold. "
-             "Protocols: `properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, "
+             "mean ± the 95% confidence interval over seeds (Student t; the value alone for one seed), at the epoch "
+             "with the best validation NDCG@20 (early stopping); best in bold. A verdict compares an MGFormer row with "
+             "the best other model by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
+             "behind; else level). Protocols: `properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, "
              "and its Table 3 for MGFormer's ablations.", ""]
     return "\n".join(lines + [render_dataset(dataset, by_dataset[dataset]) for dataset in sorted(by_dataset)])

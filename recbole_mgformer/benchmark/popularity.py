@@ -1,9 +1,9 @@
 """Metrics by item popularity, the MGFormer paper's Fig. 2: measured at a run's best epoch, tabulated and charted
 for a results page."""
 
-import statistics
 from pathlib import Path
 
+from recbole_mgformer.benchmark.stats import format_ci, mean_ci
 from recbole_mgformer.evaluation import (
     GROUP_RULE,
     GROUPS,
@@ -20,36 +20,54 @@ def popularity_metrics(trainer, train_data, test_data):
     return metrics_by_group(trainer, test_data, popularity_groups(training_counts(train_data)), k=20)
 
 
+def _group_stats(records):
+    """``{variant: {group: ((recall mean, half), (ndcg mean, half), seeds)}}`` over the records' seeds."""
+    values = {}
+    for record in records:
+        for group in GROUPS:
+            metrics = record["test_popularity"][group]
+            values.setdefault(record["variant"], {}).setdefault(group, []).append(
+                (metrics["recall@20"], metrics["ndcg@20"]))
+    return {variant: {group: (mean_ci([v[0] for v in pairs if v[0] is not None]),
+                              mean_ci([v[1] for v in pairs if v[1] is not None]), len(pairs))
+                      for group, pairs in groups.items()}
+            for variant, groups in values.items()}
+
+
 def popularity_table(dataset, records):
-    """Rows of (variant, group) with test Recall@20 / NDCG@20 averaged over seeds; None without records."""
+    """Rows of (variant, group) with test Recall@20 / NDCG@20, mean ± 95% interval over seeds, the equal-budget
+    searches' runs apart from older ones; (None, {}) without records. The summary is the tuned runs' where any."""
     records = [r for r in records if "test_popularity" in r]
     if not records:
         return None, {}
-    means = {}
-    for record in records:
-        for group in GROUPS:
-            values = record["test_popularity"][group]
-            means.setdefault(record["variant"], {}).setdefault(group, []).append(
-                (values["recall@20"], values["ndcg@20"], values["users"]))
     lines = [f"## {dataset}", "", f"Groups: {GROUP_RULE}; a user counts in a group when one of their test items is in it.",
-             "", "| model | seeds | " + " | ".join(f"{g} Recall@20 | {g} NDCG@20" for g in GROUPS) + " |",
-             "|" + "---|" * (2 + 2 * len(GROUPS))]
+             "Cells: mean ± the 95% confidence interval over seeds (the value alone for one seed).", ""]
+    parts = {}
+    for record in records:
+        parts.setdefault((record.get("tuning") or {}).get("text"), []).append(record)
     summary = {}
-    for variant, groups in sorted(means.items(), key=lambda item: item[0]):
-        cells = []
-        for group in GROUPS:
-            recall = statistics.mean(v[0] for v in groups[group] if v[0] is not None)
-            ndcg = statistics.mean(v[1] for v in groups[group] if v[1] is not None)
-            summary.setdefault(variant, {})[group] = (recall, ndcg)
-            cells += [f"{recall:.4f}", f"{ndcg:.4f}"]
-        lines.append(f"| {variant} | {len(groups[GROUPS[0]])} | " + " | ".join(cells) + " |")
+    for budget, group in sorted(parts.items(), key=lambda item: (item[0] is None, item[0] or "")):
+        if budget is not None:
+            lines += [f"### Tuned with the same budget: {budget}", ""]
+        elif len(parts) > 1:
+            lines += ["### Older runs, not from an equal-budget search", ""]
+        lines += ["| model | seeds | " + " | ".join(f"{g} Recall@20 | {g} NDCG@20" for g in GROUPS) + " |",
+                  "|" + "---|" * (2 + 2 * len(GROUPS))]
+        stats = _group_stats(group)
+        for variant, groups in sorted(stats.items()):
+            cells = [format_ci(*groups[g][metric]) for g in GROUPS for metric in (0, 1)]
+            lines.append(f"| {variant} | {groups[GROUPS[0]][2]} | " + " | ".join(cells) + " |")
+        lines.append("")
+        if not summary:
+            summary = stats
     users = {g: records[0]["test_popularity"][g]["users"] for g in GROUPS}
-    lines += ["", "Test users per group: " + ", ".join(f"{g} {n}" for g, n in users.items()) + ".", ""]
+    lines += ["Test users per group: " + ", ".join(f"{g} {n}" for g, n in users.items()) + ".", ""]
     return "\n".join(lines), summary
 
 
 def popularity_chart(dataset, summary, path):
-    """Grouped bars like the paper's Fig. 2: one bar per model in each popularity group."""
+    """Grouped bars like the paper's Fig. 2: one bar per model in each popularity group, with its 95% interval
+    over seeds where it has several."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -60,8 +78,10 @@ def popularity_chart(dataset, summary, path):
     width = 0.8 / len(variants)
     for axis, (metric_index, metric) in zip(axes, enumerate(("Recall@20", "NDCG@20"))):
         for index, variant in enumerate(variants):
-            values = [summary[variant][group][metric_index] for group in GROUPS]
-            axis.bar([g + index * width for g in range(len(GROUPS))], values, width, label=variant)
+            means = [summary[variant][group][metric_index][0] for group in GROUPS]
+            halves = [summary[variant][group][metric_index][1] or 0.0 for group in GROUPS]
+            axis.bar([g + index * width for g in range(len(GROUPS))], means, width, label=variant,
+                     yerr=halves if any(halves) else None, capsize=2)
         axis.set_xticks([g + width * (len(variants) - 1) / 2 for g in range(len(GROUPS))], GROUPS)
         axis.set_title(f"{dataset}: test {metric} by item popularity")
     axes[1].legend(fontsize=7)
@@ -76,7 +96,8 @@ def render_popularity(by_dataset, folder):
     sections = ["# Metrics by item popularity", "",
                 "Rendered by `python -m recbole_mgformer.benchmark` (the paper's Fig. 2), at each run's best epoch.", ""]
     for dataset in sorted(by_dataset):
-        # the chart compares models at their defaults; the table also lists variants
+        # the chart shows the equal-budget searches' models where there are any, else the models at their defaults;
+        # the table also lists variants
         table, summary = popularity_table(dataset, by_dataset[dataset])
         if table is None:
             continue

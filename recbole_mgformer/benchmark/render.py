@@ -3,12 +3,13 @@ of their kind on the dataset's page, ``<results>/<page>/leaderboard.md``, follow
 ``notes.md``; general tables also get ``popularity.md`` and a chart per dataset. A folder inside ``<results>``
 with a ``runs/`` of its own (``results/exploration``) is rendered the same way."""
 
+import json
 from pathlib import Path
 
 from recbole_mgformer.benchmark import context, general, sequential
 from recbole_mgformer.benchmark.datasets import page_of, table_kind
 from recbole_mgformer.benchmark.popularity import render_popularity
-from recbole_mgformer.records import display_path, notes_lines, read_records
+from recbole_mgformer.records import display_path, notes_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"general": general, "sequential": sequential, "context": context}
@@ -21,11 +22,16 @@ def is_run_record(record):
 
 def records_by_dataset(runs_dir):
     """Run records by dataset, the name of their folder; records of the retired context script named the variant
-    in ``model`` alone, so ``variant`` defaults to it."""
+    in ``model`` alone, so ``variant`` defaults to it. Each record knows its file (``_path``), where the per-user
+    values beside it are found."""
     folders = sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()) if Path(runs_dir).is_dir() else []
     by_dataset = {}
     for folder in folders:
-        records = [r for r in read_records(folder) if is_run_record(r)]
+        records = []
+        for path in sorted(folder.glob("*.json")):
+            record = json.loads(path.read_text())
+            if is_run_record(record):
+                records.append({**record, "_path": str(path)})
         for record in records:
             record.setdefault("variant", record["model"])
         if records:

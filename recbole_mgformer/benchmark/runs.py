@@ -11,7 +11,9 @@ from recbole.utils import init_logger, init_seed
 from recbole_mgformer.benchmark.datasets import table_kind
 from recbole_mgformer.benchmark.entries import slug, variant_name
 from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
-from recbole_mgformer.defaults import benchmark_config_file
+from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_user
+from recbole_mgformer.benchmark.tuning import search_info, settings_hash, tuned_file_for
+from recbole_mgformer.evaluation import ndcg_by_user
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import display_path, git_commit, machine, package_versions, write_record
 from recbole_mgformer.resume import fit_resumably, forget_resume_state
@@ -20,9 +22,8 @@ from recbole_mgformer.trainer import plain_value
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def tuned_config_files(model, dataset, config_files):
-    """The benchmark's tuned file for (model, dataset) first, so the user's files and overrides win over it."""
-    tuned = benchmark_config_file(model, dataset)
+def tuned_config_files(tuned, config_files):
+    """The tuned file first, so the user's files and overrides win over it."""
     return ([tuned] if tuned else []) + list(config_files or [])
 
 
@@ -43,17 +44,37 @@ class Run:
     """One (model entry, dataset, seed) of a benchmark, with the settings every run shares.
 
     Its checkpoint (the best epoch so far) lives at ``checkpoint_dir/<dataset>/<variant>-seed<seed>.pth`` and an
-    interrupted run resumes from it; its record at ``runs_dir/<dataset>/<variant>-seed<seed>.json``.
+    interrupted run resumes from it; its record at ``runs_dir/<dataset>/<variant>-seed<seed>.json``, the per-user
+    test NDCG@20 of a general run beside it (``.users.json.gz``). Its tuned settings
+    (:func:`recbole_mgformer.benchmark.tuning.tuned_file_for`, in ``tuned_dir``) are looked up when it starts, so
+    a search that ran just before applies; when they come from an equal-budget search recorded under
+    ``runs_dir/../tuning/``, the record names it (``tuning``) and the checkpoint name carries the settings' hash.
     """
 
     def __init__(self, model, overrides, dataset, seed, *, runs_dir, data_path, config_files=(), extra=None,
-                 checkpoint_dir="saved/benchmark", command=None):
+                 checkpoint_dir="saved/benchmark", command=None, tuned_dir=None):
         self.model, self.overrides, self.dataset, self.seed = model, dict(overrides), dataset, seed
         self.variant = variant_name(model, overrides)
         self.kind = table_kind(dataset)
         self.record_path = record_path(runs_dir, dataset, self.variant, seed)
-        self.checkpoint = Path(checkpoint_dir) / dataset / f"{slug(self.variant)}-seed{seed}.pth"
+        self.results = Path(runs_dir).parent
+        self.checkpoint_dir, self.tuned_dir = Path(checkpoint_dir), tuned_dir
         self.data_path, self.config_files, self.extra, self.command = data_path, config_files, extra or {}, command
+
+    @property
+    def tuned_file(self):
+        return tuned_file_for(self.model, self.overrides, self.dataset, self.tuned_dir)
+
+    @property
+    def tuning(self):
+        return search_info(self.tuned_file, self.results)
+
+    @property
+    def checkpoint(self):
+        name = f"{slug(self.variant)}-seed{self.seed}"
+        if self.tuning:  # never resume a checkpoint trained with other settings
+            name += f"-tuned-{settings_hash(self.tuned_file)}"
+        return self.checkpoint_dir / self.dataset / f"{name}.pth"
 
     @property
     def label(self):
@@ -61,25 +82,31 @@ class Run:
 
     def check_config(self):
         """Build the run's config alone: an unknown key or a bad value fails now, not hours into the benchmark."""
-        build_config(self.model, self.dataset, tuned_config_files(self.model, self.dataset, self.config_files),
+        build_config(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
                      {**self.extra, **self.overrides, "seed": self.seed})
 
-    def setup(self):
-        self.checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        config_dict = {"seed": self.seed, "data_path": str(self.data_path), "checkpoint_dir": str(self.checkpoint.parent),
+    def setup(self, checkpoint):
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        config_dict = {"seed": self.seed, "data_path": str(self.data_path), "checkpoint_dir": str(checkpoint.parent),
                        "show_progress": False, **self.extra, **self.overrides}
-        return setup_run(self.model, self.dataset, tuned_config_files(self.model, self.dataset, self.config_files),
+        return setup_run(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
                          config_dict)
 
-    def execute(self):
-        """Train and test unless the record exists; returns the new record, or None when skipped."""
+    def execute(self, log=print):
+        """Train and test unless the record exists; returns the new record, or None when skipped. A record that
+        an equal-budget search's settings would replace (trained with other settings) moves to
+        ``<results>/exploration/runs/<dataset>/`` first."""
+        tuning = self.tuning
+        if self.record_path.exists() and tuning and json.loads(self.record_path.read_text()).get("tuning") != tuning:
+            log(f"moved {self.retire()}: trained before {tuning['search']}")
         if self.record_path.exists():
-            self.complete_popularity()
+            self.complete_record()
             return None
         commit = git_commit(ROOT)  # the code this process imported, however long the run takes
-        config, model, trainer, (train_data, valid_data, test_data) = self.setup()
+        checkpoint = self.checkpoint
+        config, model, trainer, (train_data, valid_data, test_data) = self.setup(checkpoint)
         started = time.perf_counter()
-        best_valid_result, timer = fit_resumably(trainer, train_data, valid_data, self.checkpoint, self.label,
+        best_valid_result, timer = fit_resumably(trainer, train_data, valid_data, checkpoint, self.label,
                                                  config["show_progress"])
         fit_seconds = time.perf_counter() - started
         started = time.perf_counter()
@@ -87,9 +114,9 @@ class Run:
         test_seconds = time.perf_counter() - started
         record = {
             "dataset": self.dataset, "model": self.model, "variant": self.variant, "overrides": self.overrides,
-            "seed": self.seed, "tuned_config": display_path(benchmark_config_file(self.model, self.dataset), ROOT),
+            "seed": self.seed, "tuned_config": display_path(self.tuned_file, ROOT), "tuning": tuning,
             "valid": dict(best_valid_result), "test": dict(test_result),
-            **self.popularity(trainer, train_data, test_data),
+            **self.popularity(trainer, train_data, test_data), **self.per_user(trainer, test_data),
             **timer.summary(config["valid_metric_bigger"]),
             "test_seconds": round(test_seconds, 3), "fit_seconds": round(fit_seconds, 1),
             # training and evaluation of every process the run took, the data preparation left out
@@ -100,8 +127,27 @@ class Run:
             "config": plain_value({k: v for k, v in config.final_config_dict.items() if not k.startswith("_")}),
         }
         write_record(self.record_path, record)
-        forget_resume_state(self.checkpoint)
+        forget_resume_state(checkpoint)
         return record
+
+    def retire(self):
+        """Move the record (and its per-user values) to ``<results>/exploration/runs/<dataset>/``; returns where."""
+        target = self.results / "exploration" / "runs" / self.dataset / self.record_path.name
+        if target.exists():
+            raise FileExistsError(f"{self.record_path} is an older record to move out of the way of the tuned run, "
+                                  f"but {target} exists; rename one of them")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if per_user_path(self.record_path).exists():
+            per_user_path(self.record_path).replace(per_user_path(target))
+        self.record_path.replace(target)
+        return target
+
+    def per_user(self, trainer, test_data):
+        """Each test user's NDCG@20 beside the record, for paired tests: a general table's runs only."""
+        if self.kind != "general":
+            return {}
+        path = write_per_user(self.record_path, ndcg_by_user(trainer, test_data, k=20))
+        return {"per_user": {"file": path.name, "metric": PER_USER_METRIC}}
 
     def popularity(self, trainer, train_data, test_data):
         """Test metrics by item popularity group (Fig. 2): a general table's runs only."""
@@ -109,13 +155,19 @@ class Run:
             return {}
         return {"test_popularity": popularity_metrics(trainer, train_data, test_data), "popularity_rule": GROUP_RULE}
 
-    def complete_popularity(self):
-        """A general run recorded before the popularity groups existed gets them from its checkpoint."""
+    def complete_record(self):
+        """A general run recorded before the popularity groups or the per-user values existed gets them from its
+        checkpoint."""
         record = json.loads(self.record_path.read_text())
-        if self.kind != "general" or "test_popularity" in record or not self.checkpoint.exists():
+        checkpoint = self.checkpoint
+        missing = {"test_popularity", "per_user"} - set(record)
+        if self.kind != "general" or not missing or not checkpoint.exists():
             return
-        _, _, trainer, (train_data, _, test_data) = self.setup()
-        trainer.evaluate(test_data, load_best_model=True, model_file=str(self.checkpoint))
-        record.update(self.popularity(trainer, train_data, test_data))
+        _, _, trainer, (train_data, _, test_data) = self.setup(checkpoint)
+        trainer.evaluate(test_data, load_best_model=True, model_file=str(checkpoint))
+        if "test_popularity" in missing:
+            record.update(self.popularity(trainer, train_data, test_data))
+        if "per_user" in missing:
+            record.update(self.per_user(trainer, test_data))
         write_record(self.record_path, record)
-        print(f"added popularity-group metrics to {self.record_path}", flush=True)
+        print(f"added {' and '.join(sorted(missing))} to {self.record_path}", flush=True)

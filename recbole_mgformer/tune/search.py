@@ -216,7 +216,7 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
                      search="random", samples=10, scheduler="asha", grace_period=10, cpus_per_trial=1,
                      gpus_per_trial=0, address=None, num_cpus=None, num_gpus=None, results_dir=None,
                      storage_dir=None, temp_dir=None, name=None, resume=False, search_seed=0, retrain_best=True,
-                     verbose=1):
+                     verbose=1, stem=None):
     """Search hyperparameters of ``model`` on ``dataset`` with Ray Tune; returns a summary dict.
 
     ``space``: a YAML file or mapping (``properties/hyper/<Model>.yaml`` when None), see the module's docstring.
@@ -230,7 +230,8 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
     ``temp_dir``: Ray's temporary folder (see :func:`default_temp_dir`). ``resume``: continue an interrupted
     search from its folder; finished and failed trials stay, unfinished ones run again from their first epoch.
     ``results_dir`` (``results/tuning``) receives ``<Model>-<dataset>.md``, ``.json`` and the best ``.yaml``.
-    ``retrain_best``: train the best configuration once more for its test metrics.
+    ``retrain_best``: train the best configuration once more for its test metrics. ``stem``: the name of the
+    written files (``<Model>-<dataset>``).
 
     The summary holds ``request``, ``rows`` (all trials, best first), ``best`` (a row or None), ``best_yaml``,
     ``retrained`` (``run_recommender``'s dict or None), ``interrupted``, ``markdown`` (the page's path).
@@ -259,7 +260,8 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
     summary["provenance"] = {"commit": commit, "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M"),
                              "versions": {**package_versions(), "ray": ray.__version__}}
     folder = Path(results_dir or "results/tuning").resolve()
-    paths = {suffix: folder / f"{request['model']}-{request['dataset']}.{suffix}" for suffix in ("md", "json", "yaml")}
+    stem = stem or f"{request['model']}-{request['dataset']}"
+    paths = {suffix: folder / f"{stem}.{suffix}" for suffix in ("md", "json", "yaml")}
     folder.mkdir(parents=True, exist_ok=True)
     if best is not None:
         summary["best_yaml"] = display_path(paths["yaml"])

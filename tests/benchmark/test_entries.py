@@ -13,3 +13,15 @@ def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
         parse_entry("MGFormer[degree_mask]")
     with pytest.raises(ValueError, match="must be NAME or NAME"):
         parse_entry("MG Former")
+
+
+def test_ablations_take_the_tuned_mgformers_settings_and_other_variants_are_searched_as_themselves():
+    from recbole_mgformer.benchmark.entries import tuned_stem, tuning_target
+
+    for entry in ABLATIONS:
+        model, overrides = parse_entry(entry)
+        expected = overrides if entry == "MGFormer[attention=False]" else {}
+        assert tuning_target(model, overrides) == ("MGFormer", expected), entry
+    assert tuning_target("DirectAU", {"gamma": 0.5}) == ("DirectAU", {"gamma": 0.5})
+    assert tuned_stem("MGFormer", {}) == "MGFormer"
+    assert tuned_stem("MGFormer", {"attention": False}) == "mgformer-attention-false"

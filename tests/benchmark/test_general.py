@@ -7,12 +7,13 @@ def record(variant, model, seed, recall, ndcg):
             "parameters": 1000, "machine": "cpu", "commit": "abc"}
 
 
-def test_table_has_mean_std_bold_best_improvement_and_paper_numbers():
+def test_table_has_mean_and_95_percent_interval_bold_best_improvement_and_paper_numbers():
     records = [record("MGFormer", "MGFormer", 0, 0.15, 0.07), record("MGFormer", "MGFormer", 1, 0.17, 0.08),
                record("MGFormer degree_mask=none", "MGFormer", 0, 0.19, 0.09),
                record("DirectAU", "DirectAU", 0, 0.14, 0.06)]
     table = render_dataset("amazon-beauty", records)
-    assert "| MGFormer | 2 | 0.1600 ± 0.0141 | 0.0750 ± 0.0071 | 0.0750 | 0.1531 | 0.0748 |" in table
+    # two seeds: t(0.975, 1) = 12.706 times the standard error (0.01 and 0.005)
+    assert "| MGFormer | 2 | 0.1600 ± 0.1271 | 0.0750 ± 0.0635 | 0.0750 | 0.1531 | 0.0748 |" in table
     assert "| MGFormer degree_mask=none | 1 | **0.1900** | **0.0900** | 0.0900 | 0.1501 | 0.0739 |" in table  # Table 3
     assert "| DirectAU | 1 | 0.1400 | 0.0600 | 0.0600 | 0.1465 | 0.0710 |" in table
     # the best other *model* is DirectAU, not another MGFormer variant
@@ -26,3 +27,26 @@ def test_columns_no_record_fills_are_left_out():
     table = render_dataset("ml-100k", legacy)
     assert "| model | seeds | test Recall@20 | test NDCG@20 | valid NDCG@20 | minutes |" in table
     assert "| BPR | 1 | **0.3600** | **0.3100** | 0.2600 | 0.8 |" in table
+
+
+def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path):
+    from recbole_mgformer.benchmark.stats import write_per_user
+
+    tuning = {"text": "random search of 16 trials, search seed 0, ASHA grace 5 of at most 30 epochs",
+              "search": "results/tuning/ml-100k/MGFormer.md"}
+    records = []
+    for seed in (0, 1, 2):
+        for model, shift in (("MGFormer", 0.02), ("DirectAU", 0.0), ("BPR", -0.05)):
+            rec = {**record(model, model, seed, 0.3 + shift, 0.25 + shift + 0.001 * seed), "tuning": tuning,
+                   "per_user": {"file": "x", "metric": "ndcg@20"}, "_path": str(tmp_path / f"{model}-seed{seed}.json")}
+            write_per_user(rec["_path"], {f"u{u}": (u % 10) / 10 + shift for u in range(50)})
+            records.append(rec)
+    records.append(record("SimGCL", "SimGCL", 2020, 0.2, 0.13))  # an older, untuned run
+    table = render_dataset("ml-100k", records)
+    tuned, older = table.split("### Older runs, not from an equal-budget search")
+    assert f"### Tuned with the same budget: {tuning['text']}" in tuned and "| SimGCL |" in older
+    assert "| MGFormer | 3 | **0.3200 ± 0.0000** | **0.2710 ± 0.0025** |" in tuned
+    assert ("Verdict: MGFormer is **ahead** of DirectAU by a paired Wilcoxon signed-rank test of test ndcg@20 over "
+            "150 (seed, user) pairs from 3 seed(s): mean difference +0.0200, p = ") in tuned
+    assert "Searches: BPR `results/tuning/ml-100k/MGFormer.md`" in tuned
+    assert "Verdict" not in older  # no per-user values stored there

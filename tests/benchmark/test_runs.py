@@ -37,9 +37,16 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
     popularity = (tmp_path / "results" / "tiny" / "popularity.md").read_text()
     assert "| BPR | 1 |" in popularity and "Unpopular = the 80% least interacted" in popularity
     assert (tmp_path / "results" / "tiny" / "popularity-tiny.png").read_bytes()[:4] == b"\x89PNG"
+    # each test user's NDCG@20 beside the record, averaging to the record's, for the paired test
+    from recbole_mgformer.benchmark.stats import read_per_user
+
+    per_user = read_per_user(runs / "mgformer-embedding-size-8-seed0.json")
+    assert written["per_user"] == {"file": "mgformer-embedding-size-8-seed0.users.json.gz", "metric": "ndcg@20"}
+    assert sum(per_user.values()) / len(per_user) == pytest.approx(written["test"]["ndcg@20"], abs=1e-4)
+    assert written["tuning"] is None  # no equal-budget search chose its settings
 
 
-def test_a_record_without_group_metrics_gets_them_from_its_checkpoint(tiny_data, tmp_path):
+def test_a_record_without_group_metrics_or_per_user_values_gets_them_from_its_checkpoint(tiny_data, tmp_path):
     args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
             "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1",
             "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
@@ -47,9 +54,17 @@ def test_a_record_without_group_metrics_gets_them_from_its_checkpoint(tiny_data,
     path = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
     record = json.loads(path.read_text())
     complete = record.pop("test_popularity")
+    record.pop("per_user")
+    from recbole_mgformer.benchmark.stats import read_per_user
+
+    per_user = path.with_name("bpr-seed0.users.json.gz")
+    values = read_per_user(path)
+    per_user.unlink()
     path.write_text(json.dumps(record))
     main(args)
-    assert json.loads(path.read_text())["test_popularity"] == complete
+    completed = json.loads(path.read_text())
+    assert completed["test_popularity"] == complete and completed["per_user"]["file"] == per_user.name
+    assert read_per_user(path) == values
 
 
 @pytest.mark.parametrize("bigger, scores, kept", [
@@ -120,8 +135,9 @@ def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides
 
     tuned = tmp_path / "MGFormer.yaml"
     tuned.write_text("embedding_size: 8\nuniformity_weight: 2.0\n")
-    monkeypatch.setattr(runs, "benchmark_config_file",
-                        lambda model, dataset: str(tuned) if (model, dataset) == ("MGFormer", "tiny") else None)
+    monkeypatch.setattr(runs, "tuned_file_for",
+                        lambda model, overrides, dataset, folder: str(tuned) if (model, dataset) == ("MGFormer", "tiny")
+                        else None)
     args = ["--models", "MGFormer,MGFormer[uniformity_weight=0.5],BPR", "--datasets", "tiny", "--seeds", "0",
             "--data_path", str(tiny_data), "--results", str(tmp_path / "results"),
             "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1", "--state=WARNING",

@@ -109,3 +109,20 @@ def test_ray_temp_dir_stays_short_enough_for_its_sockets(tmp_path):
     assert default_temp_dir("/work/saved/tune") == Path("/work/saved/tune/ray-tmp")
     long_dir = default_temp_dir("/" + "x" * 80)
     assert long_dir.name == "ray-recbole-mgformer" and len(str(long_dir)) <= 40
+
+
+@pytest.mark.parametrize("model", ["MGFormer", "DirectAU", "SimGCL", "XSimGCL", "SGL", "LightGCN", "BPR"])
+def test_every_general_models_space_searches_d_and_stays_small(model):
+    from recbole_mgformer.tune.space import load_space
+
+    raw, _ = load_space(None, model)
+    assert raw["embedding_size"] == {"choice": [32, 64, 128]} and len(raw) <= 4
+    parse_space(raw)
+
+
+@pytest.mark.parametrize("model, key", [("DirectAU", "gamma"), ("SimGCL", "lambda"), ("XSimGCL", "lambda")])
+def test_spaces_reach_the_weak_regularisation_dense_data_needs(model, key):
+    from recbole_mgformer.tune.space import load_space
+
+    raw, _ = load_space(None, model)
+    assert raw[key]["loguniform"][0] <= 0.01

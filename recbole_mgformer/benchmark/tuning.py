@@ -1,0 +1,162 @@
+"""The benchmark's equal-budget search (``--tune-budget N``): every model entry is searched with the same number of
+trials, ASHA grace period, epoch cap, search seed and validation metric (the dataset's), over
+``properties/hyper/<Model>.yaml``, through :func:`recbole_mgformer.tune.tune_recommender`; the best trial's values
+become ``properties/benchmark/<dataset>/<stem>.yaml`` (see :func:`recbole_mgformer.benchmark.entries.tuned_stem`),
+which the seed runs, ``run.py`` and ``run_recommender`` apply.
+
+The search's page and record go to ``<results>/tuning/<dataset>/<stem>.md`` / ``.json``. A search whose record
+says it finished is not run again; an interrupted one resumes from Ray's folder
+(``<storage>/benchmark-<dataset>-<stem>-<budget signature>``).
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from recbole.config import Config
+
+from recbole_mgformer.benchmark.entries import tuned_stem, variant_name
+from recbole_mgformer.defaults import benchmark_config_file, tuned_dir
+from recbole_mgformer.records import display_path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class TuneBudget:
+    """What every model's search gets alike: ``trials`` (N), at most ``epochs`` epochs a trial, ASHA's
+    ``grace`` evaluations before it may stop one, the random search's ``seed``; and where things go."""
+    trials: int
+    epochs: int = 30
+    grace: int = 5
+    seed: int = 0
+    cpus: int = None  # num_cpus of the local Ray (None: all); each trial takes one
+    storage: str = "saved/tune"
+
+    def signature(self):
+        return f"n{self.trials}-e{self.epochs}-g{self.grace}-s{self.seed}"
+
+    def matches(self, request):
+        """Was ``request`` (a search record's) made with this budget? (The search caps the grace at its evaluations.)"""
+        grace = min(self.grace, request.get("max_t", self.grace))
+        return (request["samples"], request["overrides"].get("epochs"), request["grace_period"],
+                request["search_seed"], request["search"]) == (self.trials, self.epochs, grace, self.seed, "random")
+
+
+def search_paths(results, dataset, stem):
+    folder = Path(results) / "tuning" / dataset
+    return {suffix: folder / f"{stem}.{suffix}" for suffix in ("md", "json")}
+
+
+def read_settings(path):
+    return yaml.load(Path(path).read_text(), Loader=Config._build_yaml_loader(None)) or {}
+
+
+def search_space(model, fixed):
+    """The model's shipped space without the keys an entry fixes (``MGFormer[embedding_size=128]`` searches the rest)."""
+    from recbole_mgformer.tune.space import TuneSetupError, load_space
+
+    raw, source = load_space(None, model)
+    space = {key: spec for key, spec in raw.items() if key not in fixed}
+    if not space:
+        raise TuneSetupError(f"{variant_name(model, fixed)} fixes every key of {source}; nothing is left to search")
+    return space
+
+
+def chosen_yaml(record, variant, page):
+    """The text of ``properties/benchmark/<dataset>/<stem>.yaml``: a header naming the search, then its best values."""
+    request, best = record["request"], record["best"]
+    header = [
+        f"# {variant} on {request['dataset']}: the best of the benchmark's equal-budget search",
+        f"# ({budget_text(request)}): valid {request['metric']} {best['score']:.4f}, trial {best['trial']};",
+        f"# page {page}, commit {record['provenance']['commit']}. Applied under your own config files and settings",
+        "# by the benchmark, run.py and run_recommender (--no-tuned / tuned=False leave it out).",
+    ]
+    return "\n".join(header) + "\n" + yaml.safe_dump(best["params"], sort_keys=False)
+
+
+def budget_text(request):
+    return (f"random search of {request['samples']} trials, search seed {request['search_seed']}, "
+            f"ASHA grace {request['grace_period']} of at most {request['overrides'].get('epochs')} epochs")
+
+
+def search_info(tuned_file, results):
+    """The record's ``tuning`` field: which search chose ``tuned_file``, when its record lies in
+    ``<results>/tuning/<dataset>/`` and its best values are the file's; None for hand-written or older files."""
+    if not tuned_file:
+        return None
+    tuned_file = Path(tuned_file)
+    paths = search_paths(results, tuned_file.parent.name, tuned_file.stem)
+    if not paths["json"].is_file():
+        return None
+    record = json.loads(paths["json"].read_text())
+    best = record.get("best")
+    if record.get("interrupted") or not best or read_settings(tuned_file) != best["params"]:
+        return None
+    request = record["request"]
+    return {"search": display_path(paths["md"], ROOT), "file": display_path(tuned_file, ROOT),
+            "budget": request["samples"], "epochs": request["overrides"].get("epochs"),
+            "grace_period": request["grace_period"], "search_seed": request["search_seed"],
+            "metric": request["metric"], "best_valid": best["score"], "commit": record["provenance"]["commit"],
+            "text": budget_text(request)}
+
+
+def settings_hash(path):
+    """A short hash of a tuned file's contents: a checkpoint trained with other settings is never resumed."""
+    return hashlib.sha1(Path(path).read_bytes()).hexdigest()[:8]
+
+
+def ensure_search(model, overrides, dataset, budget, *, results, data_path, config_files=(), extra=None,
+                  folder=None, log=print):
+    """Search (model, overrides) on ``dataset`` unless a finished search of this budget is recorded, resume it when
+    interrupted, and write the chosen file from its record; returns the chosen file's path.
+
+    The search starts from RecBole's defaults, the model's and the dataset's YAML, ``config_files`` and ``extra``
+    (the command's ``--key=value``), never from an earlier tuned file; a key the entry or ``extra`` fixes is not
+    searched, as it wins over the chosen file in the runs too. Raises TuneSetupError when a recorded search
+    used another budget, and KeyboardInterrupt when the search was interrupted."""
+    from ray import tune
+
+    from recbole_mgformer.tune.search import REQUEST_FILE, tune_recommender
+    from recbole_mgformer.tune.space import TuneSetupError
+
+    stem = tuned_stem(model, overrides)
+    paths = search_paths(results, dataset, stem)
+    label = f"search of {variant_name(model, overrides)} on {dataset}"
+    record = json.loads(paths["json"].read_text()) if paths["json"].is_file() else None
+    if record is not None and not record.get("interrupted"):
+        if not budget.matches(record["request"]):
+            raise TuneSetupError(f"{paths['json']} holds a finished {label} with another budget "
+                                 f"({budget_text(record['request'])}); rerun with that budget, or move its "
+                                 f"page and record away to search again")
+        log(f"{label}: record exists ({paths['md'].name}), not searched again")
+    else:
+        name = f"benchmark-{dataset}-{stem}-{budget.signature()}"
+        experiment = Path(budget.storage).resolve() / name
+        resume = tune.Tuner.can_restore(experiment) and (experiment / REQUEST_FILE).is_file()
+        log(f"{label}: {'resuming' if resume else 'starting'} ({budget.trials} trials, at most {budget.epochs} "
+            f"epochs each, Ray storage {experiment})")
+        summary = tune_recommender(
+            model, dataset, search_space(model, {**(extra or {}), **overrides}), config_files=list(config_files),
+            config_dict={**(extra or {}), **overrides, "epochs": budget.epochs}, data_path=data_path,
+            search="random", samples=budget.trials, scheduler="asha", grace_period=budget.grace,
+            num_cpus=budget.cpus, results_dir=paths["json"].parent, storage_dir=budget.storage, name=name,
+            resume=resume, search_seed=budget.seed, retrain_best=False, verbose=0, stem=stem)
+        if summary["interrupted"]:
+            raise KeyboardInterrupt(f"the {label} was interrupted; rerun the same command to resume it")
+        record = json.loads(paths["json"].read_text())
+    if record.get("best") is None:
+        raise TuneSetupError(f"no trial of the {label} finished; see the errors on {paths['md']}")
+    chosen = Path(folder or tuned_dir()) / dataset / f"{stem}.yaml"
+    chosen.parent.mkdir(parents=True, exist_ok=True)
+    chosen.write_text(chosen_yaml(record, variant_name(model, overrides), display_path(paths["md"], ROOT)))
+    return str(chosen)
+
+
+def tuned_file_for(model, overrides, dataset, folder=None):
+    """The tuned file a run of (model, overrides) applies: the entry's own (a variant searched as itself), else the
+    model's (the ablations of the tuned MGFormer, and any other variant), else None."""
+    own = benchmark_config_file(tuned_stem(model, overrides), dataset, folder) if overrides else None
+    return own or benchmark_config_file(model, dataset, folder)

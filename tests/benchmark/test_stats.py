@@ -1,0 +1,60 @@
+import math
+
+import numpy as np
+import pytest
+
+from recbole_mgformer.benchmark.stats import (
+    format_ci,
+    mean_ci,
+    paired,
+    paired_verdict,
+    per_user_path,
+    read_per_user,
+    verdict_text,
+    write_per_user,
+)
+
+
+def test_the_interval_is_students_t_over_seeds():
+    mean, half = mean_ci([0.30, 0.31, 0.32])
+    # t(0.975, 2) = 4.3027, standard error 0.01 / sqrt(3)
+    assert mean == pytest.approx(0.31) and half == pytest.approx(4.3027 * 0.01 / math.sqrt(3), rel=1e-4)
+    assert format_ci(mean, half) == "0.3100 ± 0.0248"
+    assert mean_ci([0.25]) == (0.25, None) and format_ci(0.25, None) == "0.2500"
+
+
+def test_per_user_values_round_trip_beside_the_record(tmp_path):
+    record = tmp_path / "runs" / "mgformer-seed0.json"
+    path = write_per_user(record, {"u2": 0.123456789, "u10": 0.0})
+    assert path == per_user_path(record) and path.name == "mgformer-seed0.users.json.gz"
+    assert read_per_user(record) == {"u10": 0.0, "u2": 0.12346}
+    assert read_per_user(tmp_path / "runs" / "bpr-seed0.json") is None
+
+
+def test_users_pair_by_seed_and_user_over_what_both_runs_have():
+    a = {0: {"u1": 0.5, "u2": 0.1}, 1: {"u1": 0.4}, 2: {"u1": 0.9}}
+    b = {0: {"u2": 0.2, "u1": 0.3, "u3": 1.0}, 1: {"u1": 0.6}}
+    assert paired(a, b) == ([0.5, 0.1, 0.4], [0.3, 0.2, 0.6])
+
+
+def _runs(values_by_seed):
+    return {seed: {f"u{i}": v for i, v in enumerate(values)} for seed, values in values_by_seed.items()}
+
+
+def test_the_verdict_follows_the_paired_test_not_the_third_decimal():
+    base = [0.1 * (i % 7) for i in range(60)]
+    better = _runs({0: [v + 0.01 for v in base], 1: [v + 0.02 for v in base]})
+    same = _runs({0: base, 1: base})
+    ahead = paired_verdict(better, same)
+    assert ahead["word"] == "ahead" and ahead["p"] < 0.05 and ahead["pairs"] == 120 and ahead["seeds"] == 2
+    assert ahead["difference"] == pytest.approx(0.015)
+    assert paired_verdict(same, better)["word"] == "behind"
+    # differences of both signs that cancel: level, although the means differ in the fourth decimal
+    noise = np.random.default_rng(0).normal(0.0, 0.05, len(base))
+    noisy = _runs({0: [v + n - noise.mean() + 0.0005 for v, n in zip(base, noise)]})
+    level = paired_verdict(noisy, _runs({0: base}))
+    assert level["word"] == "level" and level["p"] >= 0.05 and level["difference"] == pytest.approx(0.0005)
+    assert paired_verdict(same, same)["word"] == "level" and paired_verdict(same, same)["p"] == 1.0
+    assert paired_verdict(same, _runs({5: base})) is None
+    assert verdict_text("MGFormer", "DirectAU", ahead).startswith("MGFormer is **ahead** of DirectAU by a paired")
+    assert verdict_text("MGFormer", "DirectAU", level).startswith("MGFormer is **level** with DirectAU")

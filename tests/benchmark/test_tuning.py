@@ -1,0 +1,161 @@
+"""The benchmark's equal-budget search: when it searches, resumes or skips, the chosen file, the runs' records."""
+
+import json
+
+import pytest
+import yaml
+
+import recbole_mgformer.tune.search as tune_search
+from recbole_mgformer.benchmark import main
+from recbole_mgformer.benchmark.runs import Run
+from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search, search_info, search_space, tuned_file_for
+from recbole_mgformer.tune.space import TuneSetupError
+
+TINY = ["--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--embedding_size=8"]
+
+
+def fake_search(calls, score=0.25, params=None, interrupted=False):
+    """A stand-in for tune_recommender that writes the record a finished (or interrupted) search leaves."""
+    def search(model, dataset, space, **kwargs):
+        calls.append({"model": model, "space": space, **kwargs})
+        request = {"model": model, "dataset": dataset, "samples": kwargs["samples"], "search": kwargs["search"],
+                   "grace_period": kwargs["grace_period"], "search_seed": kwargs["search_seed"], "metric": "ndcg@20",
+                   "overrides": kwargs["config_dict"]}
+        best = {"score": score, "trial": "t_00001", "params": params or {"embedding_size": 32, "learning_rate": 0.001}}
+        record = {"request": request, "best": best, "interrupted": interrupted, "provenance": {"commit": "abc1234"}}
+        folder = kwargs["results_dir"]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{kwargs['stem']}.json").write_text(json.dumps(record))
+        (folder / f"{kwargs['stem']}.md").write_text("# page\n")
+        return {"interrupted": interrupted}
+    return search
+
+
+def test_a_search_runs_once_writes_the_chosen_file_and_a_rerun_skips_it(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
+    budget = TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune"))
+    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned",
+                "extra": {"device": "cpu", "epochs": 50}, "log": lambda line: None}
+    chosen = ensure_search("MGFormer", {"attention": False}, "ml-100k", budget, **settings)
+    assert chosen == str(tmp_path / "tuned" / "ml-100k" / "mgformer-attention-false.yaml")
+    (call,) = calls
+    # the same budget for every model, the entry's override fixed, the epoch cap over the command's epochs
+    assert call["samples"] == 4 and call["grace_period"] == 1 and call["search"] == "random"
+    assert call["scheduler"] == "asha" and call["search_seed"] == 0 and call["resume"] is False
+    assert call["config_dict"] == {"device": "cpu", "epochs": 3, "attention": False}
+    assert call["name"] == "benchmark-ml-100k-mgformer-attention-false-n4-e3-g1-s0"
+    text = open(chosen).read()
+    assert text.startswith("# MGFormer attention=False on ml-100k: the best of the benchmark's equal-budget search")
+    assert "random search of 4 trials, search seed 0, ASHA grace 1 of at most 3 epochs" in text
+    assert "valid ndcg@20 0.2500" in text and "commit abc1234" in text
+    assert yaml.safe_load(text) == {"embedding_size": 32, "learning_rate": 0.001}
+    info = search_info(chosen, tmp_path / "results")
+    assert info["budget"] == 4 and info["epochs"] == 3 and info["best_valid"] == 0.25
+    assert info["search"].endswith("tuning/ml-100k/mgformer-attention-false.md")
+
+    assert ensure_search("MGFormer", {"attention": False}, "ml-100k", budget, **settings) == chosen
+    assert len(calls) == 1  # finished: not searched again
+    with pytest.raises(TuneSetupError, match="holds a finished search of MGFormer attention=False on ml-100k with "
+                                             "another budget"):
+        ensure_search("MGFormer", {"attention": False}, "ml-100k", TuneBudget(trials=8, epochs=3, grace=1), **settings)
+    open(chosen, "a").write("n_heads: 2\n")  # edited by hand: no longer the search's choice
+    assert search_info(chosen, tmp_path / "results") is None
+
+
+def test_an_interrupted_search_resumes_from_rays_folder(tmp_path, monkeypatch):
+    from ray import tune
+
+    calls = []
+    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, interrupted=True))
+    budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
+    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned", "log": print}
+    with pytest.raises(KeyboardInterrupt, match="rerun the same command to resume it"):
+        ensure_search("BPR", {}, "ml-100k", budget, **settings)
+    experiment = tmp_path / "tune" / "benchmark-ml-100k-BPR-n2-e2-g1-s0"
+    experiment.mkdir(parents=True)
+    (experiment / tune_search.REQUEST_FILE).write_text("{}")
+    monkeypatch.setattr(tune.Tuner, "can_restore", staticmethod(lambda path: str(path) == str(experiment)))
+    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
+    ensure_search("BPR", {}, "ml-100k", budget, **settings)
+    assert [c["resume"] for c in calls] == [False, True]
+    assert (tmp_path / "tuned" / "ml-100k" / "BPR.yaml").is_file()
+
+
+def test_an_entry_searches_the_keys_it_does_not_fix():
+    space = search_space("MGFormer", {"embedding_size": 128})
+    assert "embedding_size" not in space and "uniformity_weight" in space
+    with pytest.raises(TuneSetupError, match="fixes every key"):
+        search_space("BPR", {"embedding_size": 8, "learning_rate": 0.01, "weight_decay": 0.0})
+
+
+def test_a_variant_uses_its_own_tuned_file_else_its_models(tmp_path):
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "MGFormer.yaml").write_text("embedding_size: 16\n")
+    assert tuned_file_for("MGFormer", {"degree_mask": "none"}, "tiny", tmp_path).endswith("tiny/MGFormer.yaml")
+    (tmp_path / "tiny" / "mgformer-attention-false.yaml").write_text("embedding_size: 8\n")
+    assert tuned_file_for("MGFormer", {"attention": False}, "tiny", tmp_path).endswith("mgformer-attention-false.yaml")
+    assert tuned_file_for("BPR", {}, "tiny", tmp_path) is None
+
+
+def test_an_older_record_moves_to_exploration_when_a_search_chose_new_settings(tiny_data, tmp_path, monkeypatch,
+                                                                                capsys):
+    results, tuned = tmp_path / "results", tmp_path / "tuned"
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
+            "--results", str(results), "--checkpoint_dir", str(tmp_path / "saved"), "--tuned-dir", str(tuned),
+            "--epochs=1", *TINY]
+    assert main(args) == 0  # an untuned run
+    old = json.loads((results / "runs" / "tiny" / "bpr-seed0.json").read_text())
+    calls = []
+    monkeypatch.setattr(tune_search, "tune_recommender",
+                        fake_search(calls, params={"learning_rate": 0.01, "embedding_size": 8}))
+    assert main(args + ["--tune-budget", "2", "--tune-epochs", "2", "--tune-storage", str(tmp_path / "tune")]) == 0
+    out = capsys.readouterr().out
+    assert "search of BPR on tiny: starting (2 trials, at most 2 epochs each" in out
+    moved = results / "exploration" / "runs" / "tiny" / "bpr-seed0.json"
+    assert f"moved {moved}: trained before" in out
+    assert json.loads(moved.read_text()) == old and (moved.with_name("bpr-seed0.users.json.gz")).is_file()
+    record = json.loads((results / "runs" / "tiny" / "bpr-seed0.json").read_text())
+    assert record["config"]["learning_rate"] == 0.01 and record["tuning"]["budget"] == 2
+    assert record["tuned_config"].endswith("tuned/tiny/BPR.yaml")
+    assert list((tmp_path / "saved" / "tiny").glob("bpr-seed0-tuned-*.pth"))  # never the untuned checkpoint
+    page = (results / "tiny" / "leaderboard.md").read_text()
+    assert "### Tuned with the same budget: random search of 2 trials" in page
+    assert main(args + ["--tune-budget", "2", "--tune-epochs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "not searched again" in out and "record exists, skipped" in out and len(calls) == 1
+    run = Run("BPR", {}, "tiny", 0, runs_dir=results / "runs", data_path=tiny_data, tuned_dir=tuned)
+    assert run.tuning == record["tuning"]
+
+
+@pytest.mark.slow
+def test_a_real_two_trial_search_then_its_seed_runs(tiny_data, tmp_path, capsys):
+    results, tuned = tmp_path / "results", tmp_path / "tuned"
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0,1", "--data_path", str(tiny_data),
+            "--results", str(results), "--checkpoint_dir", str(tmp_path / "saved"), "--tuned-dir", str(tuned),
+            "--tune-budget", "2", "--tune-epochs", "2", "--tune-grace", "1", "--tune-cpus", "1",
+            "--tune-storage", str(tmp_path / "tune"), "--epochs=2", *TINY]
+    assert main(args) == 0
+    search = json.loads((results / "tuning" / "tiny" / "BPR.json").read_text())
+    assert len(search["rows"]) == 2 and search["request"]["max_t"] == 2 and search["request"]["samples"] == 2
+    chosen = yaml.safe_load((tuned / "tiny" / "BPR.yaml").read_text())
+    # the command fixes embedding_size (--embedding_size=8), so the search leaves it out
+    assert chosen == search["best"]["params"] and set(chosen) == {"learning_rate", "weight_decay"}
+    for seed in (0, 1):
+        record = json.loads((results / "runs" / "tiny" / f"bpr-seed{seed}.json").read_text())
+        assert record["tuning"]["search"].endswith("tuning/tiny/BPR.md") and record["epochs"] == 2
+        assert record["config"]["learning_rate"] == chosen["learning_rate"] and record["config"]["embedding_size"] == 8
+    page = (results / "tiny" / "leaderboard.md").read_text()
+    assert "### Tuned with the same budget: random search of 2 trials, search seed 0, ASHA grace 1 of at most 2" in page
+    assert "| BPR | 2 |" in page
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "not searched again" in out and out.count("record exists, skipped") == 2
+
+
+def test_a_budget_matches_its_record_where_the_search_capped_the_grace_at_its_evaluations():
+    request = {"samples": 2, "overrides": {"epochs": 2}, "grace_period": 2, "max_t": 2, "search_seed": 0,
+               "search": "random"}
+    assert TuneBudget(trials=2, epochs=2, grace=5).matches(request)
+    assert not TuneBudget(trials=3, epochs=2, grace=5).matches(request)
+    assert not TuneBudget(trials=2, epochs=4, grace=5).matches(request)
