@@ -192,3 +192,20 @@ def test_options_survive_a_weights_only_checkpoint_and_a_deep_copy(tiny_setup, t
 def test_bad_option_values_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup(**overrides)
+
+
+@pytest.mark.slow
+def test_compiled_attention_with_the_options_gives_the_eager_loss_and_gradients(tiny_setup):
+    options = {"learn_temperature": True, "value_projection": True, "degree_gate": True, "token_propagation": 1,
+               "precision": "fp32"}
+    _, eager, _, (train, _, _) = tiny_setup(seed=3, **options)
+    _, compiled, _, _ = tiny_setup(seed=3, compile=True, **options)
+    batch = next(iter(train))
+    losses = [model.calculate_loss(batch) for model in (eager, compiled)]
+    torch.testing.assert_close(losses[1], losses[0])
+    for loss in losses:
+        loss.backward()
+    for (name, p_eager), (_, p_compiled) in zip(eager.named_parameters(), compiled.named_parameters()):
+        if p_eager.grad is not None:
+            torch.testing.assert_close(p_compiled.grad, p_eager.grad, msg=name)
+    assert compiled.layers[0].attention.mix.active  # compiled with the temperature's parametrization, no fallback
