@@ -13,10 +13,12 @@ from recbole.model.abstract_recommender import GeneralRecommender
 from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
+from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
 from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention, query_readout
+from recbole_mgformer.model.attention_options import AttentionBlock, AttentionOptions, set_query_temperature
 from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
-from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops
+from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops, lightgcn_propagate, normalized_adjacency
 from recbole_mgformer.model.key_summary import EAGER, ChunkFunctions, chunked_key_summary
 from recbole_mgformer.model.loss import directau_loss
 from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
@@ -138,7 +140,7 @@ def compile_choice(value, n_nodes):
     return n_nodes >= COMPILE_MIN_NODES if value == "auto" else value
 
 
-class MGFormer(GeneralRecommender):
+class MGFormer(SharedSparseBuffers, GeneralRecommender):
     r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``."""
 
     input_type = InputType.POINTWISE
@@ -168,6 +170,8 @@ class MGFormer(GeneralRecommender):
         self.matmul_dtype = resolve_precision(self.precision, config["device"])
         key_chunk_size = non_negative_int(config, "key_chunk_size", "MGFormer")
         keep_key_features = choice(config, "key_features", ("recompute", "keep"), "MGFormer") == "keep"
+        options = AttentionOptions(config, feature_map, RANDOM_FEATURE_MAPS)  # beyond the paper (issue 25)
+        self.token_propagation = options.token_propagation
 
         # Training interactions only: the dataset handed to a model is the training split.
         interactions = dataset.inter_matrix(form="csr").astype(np.float32)
@@ -181,6 +185,8 @@ class MGFormer(GeneralRecommender):
             self.register_buffer("structural", scale * torch.from_numpy(np.concatenate([users_p, items_p])))
             width *= 2
         self.width = width
+        if self.token_propagation:
+            self._set_up_propagation(interactions)
 
         degrees = np.concatenate([interactions.getnnz(axis=1), interactions.getnnz(axis=0)])
         max_exact_degree = positive_int(config, "max_exact_degree", "MGFormer")
@@ -196,13 +202,20 @@ class MGFormer(GeneralRecommender):
             self.register_buffer("edge_columns", columns, persistent=False)
 
         self.generator = torch.Generator().manual_seed(self.seed)
+        plain = not options.needs_block  # else an AttentionBlock adds the residual and the norm around each layer
         self.layers = nn.ModuleList(
             MaskedAttentionLayer(width, n_heads, feature_map, n_features, float(config["focusing_factor"]),
-                                 bool(config["residual"]), float(config["attention_weight"]),
-                                 bool(config["layer_norm"]), qk_init, self.generator, compile_attention,
+                                 bool(config["residual"]) and plain, float(config["attention_weight"]),
+                                 bool(config["layer_norm"]) and plain, qk_init, self.generator, compile_attention,
                                  self.matmul_dtype, key_chunk_size, keep_key_features)
             for _ in range(n_layers)
         )
+        if options.needs_block:
+            log_degree = torch.log1p(torch.from_numpy(degrees).float()) if options.degree_gate else None
+            self.layers = nn.ModuleList(
+                AttentionBlock(layer, width, n_heads, options.residual, float(config["attention_weight"]),
+                               options.residual_scale, options.value_projection, log_degree, bool(config["layer_norm"]))
+                for layer in self.layers)
         self.register_buffer("feature_draws", torch.zeros((), dtype=torch.long))
         self.training_steps = 0
         self.key_generator = torch.Generator().manual_seed(self.seed)
@@ -212,15 +225,39 @@ class MGFormer(GeneralRecommender):
         self.other_parameter_name = ["restore_user_e", "restore_item_e"]
         self.apply(xavier_normal_initialization)
         for layer in self.layers:
-            layer.reset_qk()
+            attention = layer.attention if options.needs_block else layer
+            attention.reset_qk()
+            if options.has_temperature:
+                set_query_temperature(attention, options.temperature, options.learn_temperature)
+
+    def _set_up_propagation(self, interactions):
+        """``token_propagation: K``: the normalised training graph, and the propagation of the fixed ``P``, once."""
+        self.register_buffer("adjacency", normalized_adjacency(interactions), persistent=False)  # from the data
+        if self.structural_encoding == "svd":
+            propagated = lightgcn_propagate(self.adjacency, self.structural, self.token_propagation)
+            self.register_buffer("propagated_structural", propagated, persistent=False)
+
+    def propagated_token_parts(self):
+        """``token_propagation: K``: LightGCN's mean of layers ``0..K`` of ``A_hat E`` (learned) and of ``A_hat P``
+        (fixed, cached), (n, d) each; P's part is None without structural encodings."""
+        embeddings = torch.cat([self.user_embedding.weight, self.item_embedding.weight])
+        learned = lightgcn_propagate(self.adjacency, embeddings, self.token_propagation)
+        return learned, (self.propagated_structural if self.structural_encoding == "svd" else None)
 
     def token_parts(self):
         """The two parts of Eq. (4): learned embeddings ``E`` (n, d) and structural encodings ``P`` (n, d) or None."""
+        if self.token_propagation:
+            return self.propagated_token_parts()
         embeddings = torch.cat([self.user_embedding.weight, self.item_embedding.weight])
         return embeddings, (self.structural if self.structural_encoding == "svd" else None)
 
     def node_tokens(self, nodes=None):
-        """Eq. (4): ``X = [E, P]``, (n, w), or its rows ``nodes`` (b,), gathered without building all n rows."""
+        """Eq. (4): ``X = [E, P]``, (n, w), or its rows ``nodes`` (b,), gathered without building all n rows
+        (propagated tokens need all n)."""
+        if self.token_propagation:
+            learned, fixed = self.token_parts()
+            tokens = learned if fixed is None else torch.cat([learned, fixed], dim=1)
+            return tokens if nodes is None else tokens[nodes]
         if nodes is None:
             learned, fixed = self.token_parts()
         else:
