@@ -86,6 +86,23 @@ def save_atomically(state, path):
             os.remove(temporary)
 
 
+# Settings that may differ between a run and its resumption: where and how it runs, not what it trains.
+RUNTIME_KEYS = frozenset({
+    "device", "gpu_id", "use_gpu", "checkpoint_dir", "state", "show_progress", "epochs", "data_path", "log_wandb",
+    "wandb_project", "worker", "nproc", "world_size", "offset", "ip", "port", "local_rank", "single_spec",
+    "log_dir", "saved", "compile", "config_files", "extra_config_keys", "benchmark_table", "benchmark_page",
+    "dataset_source",
+})
+
+
+def changed_settings(recorded, current):
+    """``{key: (recorded value, current value)}`` for the training settings that differ between a checkpoint's
+    recorded config and this run's, runtime keys aside; a key missing on one side counts only if the other has it."""
+    keys = (set(recorded) | set(current)) - RUNTIME_KEYS
+    return {key: (recorded.get(key), current.get(key)) for key in keys
+            if key in recorded and key in current and recorded[key] != current[key]}
+
+
 class SafeCheckpointMixin:
     """Overrides RecBole's checkpoint writing and loading; the rest of the trainer is unchanged."""
 
@@ -124,6 +141,13 @@ class SafeCheckpointMixin:
             raise ValueError(
                 f"{resume_file} was written by model {checkpoint['config'].get('model')!r}, "
                 f"not {self.config['model']!r}; resume with the same model"
+            )
+        changed = changed_settings(checkpoint["config"], plain_value(self.config.final_config_dict))
+        if changed:
+            shown = "; ".join(f"{key}: {old!r} there, {new!r} here" for key, (old, new) in sorted(changed.items())[:5])
+            raise ValueError(
+                f"{resume_file} was trained with other settings ({shown}); continuing it would mix two runs. "
+                f"Delete it to start afresh, or resume with the settings it was written with"
             )
         self.saved_model_file = resume_file
         self.start_epoch = checkpoint["epoch"] + 1

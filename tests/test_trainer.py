@@ -34,7 +34,10 @@ def test_training_resumes_from_a_checkpoint(tiny_setup):
     trainer.fit(train, valid, saved=True, show_progress=False)
     checkpoint = load_checkpoint(trainer.saved_model_file)
 
-    _, resumed_model, resumed, _ = tiny_setup(epochs=3, seed=5)
+    _, resumed_model, resumed, _ = tiny_setup(epochs=3)
+    with torch.no_grad():
+        for tensor in resumed_model.parameters():
+            tensor.normal_()
     resumed.resume_checkpoint(trainer.saved_model_file)
     assert resumed.start_epoch == checkpoint["epoch"] + 1
     for name, tensor in checkpoint["state_dict"].items():
@@ -48,6 +51,14 @@ def test_resuming_with_another_model_is_refused(tiny_setup):
     trainer.fit(train, valid, saved=True, show_progress=False)
     _, _, other, _ = tiny_setup("BPR", epochs=1, train_neg_sample_args={"distribution": "uniform", "sample_num": 1})
     with pytest.raises(ValueError, match="written by model 'MGFormer'"):
+        other.resume_checkpoint(trainer.saved_model_file)
+
+
+def test_resuming_with_other_training_settings_is_refused(tiny_setup):
+    _, _, trainer, (train, valid, _) = tiny_setup(epochs=1)
+    trainer.fit(train, valid, saved=True, show_progress=False)
+    _, _, other, _ = tiny_setup(epochs=1, learning_rate=0.0123)
+    with pytest.raises(ValueError, match="trained with other settings .learning_rate: .* there, 0.0123 here"):
         other.resume_checkpoint(trainer.saved_model_file)
 
 
@@ -132,3 +143,11 @@ def test_csa_trainer_decays_the_learning_rate_by_epoch_alone(monkeypatch):
     assert seen == pytest.approx([0.01, 0.01, 0.002, 0.002, 0.0004, 0.01 * 0.2 ** 3])
     trainer.lr_decay_step = 0
     assert trainer.learning_rate_at(9) == 0.01
+
+
+def test_changed_settings_names_training_keys_only():
+    from recbole_mgformer.trainer import changed_settings
+
+    recorded = {"learning_rate": 0.005, "embedding_size": 64, "device": "cpu", "epochs": 30, "old_key": 1}
+    current = {"learning_rate": 0.001, "embedding_size": 64, "device": "cuda", "epochs": 300, "new_key": 2}
+    assert changed_settings(recorded, current) == {"learning_rate": (0.005, 0.001)}
