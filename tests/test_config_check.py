@@ -77,8 +77,12 @@ def _shipped_runs():
     for path in sorted(glob.glob(str(properties_dir() / "dataset/ml-100k-ctx-*.yaml"))):
         runs += [(m, Path(path).stem, []) for m in ("CSA", "LR", "FM", "DeepFM", "AutoInt")]
     for path in sorted(glob.glob(str(ROOT / "results/tuning/**/*.yaml"), recursive=True)):
-        model, dataset = Path(path).stem.split("-", 1)
-        runs.append((model, dataset, [path]))
+        path = Path(path)
+        if path.parent.parent == ROOT / "results/tuning":  # the benchmark's <dataset>/<model or variant slug>.yaml
+            model, dataset = get_model(path.stem.split("-")[0]).__name__, path.parent.name
+        else:  # the tuning command's <Model>-<dataset>.yaml
+            model, dataset = path.stem.split("-", 1)
+        runs.append((model, dataset, [str(path)]))
     return runs
 
 
