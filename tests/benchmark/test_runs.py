@@ -9,11 +9,16 @@ from recbole_mgformer.resume import RunTimer
 from recbole_mgformer.trainer import load_checkpoint
 
 
+def tiny_benchmark_args(models, tiny_data, tmp_path, epochs):
+    """The benchmark's command line for ``models`` on the toy dataset, seed 0, everything written under tmp_path."""
+    return ["--models", models, "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
+            f"--epochs={epochs}", "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]",
+            "--valid_metric=NDCG@20"]
+
+
 def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_data, tmp_path, capsys):
-    args = ["--models", "BPR,MGFormer[embedding_size=8]", "--datasets", "tiny", "--seeds", "0",
-            "--data_path", str(tiny_data), "--results", str(tmp_path / "results"),
-            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=2", "--state=WARNING",
-            "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    args = tiny_benchmark_args("BPR,MGFormer[embedding_size=8]", tiny_data, tmp_path, epochs=2)
     assert main(args) == 0
     runs = tmp_path / "results" / "runs" / "tiny"
     written = json.loads((runs / "mgformer-embedding-size-8-seed0.json").read_text())
@@ -138,10 +143,7 @@ def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides
     monkeypatch.setattr(runs, "tuned_file_for",
                         lambda model, overrides, dataset, folder: str(tuned) if (model, dataset) == ("MGFormer", "tiny")
                         else None)
-    args = ["--models", "MGFormer,MGFormer[uniformity_weight=0.5],BPR", "--datasets", "tiny", "--seeds", "0",
-            "--data_path", str(tiny_data), "--results", str(tmp_path / "results"),
-            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1", "--state=WARNING",
-            "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    args = tiny_benchmark_args("MGFormer,MGFormer[uniformity_weight=0.5],BPR", tiny_data, tmp_path, epochs=1)
     assert main(args) == 0
     runs = tmp_path / "results" / "runs" / "tiny"
     default = json.loads((runs / "mgformer-seed0.json").read_text())

@@ -102,6 +102,13 @@ def test_degree_centrality_is_in_the_open_unit_interval_and_learnable(tiny_setup
     {"residual": False}, {"layer_norm": True, "qk_init": "identity", "score": "cosine"},
     {"svd_solver": "randomized"}, {"key_sample_size": 16}, {"key_sample_size": 16, "degree_mask": "none"},
     {"key_chunk_size": 0}, {"key_chunk_size": 7, "n_heads": 2}, {"precision": "bf16"}, {"key_features": "keep"},
+    # the options beyond the paper (model/attention_options.py, token_propagation)
+    {"token_propagation": 2, "key_sample_size": 16}, {"token_propagation": 1, "degree_mask": "adjacency"},
+    {"token_propagation": 1, "structural_encoding": "none"}, {"token_propagation": 1, "key_chunk_size": 0},
+    {"attention_temperature": 0.5, "learn_temperature": True, "feature_map": "prf", "n_features": 24},
+    {"value_projection": True, "degree_gate": True, "residual_scale": "learned", "n_layers": 2, "n_heads": 2},
+    {"degree_gate": True, "degree_mask": "adjacency"}, {"value_projection": True, "residual": False},
+    {"value_projection": True, "precision": "bf16"},
 ], ids=str)
 def test_every_option_trains_and_scores_consistently(tiny_setup, overrides):
     _, model, _, (train, _, test) = tiny_setup(**{"precision": "fp32", **overrides})
