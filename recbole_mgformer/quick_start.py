@@ -7,6 +7,7 @@ data-parallel runs work on CPUs too (:mod:`recbole_mgformer.distributed`).
 """
 
 import contextlib
+import gc
 import sys
 from logging import getLogger
 from pathlib import Path
@@ -114,6 +115,9 @@ def _run_rank(local_rank, model, dataset, config_file_list, config_dict, saved, 
         raise
     finally:
         if dist.is_initialized():
+            # The run's trainer and DDP model can survive in reference cycles; gloo aborts the process ("terminate
+            # called without an active exception") when its group is destroyed before their gradient reducer.
+            gc.collect()
             dist.destroy_process_group()
 
 
