@@ -30,8 +30,9 @@ MODELS = {  # name -> overrides that make the comparison the issue asks for
 }
 
 
-def measure(model, dataset, batch_size, max_steps, overrides):
-    """One measurement in this process: train steps, one full-sort evaluation, peak memory."""
+def measure(model, dataset, batch_size, max_steps, overrides, evaluations=1):
+    """One measurement in this process: train steps, ``evaluations`` full-sort evaluations (the first may pay for
+    compiling its shapes), peak memory."""
     import resource
 
     import torch
@@ -68,11 +69,13 @@ def measure(model, dataset, batch_size, max_steps, overrides):
         synchronise()
         step_seconds.append(time.perf_counter() - started)
     timed = step_seconds[1:] or step_seconds  # the first step pays for lazy initialisation
-    synchronise()
-    started = time.perf_counter()
-    trainer.evaluate(valid_data, load_best_model=False)
-    synchronise()
-    evaluation_seconds = time.perf_counter() - started
+    evaluation_seconds = []
+    for _ in range(evaluations):
+        synchronise()
+        started = time.perf_counter()
+        trainer.evaluate(valid_data, load_best_model=False)
+        synchronise()
+        evaluation_seconds.append(time.perf_counter() - started)
     peak = (torch.cuda.max_memory_allocated() if cuda
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     return {
@@ -80,7 +83,9 @@ def measure(model, dataset, batch_size, max_steps, overrides):
         "steps_per_epoch": steps_per_epoch, "measured_steps": len(timed),
         "step_seconds_median": statistics.median(timed),
         "epoch_seconds": statistics.mean(timed) * steps_per_epoch,
-        "evaluation_seconds": evaluation_seconds, "peak_memory_bytes": int(peak),
+        "first_step_seconds": step_seconds[0],  # with lazy initialisation and compilation
+        "evaluation_seconds": evaluation_seconds[0], "later_evaluation_seconds": evaluation_seconds[1:],
+        "peak_memory_bytes": int(peak),
         "peak_memory_kind": "cuda max_memory_allocated" if cuda else "process max RSS",
     }
 
