@@ -71,13 +71,13 @@ def step_flops(model, optimizer, batch):
     """Matmul FLOPs of one eager step, forward and backward (Adam has none)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from recbole_mgformer.model.key_summary import EAGER
+    from recbole_mgformer.model.key_summary import ChunkFunctions
 
     eager = getattr(model, "layers", None)
     saved = []
-    for layer in eager or []:  # count the eager functions: compiled code hides its matmuls from the counter
+    for layer in eager or []:  # count the eager functions (compiled code hides its matmuls), keeping what they keep
         saved.append((layer, layer.mix, layer.chunk_functions))
-        layer.mix, layer.chunk_functions = layer._mix, EAGER
+        layer.mix, layer.chunk_functions = layer._mix, ChunkFunctions(keep=layer.chunk_functions.keep)
     with FlopCounterMode(display=False) as counter:
         train_step(model, optimizer, batch)
     for layer, mix, functions in saved:

@@ -83,6 +83,16 @@ def summary_of_chunk(tokens_and_ones, weight, projection, sin, cos, keep=False):
     return sums.to(logits.dtype), maximum, ((keys, features, maximum) if keep else None)
 
 
+def _learned_value_gradients(gated, grad_summary, learned_columns):
+    """``dV = gated dS[..., :k]`` of the learned token columns alone, (r, d): the structural columns get no
+    gradient, so of a head that holds both only its learned columns are multiplied (half the matmul with one
+    head). gated (h, r, g m), grad_summary (h, g m, k + 1)."""
+    head_size = grad_summary.shape[-1] - 1
+    heads = -(-learned_columns // head_size)  # the heads that hold a learned column
+    columns = learned_columns if heads == 1 else head_size
+    return _merge_heads(gated[:heads] @ grad_summary[:heads, :, :columns])[:, :learned_columns]
+
+
 def gradients_of_chunk(tokens_and_ones, weight, projection, sin, cos, shift, grad_summary, learned_columns,
                        kept=None):
     """Backward of a chunk's share of the sums, with the features at the final ``shift`` (h,): recomputed, or
@@ -100,7 +110,8 @@ def gradients_of_chunk(tokens_and_ones, weight, projection, sin, cos, shift, gra
     accumulate = features.dtype
     # S = gated^T [V | 1]  =>  d gated = [V | 1] dS^T,  dV = gated dS[..., :k]
     grad_gated = values @ grad_summary.transpose(-2, -1)  # (h, r, g m), the matmul format
-    grad_values = (_gated(features, sin, cos, matmul_dtype) @ grad_summary[..., :-1]).to(accumulate)
+    grad_values = _learned_value_gradients(_gated(features, sin, cos, matmul_dtype), grad_summary,
+                                           learned_columns).to(accumulate)
     if sin is None:
         grad_features, grad_angle = grad_gated.to(accumulate), None
     else:  # the products read the matmul format and write fp32: no separate cast
@@ -115,8 +126,8 @@ def gradients_of_chunk(tokens_and_ones, weight, projection, sin, cos, shift, gra
     grad_keys = (grad_logits.to(matmul_dtype) @ projection).to(accumulate)
     grad_keys = _merge_heads(grad_keys - keys.to(accumulate) * grad_logits.sum(-1, keepdim=True)).to(matmul_dtype)
     grad_weight = (grad_keys.T @ tokens_mm).to(accumulate)  # keys = tokens weight^T
-    grad_tokens = (grad_keys @ weight).to(accumulate) + _merge_heads(grad_values)
-    return grad_tokens[:, :learned_columns], grad_weight, grad_angle
+    grad_tokens = (grad_keys @ weight[:, :learned_columns]).to(accumulate) + grad_values
+    return grad_tokens, grad_weight, grad_angle
 
 
 class ChunkFunctions:

@@ -43,9 +43,10 @@ def gradients(summary_fn, inputs, mask, upstream):
 @pytest.mark.parametrize("keep", [False, True], ids=["recompute", "keep"])
 @pytest.mark.parametrize("heads, mask, structural, chunk", [
     (1, True, True, 128), (2, True, True, 1000), (1, False, True, 77), (2, False, False, 250),
+    (4, True, True, 300), (3, True, True, 200),  # learned columns span two heads; the second one in part (d = 6)
 ])
 def test_fused_sums_and_gradients_equal_the_unfused_form(heads, mask, structural, chunk, keep):
-    inputs = make_inputs(heads=heads, structural=structural)
+    inputs = make_inputs(heads=heads, structural=structural, d=6 if heads == 3 else 8)
     _, _, _, projection, _ = inputs
     upstream = torch.randn(heads, (2 if mask else 1) * projection.shape[1], projection.shape[2] + 1,
                            dtype=torch.float64)

@@ -140,6 +140,19 @@ def compile_choice(value, n_nodes):
     return n_nodes >= COMPILE_MIN_NODES if value == "auto" else value
 
 
+# ``key_features: auto`` keeps the fused key side's keys and features for backward while all layers' take at most
+# this much memory: keeping spares backward two matmuls and the exponentials per chunk (the key side's forward and
+# backward 17-20% faster, fp32, one thread, Beauty) and costs 35 MB there; at 10^6 nodes (1 GB) backward
+# recomputes them instead.
+KEEP_KEY_FEATURES_MAX_BYTES = 512 * 2**20
+
+
+def key_features_kept(value, kept_bytes):
+    """The ``key_features`` option (recompute, keep, or ``auto``: keep up to ``KEEP_KEY_FEATURES_MAX_BYTES``)
+    -> True to keep them."""
+    return kept_bytes <= KEEP_KEY_FEATURES_MAX_BYTES if value == "auto" else value == "keep"
+
+
 class MGFormer(SharedSparseBuffers, GeneralRecommender):
     r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``."""
 
@@ -169,7 +182,7 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         self.precision = choice(config, "precision", PRECISIONS, "MGFormer")
         self.matmul_dtype = resolve_precision(self.precision, config["device"])
         key_chunk_size = non_negative_int(config, "key_chunk_size", "MGFormer")
-        keep_key_features = choice(config, "key_features", ("recompute", "keep"), "MGFormer") == "keep"
+        key_features = choice(config, "key_features", ("recompute", "keep", "auto"), "MGFormer")
         options = AttentionOptions(config, feature_map, RANDOM_FEATURE_MAPS)  # beyond the paper (issue 25)
         self.token_propagation = options.token_propagation
 
@@ -201,13 +214,16 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
             self.register_buffer("edge_row_pointers", row_pointers, persistent=False)  # rebuilt from the data, not saved
             self.register_buffer("edge_columns", columns, persistent=False)
 
+        # keys (n, w) and features (n, h m) of every layer, in fp32
+        features_width = n_heads * (n_features or width // n_heads)
+        keep_features = key_features_kept(key_features, 4 * n_layers * self.n_nodes * (width + features_width))
         self.generator = torch.Generator().manual_seed(self.seed)
         plain = not options.needs_block  # else an AttentionBlock adds the residual and the norm around each layer
         self.layers = nn.ModuleList(
             MaskedAttentionLayer(width, n_heads, feature_map, n_features, float(config["focusing_factor"]),
                                  bool(config["residual"]) and plain, float(config["attention_weight"]),
                                  bool(config["layer_norm"]) and plain, qk_init, self.generator, compile_attention,
-                                 self.matmul_dtype, key_chunk_size, keep_key_features)
+                                 self.matmul_dtype, key_chunk_size, keep_features)
             for _ in range(n_layers)
         )
         if options.needs_block:

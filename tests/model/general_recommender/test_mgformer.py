@@ -181,7 +181,7 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     ({"compile": "yes"}, "unknown compile .yes.; choose one of False, True, auto"),
     ({"precision": "fp16"}, "unknown precision 'fp16'; choose one of fp32, bf16, auto"),
     ({"key_chunk_size": -2}, "key_chunk_size must be a non-negative integer"),
-    ({"key_features": "store"}, "unknown key_features 'store'; choose one of recompute, keep"),
+    ({"key_features": "store"}, "unknown key_features 'store'; choose one of recompute, keep, auto"),
     ({"structural_scale": 0}, "structural_scale must be a number > 0"),
 ])
 def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
@@ -224,6 +224,18 @@ def test_compile_auto_compiles_large_graphs_only():
     assert compile_choice("auto", COMPILE_MIN_NODES) is True
     assert compile_choice("auto", COMPILE_MIN_NODES - 1) is False
     assert compile_choice(True, 10) is True and compile_choice(False, 10**6) is False
+
+
+def test_key_features_auto_keeps_them_while_they_are_small(tiny_setup):
+    from recbole_mgformer.model.general_recommender.mgformer import KEEP_KEY_FEATURES_MAX_BYTES, key_features_kept
+
+    assert key_features_kept("auto", KEEP_KEY_FEATURES_MAX_BYTES) is True
+    assert key_features_kept("auto", KEEP_KEY_FEATURES_MAX_BYTES + 1) is False
+    assert key_features_kept("keep", 10**12) is True and key_features_kept("recompute", 1) is False
+    _, model, _, _ = tiny_setup()  # the default, key_features: auto, on a small graph
+    assert model.layers[0].chunk_functions.keep is True
+    _, model, _, _ = tiny_setup(key_features="recompute")
+    assert model.layers[0].chunk_functions.keep is False
 
 
 def test_compile_auto_leaves_a_small_graph_eager(tiny_setup):
