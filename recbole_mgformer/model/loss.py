@@ -18,13 +18,14 @@ def alignment_loss(users, items):
 UNIFORMITY_BLOCK_ROWS = 256
 
 
-def _kernel_block(rows_mm, x_mm, row_norms, norms, t, first_row):
-    """``exp(-t max(||x_i - x_j||^2, 0))`` for rows ``i`` of a block and all ``j``, zero where ``i == j``:
-    rows_mm (r, d), x_mm (b, d) in the matmul format, norms (r,) and (b,) squared, in the loss's format -> (r, b)."""
-    exponent = (rows_mm @ x_mm.T).to(norms.dtype)  # x_i . x_j
-    exponent.mul_(2 * t).sub_(t * row_norms[:, None]).sub_(t * norms[None, :]).clamp_max_(0)
+def _kernel_block(rows_mm, columns_mm, row_norms, column_norms, t):
+    """``exp(-t max(||x_i - x_j||^2, 0))`` for the rows ``i`` of a block and the columns ``j`` from the block's
+    first row on, zero where ``i == j``: rows_mm (r, d), columns_mm (c, d) in the matmul format, squared norms
+    (r,) and (c,) in the loss's format -> (r, c)."""
+    exponent = (rows_mm @ columns_mm.T).to(row_norms.dtype)  # x_i . x_j
+    exponent.mul_(2 * t).sub_(t * row_norms[:, None]).sub_(t * column_norms[None, :]).clamp_max_(0)
     kernel = exponent.exp_()
-    kernel.diagonal(offset=first_row).zero_()
+    kernel.diagonal().zero_()
     return kernel
 
 
@@ -34,6 +35,9 @@ class _Uniformity(torch.autograd.Function):
     With ``K`` the kernel matrix off its diagonal and ``s`` its sum, ``ds/dx_i = -4t sum_j K_ij (x_i - x_j)``,
     so the gradient is ``-4t / s (rowsum(K) x - K x)``. Each block of rows of ``K`` is made, summed and multiplied
     by ``x`` while it is in cache; only ``rowsum(K)`` (b,) and ``K x`` (b, d) are kept for backward, never ``K``.
+    ``K`` is symmetric, so a block of rows is made only from its diagonal block on: the part right of the
+    diagonal block serves its rows and, transposed, the rows of its columns (half the Gram matmul and the
+    exponentials, the same ``K x`` work).
     """
 
     @staticmethod
@@ -42,14 +46,18 @@ class _Uniformity(torch.autograd.Function):
         norms = x.pow(2).sum(dim=1)
         x_mm = x.to(dtype)
         wants_gradient = ctx.needs_input_grad[0]
-        row_sums = x.new_empty(len(x))
-        kernel_times_x = torch.empty_like(x) if wants_gradient else None
+        row_sums = x.new_zeros(len(x))
+        kernel_times_x = torch.zeros_like(x) if wants_gradient else None
         for start in range(0, len(x), block_rows):
-            stop = start + block_rows
-            kernel = _kernel_block(x_mm[start:stop], x_mm, norms[start:stop], norms, t, start)
-            row_sums[start:stop] = kernel.sum(dim=1)
+            stop = min(start + block_rows, len(x))
+            kernel = _kernel_block(x_mm[start:stop], x_mm[start:], norms[start:stop], norms[start:], t)
+            beyond = kernel[:, stop - start:]  # (r, b - stop), the columns right of the diagonal block
+            row_sums[start:stop] += kernel.sum(dim=1)
+            row_sums[stop:] += beyond.sum(dim=0)
             if wants_gradient:
-                kernel_times_x[start:stop] = kernel.to(dtype) @ x_mm
+                kernel_mm = kernel.to(dtype)
+                kernel_times_x[start:stop] += kernel_mm @ x_mm[start:]
+                kernel_times_x[stop:] += kernel_mm[:, stop - start:].T @ x_mm[start:stop]
         total = row_sums.sum()
         if wants_gradient:
             ctx.save_for_backward(x, row_sums, kernel_times_x, total)

@@ -71,6 +71,8 @@ def test_uniformity_gradient_equals_autograd_and_gradcheck():
     expected, = torch.autograd.grad(autograd_uniformity(x) * 1.7, x)
     got, = torch.autograd.grad(uniformity_loss(x) * 1.7, x)
     torch.testing.assert_close(got, expected)
+    in_blocks, = torch.autograd.grad(uniformity_loss(x, block_rows=7) * 1.7, x)  # the symmetric halves
+    torch.testing.assert_close(in_blocks, expected)
     assert torch.autograd.gradcheck(uniformity_loss, (torch.randn(12, 4, dtype=torch.float64, requires_grad=True),))
 
 
