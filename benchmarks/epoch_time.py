@@ -87,6 +87,7 @@ def measure(model, dataset, batch_size, max_steps, overrides, evaluations=1):
         "evaluation_seconds": evaluation_seconds[0], "later_evaluation_seconds": evaluation_seconds[1:],
         "peak_memory_bytes": int(peak),
         "peak_memory_kind": "cuda max_memory_allocated" if cuda else "process max RSS",
+        "threads": torch.get_num_threads(),
     }
 
 
@@ -98,8 +99,9 @@ def render(records, dataset, provenance):
     lines = [f"# Epoch time on {dataset}", "",
              "Produced by `python benchmarks/epoch_time.py`. Each cell is min / median / max over repeats; ratios are "
              "to LightGCN (3 layers) at the same batch size in the same repeat, measured interleaved.", "",
-             "| model | batch | epoch s | ratio to LightGCN | evaluation s | eval ratio | peak memory MiB | steps timed |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| model | batch | epoch s | ratio to LightGCN | evaluation s | eval ratio | peak memory MiB | steps timed "
+             "| threads |",
+             "|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["batch_size"], r["model"]) for r in records})
     for batch, model in keys:
         mine = [r for r in records if r["model"] == model and r["batch_size"] == batch]
@@ -110,7 +112,8 @@ def render(records, dataset, provenance):
         lines.append(f"| {model} | {batch} | {spread([r['epoch_seconds'] for r in mine])} | "
                      f"{spread(ratios) if ratios else ''} | {spread([r['evaluation_seconds'] for r in mine])} | "
                      f"{spread(eval_ratios) if eval_ratios else ''} | "
-                     f"{max(r['peak_memory_bytes'] for r in mine) / 2**20:.0f} | {mine[0]['measured_steps']} |")
+                     f"{max(r['peak_memory_bytes'] for r in mine) / 2**20:.0f} | {mine[0]['measured_steps']} | "
+                     f"{mine[0].get('threads', '')} |")
     lines += ["", provenance, ""]
     return "\n".join(lines)
 
