@@ -23,6 +23,7 @@ results/performance/time_to_accuracy-<dataset>.md and the measurements to result
 """
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -123,6 +124,8 @@ def render(rows, dataset, target):
               "(older runs) and whose best score is above the target. "
               "Records (commit, machine of the run that trained them): "
               + "; ".join(f"{row['variant']}: " + ", ".join(row["record_sources"]) for row in rows) + "."]
+    costs = sorted({row["cost_provenance"] for row in rows})
+    lines += ["", "Costs (epoch, validation, warm-up) measured by: " + " / ".join(costs)]
     return lines
 
 
@@ -140,6 +143,9 @@ def main(argv=None):
     parser.add_argument("--data_path", default=None, help="RecBole's data_path (default: the config's)")
     parser.add_argument("--runs", default=None, help="the leaderboard's records (default results/runs/<dataset>)")
     parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
+    parser.add_argument("--costs", default=None,
+                        help="a JSON record of an earlier run: its rows' measured costs are reused (same settings "
+                             "only), so new leaderboard records re-render without timing again")
     args = parser.parse_args(argv)
     runs = Path(args.runs or ROOT / "results" / "runs" / args.dataset)
     commit = git_commit(ROOT)
@@ -155,10 +161,16 @@ def main(argv=None):
         kept = [r for r in records if trained_settings(r) == settings]  # a row retrained with new settings
         rows.append({"model": model, "variant": variant, "settings": settings, "records": kept,
                      "learning_rate": kept[0]["config"].get("learning_rate")})
+    earlier = {}
+    if args.costs:
+        earlier = {(r["variant"], json.dumps(r["settings"], sort_keys=True)): r
+                   for r in json.loads(Path(args.costs).read_text())["rows"]}
     for row in rows:
-        row["measurements"] = []
+        reused = earlier.get((row["variant"], json.dumps(row["settings"], sort_keys=True)))
+        row["measurements"] = reused["measurements"] if reused else []
+        row["cost_provenance"] = reused["cost_provenance"] if reused else None
     for repeat in range(args.repeats):
-        for row in rows:
+        for row in (r for r in rows if r["cost_provenance"] is None):  # not reused from --costs
             config = {key: value for key, value in row["settings"].items() if key != "train_batch_size"}
             if args.data_path:
                 config["data_path"] = args.data_path
@@ -167,7 +179,9 @@ def main(argv=None):
             row["measurements"].append(result)
             print(f"repeat {repeat} {row['variant']}: epoch {result['epoch_seconds']:.1f} s, validation "
                   f"{result['later_evaluation_seconds'][0]:.1f} s", flush=True)
+    provenance = timing_provenance(commit, args.repeats, {"target": args.target, "max_steps": args.max_steps})
     for row in rows:
+        row["cost_provenance"] = row["cost_provenance"] or provenance
         row["cost"] = cost = summarise_cost(row["measurements"])
         needed = [epochs_needed(r, args.target) for r in row["records"]]
         row["seeds"] = [r["seed"] for r in row["records"]]
@@ -180,7 +194,6 @@ def main(argv=None):
         row["seconds_to_best"] = [wall_seconds(cost, c) for c in row["best_counts"]]
         row["best_valid"] = [r["valid"]["ndcg@20"] for r in row["records"]]
         row["record_sources"] = [f"seed {r['seed']} {r['commit']} {r['machine']}" for r in row["records"]]
-    provenance = timing_provenance(commit, args.repeats, {"target": args.target, "max_steps": args.max_steps})
     stamp_free = [{key: value for key, value in row.items() if key != "records"} for row in rows]
     write_record(Path(args.results) / "runs" / "performance" / f"time-to-accuracy-{args.dataset}.json",
                  {"rows": stamp_free, "provenance": provenance, "versions": package_versions(),

@@ -62,3 +62,17 @@ def test_main_joins_records_with_measured_costs(tiny_data, tmp_path):
 def test_main_names_the_command_that_trains_a_missing_row(tmp_path):
     with pytest.raises(SystemExit):
         main(["--dataset", "tiny", "--models", "BPR", "--runs", str(tmp_path)])
+
+
+def test_costs_of_an_earlier_run_are_reused_and_new_records_re_render(tiny_data, tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "mgformer-seed0.json").write_text(json.dumps(record("MGFormer", 0, [[0, 0.01], [1, 0.07]], 1)))
+    common = ["--dataset", "tiny", "--models", "MGFormer", "--target", "0.05", "--max_steps", "2", "--repeats", "1",
+              "--runs", str(runs), "--results", str(tmp_path / "out"), f"--data_path={tiny_data}"]
+    first, = main(common)
+    (runs / "mgformer-seed1.json").write_text(json.dumps(record("MGFormer", 1, [[0, 0.06]], 0)))
+    saved = tmp_path / "out" / "runs" / "performance" / "time-to-accuracy-tiny.json"
+    again, = main(common + ["--costs", str(saved), "--data_path=/nonexistent"])  # nothing is measured
+    assert again["measurements"] == first["measurements"] and again["seeds"] == [0, 1]
+    assert again["cost_provenance"] == first["cost_provenance"]
