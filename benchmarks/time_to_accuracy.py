@@ -81,9 +81,9 @@ def summarise_cost(measurements):
     return {
         "epoch_seconds": median(m["epoch_seconds"] for m in measurements),
         "validation_seconds": median(m["later_evaluation_seconds"][0] for m in measurements),
-        "one_off_seconds": median(m["first_step_seconds"] - m["step_seconds_median"]
-                                  + m["evaluation_seconds"] - m["later_evaluation_seconds"][0]
-                                  for m in measurements),
+        "one_off_seconds": max(0.0, median(m["first_step_seconds"] - m["step_seconds_median"]
+                                           + m["evaluation_seconds"] - m["later_evaluation_seconds"][0]
+                                           for m in measurements)),  # noise can make it negative
         "repeats": len(measurements), "measured_steps": measurements[0]["measured_steps"],
         "steps_per_epoch": measurements[0]["steps_per_epoch"],
     }
