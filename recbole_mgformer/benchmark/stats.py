@@ -94,8 +94,8 @@ def paired_verdict(a_by_seed, b_by_seed):
 
 
 def verdict_text(name, other, verdict):
-    """One sentence: ``MGFormer is **ahead** of DirectAU (...)``."""
-    return (f"{name} is **{verdict['word']}** of {other}" if verdict["word"] != "level" else
-            f"{name} is **level** with {other}") + (
+    """One sentence: ``MGFormer is **ahead** of DirectAU (...)``, ``**behind** DirectAU``, ``**level** with``."""
+    joiner = {"ahead": " of", "behind": "", "level": " with"}[verdict["word"]]
+    return f"{name} is **{verdict['word']}**{joiner} {other}" + (
         f" by a paired Wilcoxon signed-rank test of test {PER_USER_METRIC} over {verdict['pairs']:,} (seed, user) "
         f"pairs from {verdict['seeds']} seed(s): mean difference {verdict['difference']:+.4f}, p = {verdict['p']:.2g}.")

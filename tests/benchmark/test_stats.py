@@ -58,3 +58,5 @@ def test_the_verdict_follows_the_paired_test_not_the_third_decimal():
     assert paired_verdict(same, _runs({5: base})) is None
     assert verdict_text("MGFormer", "DirectAU", ahead).startswith("MGFormer is **ahead** of DirectAU by a paired")
     assert verdict_text("MGFormer", "DirectAU", level).startswith("MGFormer is **level** with DirectAU")
+    behind = paired_verdict(same, better)
+    assert verdict_text("MGFormer", "DirectAU", behind).startswith("MGFormer is **behind** DirectAU by a paired")
