@@ -1,9 +1,12 @@
 """``python -m recbole_mgformer.tune`` and the ``recbole-mgformer-tune`` console script."""
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.tune.report import render_markdown
 from recbole_mgformer.tune.search import tune_recommender
 from recbole_mgformer.tune.space import SEARCHES, TuneSetupError
 
@@ -34,7 +37,11 @@ def main(argv=None):
     parser.add_argument("--search-seed", type=int, default=0, help="seed of the search algorithm's draws")
     parser.add_argument("--no-retrain", action="store_true", help="skip retraining the best configuration")
     parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Ray Tune's progress output")
+    parser.add_argument("--render", nargs="+", metavar="RECORD", default=None,
+                        help="only rewrite the page (.md) beside each search record (.json), e.g. results/tuning/*/*.json")
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if args.render:
+        return render_pages(args.render)
     try:
         summary = tune_recommender(
             args.model, args.dataset, args.space, config_files=args.config_files.split() if args.config_files else None,
@@ -60,3 +67,20 @@ def main(argv=None):
     if summary["retrained"]:
         print("test " + ", ".join(f"{k} {v:.4f}" for k, v in summary["retrained"]["test_result"].items()))
     return 0
+
+
+def render_pages(records):
+    """Rewrite the page of each search from its record (the JSON beside it), without searching; a file that is not
+    a search record is named and skipped (exit status 2)."""
+    status = 0
+    for record in map(Path, records):
+        try:
+            page = render_markdown(json.loads(record.read_text()))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"error: {record} is not a search record of this tool ({type(error).__name__}: {error}); skipped",
+                  file=sys.stderr)
+            status = 2
+            continue
+        record.with_suffix(".md").write_text(page)
+        print(f"wrote {record.with_suffix('.md')}")
+    return status

@@ -84,6 +84,12 @@ def _cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def space_text(space):
+    """The searched values as the page shows them: `embedding_size` choice [32, 64], `lambda` loguniform [0.01, 1]."""
+    return ", ".join(f"`{key}` " + "; ".join(f"{kind} {_param(args)}" for kind, args in spec.items())
+                     if isinstance(spec, dict) else f"`{key}` {_param(spec)}" for key, spec in space.items())
+
+
 def render_markdown(summary):
     """The results page: the search, the best configuration and its test metrics, and every trial."""
     request, rows = summary["request"], summary["rows"]
@@ -97,7 +103,8 @@ def render_markdown(summary):
         f"Rendered by `python -m recbole_mgformer.tune`. Search: {request['search']}, {request['samples']} sample(s), "
         f"{scheduler}, ranked by the best validation {metric} of each trial "
         f"({'higher' if request['mode'] == 'max' else 'lower'} is better). "
-        f"Space: `{request['space_source']}`; fixed settings: "
+        f"Space{'' if request['space_source'] == 'the space' else ' (`' + request['space_source'] + '`)'}: "
+        f"{space_text(request['space'])}; fixed settings: "
         f"{', '.join(f'`{k}={v}`' for k, v in request['overrides'].items()) or 'none'}"
         f"{'; config files: ' + ', '.join(f'`{display_path(p)}`' for p in request['config_files']) if request['config_files'] else ''}.",
         "",
