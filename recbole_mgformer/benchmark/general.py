@@ -71,20 +71,48 @@ def _per_user_by_seed(row):
     return {seed: users for seed, users in values.items() if users}
 
 
+# MGFormer options that act only inside the attention: a variant's control (what the attention adds, issue 25) is
+# the same entry without them and with ``attention: False``, i.e. the same tokens, loss and training.
+ATTENTION_ONLY = {
+    "n_layers", "n_heads", "feature_map", "n_features", "feature_redraw_interval", "focusing_factor", "degree_mask",
+    "degree_embedding_size", "max_exact_degree", "residual", "attention_weight", "layer_norm", "qk_init",
+    "key_sample_size", "attention_temperature", "learn_temperature", "value_projection", "degree_gate",
+    "residual_scale", "compile", "precision", "key_chunk_size", "key_features"}
+
+
+def _overrides(row):
+    return row["records"][0].get("overrides")
+
+
+def attention_control(row, rows):
+    """The row of the same MGFormer entry without attention (see ATTENTION_ONLY), or None: absent, or the row
+    itself has no attention, or its records do not say their overrides (older scripts)."""
+    overrides = _overrides(row)
+    if row["model"] != "MGFormer" or overrides is None or overrides.get("attention") is False:
+        return None
+    wanted = {**{k: v for k, v in overrides.items() if k not in ATTENTION_ONLY}, "attention": False}
+    return next((other for other in rows if other["model"] == "MGFormer" and _overrides(other) == wanted), None)
+
+
 def verdict_lines(rows):
-    """Each MGFormer row against the best other model (by mean test NDCG@20), by the paired test over users."""
+    """Each MGFormer row against the best other model (by mean test NDCG@20), then each row with attention against
+    its control without it where the section has one, by the paired test over users."""
     others = [row for row in rows if row["model"] != "MGFormer"]
-    if not others:
-        return []
-    best_other = max(others, key=lambda row: row["stats"]["ndcg@20"][0])
-    lines = []
+    lines, attention_lines = [], []
     for row in rows:
         if row["model"] != "MGFormer":
             continue
-        verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(best_other))
-        if verdict is not None:
-            lines.append("Verdict: " + verdict_text(row["variant"], best_other["variant"], verdict))
-    return lines
+        if others:
+            best_other = max(others, key=lambda other: other["stats"]["ndcg@20"][0])
+            verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(best_other))
+            if verdict is not None:
+                lines.append("Verdict: " + verdict_text(row["variant"], best_other["variant"], verdict))
+        control = attention_control(row, rows)
+        if control is not None:
+            verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(control))
+            if verdict is not None:
+                attention_lines.append("Attention: " + verdict_text(row["variant"], control["variant"], verdict))
+    return lines + attention_lines
 
 
 def render_table(rows, paper):

@@ -36,9 +36,15 @@ def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path
               "search": "results/tuning/ml-100k/MGFormer.md"}
     records = []
     for seed in (0, 1, 2):
-        for model, shift in (("MGFormer", 0.02), ("DirectAU", 0.0), ("BPR", -0.05)):
-            rec = {**record(model, model, seed, 0.3 + shift, 0.25 + shift + 0.001 * seed), "tuning": tuning,
+        for variant, model, shift, overrides in (
+                ("MGFormer", "MGFormer", 0.02, {}), ("DirectAU", "DirectAU", 0.0, {}), ("BPR", "BPR", -0.05, {}),
+                ("MGFormer attention=False", "MGFormer", 0.01, {"attention": False}),
+                ("MGFormer degree_gate=True", "MGFormer", 0.005, {"degree_gate": True}),
+                ("MGFormer embedding_size=128", "MGFormer", -0.02, {"embedding_size": 128})):
+            rec = {**record(variant, model, seed, 0.3 + shift, 0.25 + shift + 0.001 * seed), "tuning": tuning,
+                   "overrides": overrides,
                    "per_user": {"file": "x", "metric": "ndcg@20"}, "_path": str(tmp_path / f"{model}-seed{seed}.json")}
+            rec["_path"] = str(tmp_path / f"{variant}-seed{seed}.json")
             write_per_user(rec["_path"], {f"u{u}": (u % 10) / 10 + shift for u in range(50)})
             records.append(rec)
     records.append(record("SimGCL", "SimGCL", 2020, 0.2, 0.13))  # an older, untuned run
@@ -48,5 +54,14 @@ def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path
     assert "| MGFormer | 3 | **0.3200 ± 0.0000** | **0.2710 ± 0.0025** |" in tuned
     assert ("Verdict: MGFormer is **ahead** of DirectAU by a paired Wilcoxon signed-rank test of test ndcg@20 over "
             "150 (seed, user) pairs from 3 seed(s): mean difference +0.0200, p = ") in tuned
+    # what the attention adds: each attention variant against the same tokens without it
+    assert ("Attention: MGFormer is **ahead** of MGFormer attention=False by a paired Wilcoxon signed-rank test of "
+            "test ndcg@20 over 150 (seed, user) pairs from 3 seed(s): mean difference +0.0100") in tuned
+    assert ("Attention: MGFormer degree_gate=True is **behind** MGFormer attention=False by a paired Wilcoxon "
+            "signed-rank test of test ndcg@20 over 150 (seed, user) pairs from 3 seed(s): mean difference -0.0050") in tuned
+    # no control: a row without attention, and a row whose tokens differ (d = 128) from every row without attention
+    assert "Attention: MGFormer attention=False is" not in tuned
+    assert "Attention: MGFormer embedding_size=128" not in tuned
+    assert "Verdict: MGFormer attention=False is **ahead** of DirectAU" in tuned
     assert "Searches: BPR `results/tuning/ml-100k/MGFormer.md`" in tuned
     assert "Verdict" not in older  # no per-user values stored there
