@@ -71,7 +71,8 @@ def _shipped_runs():
         runs.append((name, PROTOCOL_DATASETS.get(get_model(name).type, "ml-100k"), []))
     for dataset in ("amazon-beauty", "amazon-beauty-loo"):
         runs += [(m, dataset, []) for m in ("MGFormer", "SimGCL", "XSimGCL", "DirectAU", "BPR", "LightGCN", "SGL")]
-    runs += [(Path(f).stem, Path(f).parent.name, [f]) for f in glob.glob(str(properties_dir() / "benchmark/*/*.yaml"))]
+    for path in map(Path, glob.glob(str(properties_dir() / "benchmark/*/*.yaml"))):  # <model or variant slug>.yaml
+        runs.append((get_model(path.stem.split("-")[0]).__name__, path.parent.name, [str(path)]))
     for dataset in ("ml-100k-seq", "amazon-beauty-seq"):
         runs += [(m, dataset, []) for m in ("EAGPS", "SASRec", "GRU4Rec")]
     for path in sorted(glob.glob(str(properties_dir() / "dataset/ml-100k-ctx-*.yaml"))):
