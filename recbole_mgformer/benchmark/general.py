@@ -98,12 +98,12 @@ def verdict_lines(rows):
     """Each MGFormer row against the best other model (by mean test NDCG@20), then each row with attention against
     its control without it where the section has one, by the paired test over users."""
     others = [row for row in rows if row["model"] != "MGFormer"]
+    best_other = max(others, key=lambda other: other["stats"]["ndcg@20"][0]) if others else None
     lines, attention_lines = [], []
     for row in rows:
         if row["model"] != "MGFormer":
             continue
-        if others:
-            best_other = max(others, key=lambda other: other["stats"]["ndcg@20"][0])
+        if best_other is not None:
             verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(best_other))
             if verdict is not None:
                 lines.append("Verdict: " + verdict_text(row["variant"], best_other["variant"], verdict))
