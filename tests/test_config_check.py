@@ -14,6 +14,7 @@ from recbole_mgformer import run_recommender
 from recbole_mgformer import tune as tuning
 from recbole_mgformer.tune import space as tuning_space
 from recbole_mgformer.benchmark import main as benchmark_main
+from recbole_mgformer.benchmark.entries import stem_model
 from recbole_mgformer.config_check import ConfigKeyError
 from recbole_mgformer.defaults import properties_dir
 from recbole_mgformer.quick_start import build_config
@@ -72,7 +73,7 @@ def _shipped_runs():
     for dataset in ("amazon-beauty", "amazon-beauty-loo"):
         runs += [(m, dataset, []) for m in ("MGFormer", "SimGCL", "XSimGCL", "DirectAU", "BPR", "LightGCN", "SGL")]
     for path in map(Path, glob.glob(str(properties_dir() / "benchmark/*/*.yaml"))):  # <model or variant slug>.yaml
-        runs.append((get_model(path.stem.split("-")[0]).__name__, path.parent.name, [str(path)]))
+        runs.append((get_model(stem_model(path.stem)).__name__, path.parent.name, [str(path)]))
     for dataset in ("ml-100k-seq", "amazon-beauty-seq"):
         runs += [(m, dataset, []) for m in ("EAGPS", "SASRec", "GRU4Rec")]
     for path in sorted(glob.glob(str(properties_dir() / "dataset/ml-100k-ctx-*.yaml"))):
@@ -80,7 +81,7 @@ def _shipped_runs():
     for path in sorted(glob.glob(str(ROOT / "results/tuning/**/*.yaml"), recursive=True)):
         path = Path(path)
         if path.parent.parent == ROOT / "results/tuning":  # the benchmark's <dataset>/<model or variant slug>.yaml
-            model, dataset = get_model(path.stem.split("-")[0]).__name__, path.parent.name
+            model, dataset = get_model(stem_model(path.stem)).__name__, path.parent.name
         else:  # the tuning command's <Model>-<dataset>.yaml
             model, dataset = path.stem.split("-", 1)
         runs.append((model, dataset, [str(path)]))

@@ -61,6 +61,12 @@ def tuned_stem(model, overrides):
     return slug(variant_name(model, overrides)) if overrides else model
 
 
+def stem_model(stem):
+    """The inverse of :func:`tuned_stem` up to case: the model a tuned file is for (``MGFormer`` from
+    ``MGFormer.yaml`` and from ``mgformer-attention-false.yaml``); ``registry.get_model`` resolves either spelling."""
+    return stem.split("-")[0]
+
+
 def tuning_target(model, overrides):
     """The (model, overrides) whose search gives an entry its settings: the Table 3 ablations of MGFormer (every
     ``MGFormer-ablations`` entry but ``attention=False``) are ablations of the tuned MGFormer, so they take its

@@ -6,6 +6,7 @@ searches (records with ``tuning``) get a section per budget, apart from older ru
 import statistics
 
 from recbole_mgformer.benchmark.stats import mean_ci, paired_verdict, read_per_user, verdict_text
+from recbole_mgformer.model.general_recommender.mgformer import MGFormer
 from recbole_mgformer.records import by_variant
 
 HEADLINE = ("recall@20", "ndcg@20")  # what a finished run prints
@@ -71,26 +72,18 @@ def _per_user_by_seed(row):
     return {seed: users for seed, users in values.items() if users}
 
 
-# MGFormer options that act only inside the attention: a variant's control (what the attention adds, issue 25) is
-# the same entry without them and with ``attention: False``, i.e. the same tokens, loss and training.
-ATTENTION_ONLY = {
-    "n_layers", "n_heads", "feature_map", "n_features", "feature_redraw_interval", "focusing_factor", "degree_mask",
-    "degree_embedding_size", "max_exact_degree", "residual", "attention_weight", "layer_norm", "qk_init",
-    "key_sample_size", "attention_temperature", "learn_temperature", "value_projection", "degree_gate",
-    "residual_scale", "compile", "precision", "key_chunk_size", "key_features"}
-
-
 def _overrides(row):
     return row["records"][0].get("overrides")
 
 
 def attention_control(row, rows):
-    """The row of the same MGFormer entry without attention (see ATTENTION_ONLY), or None: absent, or the row
-    itself has no attention, or its records do not say their overrides (older scripts)."""
+    """The row of the same MGFormer entry without attention (and without ``MGFormer.ATTENTION_OPTIONS``, which
+    change nothing then), or None: absent, or the row itself has no attention, or its records do not say their
+    overrides (older scripts)."""
     overrides = _overrides(row)
     if row["model"] != "MGFormer" or overrides is None or overrides.get("attention") is False:
         return None
-    wanted = {**{k: v for k, v in overrides.items() if k not in ATTENTION_ONLY}, "attention": False}
+    wanted = {**{k: v for k, v in overrides.items() if k not in MGFormer.ATTENTION_OPTIONS}, "attention": False}
     return next((other for other in rows if other["model"] == "MGFormer" and _overrides(other) == wanted), None)
 
 

@@ -25,3 +25,12 @@ def test_ablations_take_the_tuned_mgformers_settings_and_other_variants_are_sear
     assert tuning_target("DirectAU", {"gamma": 0.5}) == ("DirectAU", {"gamma": 0.5})
     assert tuned_stem("MGFormer", {}) == "MGFormer"
     assert tuned_stem("MGFormer", {"attention": False}) == "mgformer-attention-false"
+
+
+def test_a_tuned_files_stem_names_its_model():
+    from recbole_mgformer.benchmark.entries import stem_model, tuned_stem
+    from recbole_mgformer.registry import get_model
+
+    for model, overrides in [("MGFormer", {}), ("MGFormer", {"attention": False}), ("XSimGCL", {}),
+                             ("LightGCN", {"n_layers": 2}), ("DirectAU", {"gamma": 0.5, "n_layers": 1})]:
+        assert get_model(stem_model(tuned_stem(model, overrides))).__name__ == model

@@ -159,7 +159,7 @@ def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides
 def test_shipped_tuned_configs_name_known_models_and_datasets():
     """A tuned file is named after its model (``MGFormer.yaml``) or, searched as itself, after its variant's slug
     (``mgformer-attention-false.yaml``, whose header names the variant ``MGFormer attention=False``)."""
-    from recbole_mgformer.benchmark.entries import slug
+    from recbole_mgformer.benchmark.entries import slug, stem_model
     from recbole_mgformer.defaults import properties_dir
     from recbole_mgformer.registry import get_model
 
@@ -171,7 +171,7 @@ def test_shipped_tuned_configs_name_known_models_and_datasets():
             get_model(path.stem)
         else:
             assert path.stem == slug(variant), (path, header)
-            get_model(variant.split()[0])
+            assert get_model(stem_model(path.stem)) is get_model(variant.split()[0])
 
 
 def write_histories(folder, name="tinyseq", n_users=20, n_items=25, length=8):

@@ -157,6 +157,14 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
     r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``."""
 
     input_type = InputType.POINTWISE
+    # Options that act only inside the attention layers: with ``attention: False`` none changes the model, so the
+    # control of a variant (what its attention adds: the leaderboards' "Attention:" lines) drops them. Not
+    # ``precision``: the DirectAU loss's Gram matrices run in it too.
+    ATTENTION_OPTIONS = frozenset({
+        "n_layers", "n_heads", "feature_map", "n_features", "feature_redraw_interval", "focusing_factor",
+        "degree_mask", "degree_embedding_size", "max_exact_degree", "residual", "attention_weight", "layer_norm",
+        "qk_init", "key_sample_size", "attention_temperature", "learn_temperature", "value_projection",
+        "degree_gate", "residual_scale", "compile", "key_chunk_size", "key_features"})
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)

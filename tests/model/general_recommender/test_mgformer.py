@@ -241,3 +241,36 @@ def test_key_features_auto_keeps_them_while_they_are_small(tiny_setup):
 def test_compile_auto_leaves_a_small_graph_eager(tiny_setup):
     _, model, _, _ = tiny_setup(seed=3)  # the default, compile: auto
     assert model.layers[0].mix == model.layers[0]._mix
+
+
+# A value other than the default for each of MGFormer.ATTENTION_OPTIONS.
+CHANGED_ATTENTION_OPTIONS = {
+    "n_layers": 2, "n_heads": 2, "feature_map": "elu", "n_features": 8, "feature_redraw_interval": 1,
+    "focusing_factor": 2, "degree_mask": "none", "degree_embedding_size": 4, "max_exact_degree": 2,
+    "residual": False, "attention_weight": 0.5, "layer_norm": True, "qk_init": "identity", "key_sample_size": 5,
+    "attention_temperature": 0.5, "learn_temperature": True, "value_projection": True, "degree_gate": True,
+    "residual_scale": "learned", "compile": True, "key_chunk_size": 0, "key_features": "keep"}
+
+
+def test_attention_options_change_nothing_without_attention(tiny_setup):
+    """The leaderboards' control of a variant drops these options: that is only right while each is inert with
+    ``attention: False`` (the same tokens, loss and gradients from the same embeddings). Building attention layers
+    draws from the global generator, so an option may change the embeddings' initial draw, as another seed would:
+    the embeddings are copied from the reference."""
+    assert set(CHANGED_ATTENTION_OPTIONS) == MGFormer.ATTENTION_OPTIONS
+
+    def outputs(model, train):
+        loss = model.calculate_loss(next(iter(train)))
+        loss.backward()
+        with torch.no_grad():
+            return model(), loss.detach(), model.user_embedding.weight.grad, model.item_embedding.weight.grad
+
+    _, reference, _, (train, _, _) = tiny_setup(attention=False)
+    expected = outputs(reference, train)
+    for key, value in CHANGED_ATTENTION_OPTIONS.items():
+        _, model, _, (train, _, _) = tiny_setup(attention=False, **{key: value})
+        with torch.no_grad():
+            model.user_embedding.weight.copy_(reference.user_embedding.weight)
+            model.item_embedding.weight.copy_(reference.item_embedding.weight)
+        for want, got in zip(expected, outputs(model, train)):
+            torch.testing.assert_close(got, want, msg=lambda text: f"{key}={value!r}: {text}")
