@@ -69,10 +69,13 @@ def test_every_shipped_space_fits_its_model(model, tmp_path):
     assert ray_space(parse_space(request["space"]), "random")
 
 
-def test_mgformer_space_is_the_papers():
+def test_mgformer_space_holds_the_papers_and_directaus_for_the_same_loss():
     space = yaml.safe_load((ROOT / "properties" / "hyper" / "MGFormer.yaml").read_text())
+    directau = yaml.safe_load((ROOT / "properties" / "hyper" / "DirectAU.yaml").read_text())
     assert space["embedding_size"] == {"choice": [32, 64, 128]}
-    assert space["uniformity_weight"] == {"loguniform": [0.1, 5.0]}
+    low, high = space["uniformity_weight"]["loguniform"]
+    assert low <= 0.1 and high >= 5.0  # the paper's lambda in 0.1..5.0
+    assert space["uniformity_weight"] == directau["gamma"]
 
 
 def test_a_key_the_model_lacks_fails_before_any_trial_with_close_matches(tiny_data, tmp_path):
