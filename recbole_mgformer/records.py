@@ -47,7 +47,11 @@ def machine():
             cpu = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return f"{cpu}, {os.cpu_count()} CPUs"
+    from recbole_mgformer.model.precision import bf16_is_native
+
+    # CPUs of one model name differ in bf16 support, and with it in what `precision: auto` runs
+    native = " with native bf16" if bf16_is_native("cpu") else ""
+    return f"{cpu}{native}, {os.cpu_count()} CPUs"
 
 
 def write_record(path, record):

@@ -1,6 +1,10 @@
 import subprocess
 
-from recbole_mgformer.records import display_path, git_commit, mean_std, notes_lines, read_records, write_record
+import torch
+
+import recbole_mgformer.model.precision as precision
+from recbole_mgformer.records import (display_path, git_commit, machine, mean_std, notes_lines, read_records,
+                                     write_record)
 
 
 def git(repo, *args):
@@ -47,3 +51,12 @@ def test_notes_are_appended_when_they_exist(tmp_path):
     assert notes_lines(notes) == [] and notes_lines(None) == []
     notes.write_text("\nEAGPS is below SASRec.\n\n")
     assert notes_lines(notes) == ["EAGPS is below SASRec.", ""]
+
+
+def test_machine_says_whether_the_cpu_multiplies_bf16_natively(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(precision, "_cpu_multiplies_bf16", lambda: True)
+    with_bf16 = machine()
+    monkeypatch.setattr(precision, "_cpu_multiplies_bf16", lambda: False)
+    without = machine()
+    assert with_bf16 == without.replace(", ", " with native bf16, ", 1) and "bf16" not in without

@@ -6,6 +6,7 @@ import logging
 import time
 from pathlib import Path
 
+import torch
 from recbole.utils import init_logger, init_seed
 
 from recbole_mgformer.benchmark.datasets import table_kind
@@ -34,6 +35,13 @@ def setup_run(model, dataset, config_files, config_dict):
     logging.getLogger().handlers.clear()  # RecBole's init_logger only configures a bare root logger
     init_logger(config)
     return config, *prepare(config)
+
+
+def matmul_precision(model):
+    """``"bf16"`` or ``"fp32"``: what a model with a ``precision`` option multiplies in (``auto`` resolved on this
+    machine); None for models without one."""
+    dtype = getattr(model, "matmul_dtype", None)
+    return None if dtype is None else {torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
 
 
 def record_path(runs_dir, dataset, variant, seed):
@@ -122,7 +130,7 @@ class Run:
             # training and evaluation of every process the run took, the data preparation left out
             "seconds": round(sum(timer.train_seconds) + sum(timer.valid_seconds) + test_seconds, 1),
             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-            "device": str(config["device"]), "machine": machine(),
+            "device": str(config["device"]), "machine": machine(), "matmul_precision": matmul_precision(model),
             "commit": commit, "versions": package_versions(), "command": self.command, "settings": self.extra,
             "config": plain_value({k: v for k, v in config.final_config_dict.items() if not k.startswith("_")}),
         }

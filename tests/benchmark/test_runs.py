@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from recbole_mgformer.benchmark import main
+from recbole_mgformer.model.precision import resolve_precision
 from recbole_mgformer.resume import RunTimer
 from recbole_mgformer.trainer import load_checkpoint
 
@@ -31,7 +32,11 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
     for key in ("commit", "machine", "versions", "device", "valid", "test", "seed"):
         assert key in written
     assert "[2/2] MGFormer embedding_size=8 on tiny, seed 0: test recall@20" in capsys.readouterr().out
+    # what `precision: auto` ran in on this machine, so records of one CPU name but different bf16 support differ
+    expected = "bf16" if resolve_precision(written["config"]["precision"], "cpu") == torch.bfloat16 else "fp32"
+    assert written["matmul_precision"] == expected
     before = (runs / "bpr-seed0.json").read_text()
+    assert json.loads(before)["matmul_precision"] is None  # BPR has no precision option
     assert main(args) == 0
     assert "record exists, skipped" in capsys.readouterr().out
     assert (runs / "bpr-seed0.json").read_text() == before
