@@ -49,6 +49,10 @@ def parse_entry(entry):
     return name, overrides
 
 
+# the options Table 3 ablates one at a time (attention=False has its own comparison, the "Attention:" line)
+ABLATION_OPTIONS = frozenset(key for entry in ABLATIONS for key in parse_entry(entry)[1]) - {"attention"}
+
+
 def variant_name(model, overrides):
     if not overrides:
         return model

@@ -5,6 +5,7 @@ searches (records with ``tuning``) get a section per budget, apart from older ru
 
 import statistics
 
+from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS
 from recbole_mgformer.benchmark.stats import mean_ci, paired_verdict, read_per_user, verdict_text
 from recbole_mgformer.model.general_recommender.mgformer import MGFormer
 from recbole_mgformer.records import by_variant
@@ -87,12 +88,23 @@ def attention_control(row, rows):
     return next((other for other in rows if other["model"] == "MGFormer" and _overrides(other) == wanted), None)
 
 
+def ablation_base(row, rows):
+    """The MGFormer row that a Table 3 ablation row departs from: the same entry without its ablated options
+    (``entries.ABLATION_OPTIONS``), or None."""
+    overrides = _overrides(row)
+    if row["model"] != "MGFormer" or not overrides or not ABLATION_OPTIONS & set(overrides):
+        return None
+    wanted = {k: v for k, v in overrides.items() if k not in ABLATION_OPTIONS}
+    return next((other for other in rows if other["model"] == "MGFormer" and _overrides(other) == wanted), None)
+
+
 def verdict_lines(rows):
     """Each MGFormer row against the best other model (by mean test NDCG@20), then each row with attention against
-    its control without it where the section has one, by the paired test over users."""
+    its control without it, then each Table 3 ablation against the MGFormer it ablates, where the section has them,
+    by the paired test over users."""
     others = [row for row in rows if row["model"] != "MGFormer"]
     best_other = max(others, key=lambda other: other["stats"]["ndcg@20"][0]) if others else None
-    lines, attention_lines = [], []
+    lines, attention_lines, ablation_lines = [], [], []
     for row in rows:
         if row["model"] != "MGFormer":
             continue
@@ -105,7 +117,12 @@ def verdict_lines(rows):
             verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(control))
             if verdict is not None:
                 attention_lines.append("Attention: " + verdict_text(row["variant"], control["variant"], verdict))
-    return lines + attention_lines
+        base = ablation_base(row, rows)
+        if base is not None:
+            verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(base))
+            if verdict is not None:
+                ablation_lines.append("Ablation: " + verdict_text(row["variant"], base["variant"], verdict))
+    return lines + attention_lines + ablation_lines
 
 
 def render_table(rows, paper):
@@ -168,6 +185,8 @@ def render_page(by_dataset, runs_shown):
              "mean ± the 95% confidence interval over seeds (Student t; the value alone for one seed), at the epoch "
              "with the best validation NDCG@20 (early stopping); best in bold. A verdict compares an MGFormer row with "
              "the best other model by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
-             "behind; else level); an \"Attention:\" line compares an MGFormer row with the same entry without attention. Protocols: `properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, "
-             "and its Table 3 for MGFormer's ablations.", ""]
+             "behind; else level); an \"Attention:\" line compares an MGFormer row with the same entry without "
+             "attention, an \"Ablation:\" line a Table 3 ablation with the MGFormer it changes. Protocols: "
+             "`properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, and its Table 3 for "
+             "MGFormer's ablations.", ""]
     return "\n".join(lines + [render_dataset(dataset, by_dataset[dataset]) for dataset in sorted(by_dataset)])

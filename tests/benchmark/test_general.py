@@ -40,7 +40,10 @@ def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path
                 ("MGFormer", "MGFormer", 0.02, {}), ("DirectAU", "DirectAU", 0.0, {}), ("BPR", "BPR", -0.05, {}),
                 ("MGFormer attention=False", "MGFormer", 0.01, {"attention": False}),
                 ("MGFormer degree_gate=True", "MGFormer", 0.005, {"degree_gate": True}),
-                ("MGFormer embedding_size=128", "MGFormer", -0.02, {"embedding_size": 128})):
+                ("MGFormer embedding_size=128", "MGFormer", -0.02, {"embedding_size": 128}),
+                ("MGFormer degree_mask=none", "MGFormer", 0.02, {"degree_mask": "none"}),
+                ("MGFormer embedding_size=128 feature_map=elu", "MGFormer", -0.03,
+                 {"embedding_size": 128, "feature_map": "elu"})):
             rec = {**record(variant, model, seed, 0.3 + shift, 0.25 + shift + 0.001 * seed), "tuning": tuning,
                    "overrides": overrides,
                    "per_user": {"file": "x", "metric": "ndcg@20"}, "_path": str(tmp_path / f"{model}-seed{seed}.json")}
@@ -63,5 +66,12 @@ def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path
     assert "Attention: MGFormer attention=False is" not in tuned
     assert "Attention: MGFormer embedding_size=128" not in tuned
     assert "Verdict: MGFormer attention=False is **ahead** of DirectAU" in tuned
+    # Table 3: each ablation against the MGFormer it changes one option of, at the same size
+    assert ("Ablation: MGFormer degree_mask=none is **level** with MGFormer by a paired Wilcoxon signed-rank test of "
+            "test ndcg@20 over 150 (seed, user) pairs from 3 seed(s): mean difference +0.0000") in tuned
+    assert ("Ablation: MGFormer embedding_size=128 feature_map=elu is **behind** MGFormer embedding_size=128 by a "
+            "paired Wilcoxon signed-rank test of test ndcg@20 over 150 (seed, user) pairs from 3 seed(s): "
+            "mean difference -0.0100") in tuned
+    assert "Ablation: MGFormer attention=False" not in tuned and "Ablation: MGFormer degree_gate=True" not in tuned
     assert "Searches: BPR `results/tuning/ml-100k/MGFormer.md`" in tuned
     assert "Verdict" not in older  # no per-user values stored there
