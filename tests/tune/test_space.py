@@ -123,9 +123,12 @@ def test_every_general_models_space_searches_d_and_stays_small(model):
     parse_space(raw)
 
 
-@pytest.mark.parametrize("model, key", [("DirectAU", "gamma"), ("SimGCL", "lambda"), ("XSimGCL", "lambda")])
-def test_spaces_reach_the_weak_regularisation_dense_data_needs(model, key):
+@pytest.mark.parametrize("model, key, floor", [("DirectAU", "gamma", 0.01), ("SimGCL", "lambda", 0.001),
+                                               ("XSimGCL", "lambda", 0.001), ("SGL", "ssl_weight", 0.001)])
+def test_spaces_reach_the_weak_regularisation_dense_data_needs(model, key, floor):
+    # the contrastive weights' first ml-100k searches chose values at a floor of 0.01 or 0.005
+    # (results/exploration/tuning-narrow/ml-100k/): a space that ends there decides the search, not the model
     from recbole_mgformer.tune.space import load_space
 
     raw, _ = load_space(None, model)
-    assert raw[key]["loguniform"][0] <= 0.01
+    assert raw[key]["loguniform"][0] <= floor
