@@ -98,16 +98,29 @@ def ablation_base(row, rows):
     return next((other for other in rows if other["model"] == "MGFormer" and _overrides(other) == wanted), None)
 
 
+def _embedding_size(row):
+    return row["records"][0].get("config", {}).get("embedding_size")
+
+
+def best_other_model(row, others):
+    """The best of ``others`` (by mean test NDCG@20) at the row's embedding size, as the paper compares models, or
+    the best of all where the records do not say their size or no other row has it; None without others."""
+    size = _embedding_size(row)
+    same_size = [other for other in others if size is not None and _embedding_size(other) == size]
+    pool = same_size or others
+    return max(pool, key=lambda other: other["stats"]["ndcg@20"][0]) if pool else None
+
+
 def verdict_lines(rows):
-    """Each MGFormer row against the best other model (by mean test NDCG@20), then each row with attention against
-    its control without it, then each Table 3 ablation against the MGFormer it ablates, where the section has them,
-    by the paired test over users."""
+    """Each MGFormer row against the best other model of its size (:func:`best_other_model`), then each row with
+    attention against its control without it, then each Table 3 ablation against the MGFormer it ablates, where the
+    section has them, by the paired test over users."""
     others = [row for row in rows if row["model"] != "MGFormer"]
-    best_other = max(others, key=lambda other: other["stats"]["ndcg@20"][0]) if others else None
     lines, attention_lines, ablation_lines = [], [], []
     for row in rows:
         if row["model"] != "MGFormer":
             continue
+        best_other = best_other_model(row, others)
         if best_other is not None:
             verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(best_other))
             if verdict is not None:
@@ -184,7 +197,7 @@ def render_page(by_dataset, runs_shown):
              f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. Test metrics are "
              "mean ± the 95% confidence interval over seeds (Student t; the value alone for one seed), at the epoch "
              "with the best validation NDCG@20 (early stopping); best in bold. A verdict compares an MGFormer row with "
-             "the best other model by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
+             "the best other model of its embedding size by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
              "behind; else level); an \"Attention:\" line compares an MGFormer row with the same entry without "
              "attention, an \"Ablation:\" line a Table 3 ablation with the MGFormer it changes. Protocols: "
              "`properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, and its Table 3 for "

@@ -75,3 +75,22 @@ def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path
     assert "Ablation: MGFormer attention=False" not in tuned and "Ablation: MGFormer degree_gate=True" not in tuned
     assert "Searches: BPR `results/tuning/ml-100k/MGFormer.md`" in tuned
     assert "Verdict" not in older  # no per-user values stored there
+
+
+def test_the_verdict_compares_with_the_best_other_model_of_the_same_embedding_size(tmp_path):
+    from recbole_mgformer.benchmark.stats import write_per_user
+
+    records = []
+    for variant, model, size, shift in (("MGFormer", "MGFormer", 64, 0.0), ("DirectAU", "DirectAU", 64, -0.01),
+                                        ("DirectAU embedding_size=128", "DirectAU", 128, 0.05)):
+        rec = {**record(variant, model, 0, 0.3 + shift, 0.25 + shift), "config": {"embedding_size": size},
+               "per_user": {"file": "x", "metric": "ndcg@20"}, "_path": str(tmp_path / f"{variant}-seed0.json")}
+        write_per_user(rec["_path"], {f"u{u}": (u % 10) / 10 + shift for u in range(50)})
+        records.append(rec)
+    table = render_dataset("amazon-beauty", records)
+    # DirectAU at d = 128 is the best other model of the section, but MGFormer runs at d = 64
+    assert "Verdict: MGFormer is **ahead** of DirectAU by a paired Wilcoxon signed-rank test" in table
+    # without sizes in the records (older ones), the best of all
+    for rec in records:
+        del rec["config"]
+    assert "Verdict: MGFormer is **behind** DirectAU embedding_size=128 by" in render_dataset("amazon-beauty", records)
