@@ -77,6 +77,11 @@ def _overrides(row):
     return row["records"][0].get("overrides")
 
 
+def _mgformer_row(overrides, rows):
+    """The MGFormer row of exactly these overrides, or None."""
+    return next((row for row in rows if row["model"] == "MGFormer" and _overrides(row) == overrides), None)
+
+
 def attention_control(row, rows):
     """The row of the same MGFormer entry without attention (and without ``MGFormer.ATTENTION_OPTIONS``, which
     change nothing then), or None: absent, or the row itself has no attention, or its records do not say their
@@ -85,7 +90,7 @@ def attention_control(row, rows):
     if row["model"] != "MGFormer" or overrides is None or overrides.get("attention") is False:
         return None
     wanted = {**{k: v for k, v in overrides.items() if k not in MGFormer.ATTENTION_OPTIONS}, "attention": False}
-    return next((other for other in rows if other["model"] == "MGFormer" and _overrides(other) == wanted), None)
+    return _mgformer_row(wanted, rows)
 
 
 def ablation_base(row, rows):
@@ -94,8 +99,7 @@ def ablation_base(row, rows):
     overrides = _overrides(row)
     if row["model"] != "MGFormer" or not overrides or not ABLATION_OPTIONS & set(overrides):
         return None
-    wanted = {k: v for k, v in overrides.items() if k not in ABLATION_OPTIONS}
-    return next((other for other in rows if other["model"] == "MGFormer" and _overrides(other) == wanted), None)
+    return _mgformer_row({k: v for k, v in overrides.items() if k not in ABLATION_OPTIONS}, rows)
 
 
 def _embedding_size(row):
@@ -197,8 +201,8 @@ def render_page(by_dataset, runs_shown):
              f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. Test metrics are "
              "mean ± the 95% confidence interval over seeds (Student t; the value alone for one seed), at the epoch "
              "with the best validation NDCG@20 (early stopping); best in bold. A verdict compares an MGFormer row with "
-             "the best other model of its embedding size by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
-             "behind; else level); an \"Attention:\" line compares an MGFormer row with the same entry without "
+             "the best other model of its embedding size by a paired Wilcoxon signed-rank test over users' test "
+             "NDCG@20 (p < 0.05: ahead or behind; else level); an \"Attention:\" line compares an MGFormer row with the same entry without "
              "attention, an \"Ablation:\" line a Table 3 ablation with the MGFormer it changes. Protocols: "
              "`properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, and its Table 3 for "
              "MGFormer's ablations.", ""]
