@@ -51,8 +51,14 @@ def budget_of(args):
         return None
     if min(args.tune_budget, args.tune_epochs, args.tune_grace) < 1:
         raise ValueError("--tune-budget, --tune-epochs and --tune-grace must be at least 1")
+    if args.tune_gpus < 0:
+        raise ValueError(f"--tune-gpus {args.tune_gpus}: a trial's share of a GPU is 0 (CPU only) or more, "
+                         "e.g. 0.25 for four trials a GPU")
+    if args.tune_address and args.tune_cpus is not None:
+        raise ValueError("--tune-cpus sizes a Ray started here; with --tune-address the cluster's own CPUs count, "
+                         "so leave --tune-cpus out")
     return TuneBudget(trials=args.tune_budget, epochs=args.tune_epochs, grace=args.tune_grace, seed=args.search_seed,
-                      cpus=args.tune_cpus, storage=args.tune_storage)
+                      cpus=args.tune_cpus, gpus=args.tune_gpus, address=args.tune_address, storage=args.tune_storage)
 
 
 def search_before(run, budget, args, extra, searched):
@@ -88,6 +94,10 @@ def main(argv=None):
     tuning.add_argument("--tune-grace", type=int, default=5, help="evaluations before ASHA may stop a trial")
     tuning.add_argument("--search-seed", type=int, default=0, help="seed of the random search (default 0)")
     tuning.add_argument("--tune-cpus", type=int, default=None, help="CPUs of the local Ray (default all); 1 a trial")
+    tuning.add_argument("--tune-gpus", type=float, default=0,
+                        help="GPUs a trial takes; fractions share one (0.25: four trials a GPU)")
+    tuning.add_argument("--tune-address", default=None,
+                        help="join an existing Ray cluster (auto: a local `ray start`) instead of starting Ray")
     tuning.add_argument("--tune-storage", default="saved/tune", help="Ray's folder of the searches, for resuming")
     tuning.add_argument("--tuned-dir", default=None,
                         help="where the chosen settings go and are read (default properties/benchmark)")

@@ -27,12 +27,15 @@ ROOT = Path(__file__).resolve().parents[2]
 @dataclass(frozen=True)
 class TuneBudget:
     """What every model's search gets alike: ``trials`` (N), at most ``epochs`` epochs a trial, ASHA's
-    ``grace`` evaluations before it may stop one, the random search's ``seed``; and where things go."""
+    ``grace`` evaluations before it may stop one, the random search's ``seed``; and where things run and go
+    (resources are not part of the budget: a search on a GPU or a cluster is the same search)."""
     trials: int
     epochs: int = 30
     grace: int = 5
     seed: int = 0
     cpus: int = None  # num_cpus of the local Ray (None: all); each trial takes one
+    gpus: float = 0  # GPUs a trial takes; fractions share one (0.25: four trials a GPU)
+    address: str = None  # an existing Ray cluster ("auto": a local `ray start`) instead of a Ray started here
     storage: str = "saved/tune"
 
     def signature(self):
@@ -142,7 +145,7 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
             model, dataset, search_space(model, {**(extra or {}), **overrides}), config_files=list(config_files),
             config_dict={**(extra or {}), **overrides, "epochs": budget.epochs}, data_path=data_path,
             search="random", samples=budget.trials, scheduler="asha", grace_period=budget.grace,
-            num_cpus=budget.cpus, results_dir=paths["json"].parent, storage_dir=budget.storage, name=name,
+            gpus_per_trial=budget.gpus, address=budget.address, num_cpus=budget.cpus, results_dir=paths["json"].parent, storage_dir=budget.storage, name=name,
             resume=resume, search_seed=budget.seed, retrain_best=False, verbose=0, stem=stem)
         if summary["interrupted"]:
             raise KeyboardInterrupt(f"the {label} was interrupted; rerun the same command to resume it")

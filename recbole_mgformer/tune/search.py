@@ -153,7 +153,8 @@ def _check_resources(cpus_per_trial, gpus_per_trial):
         if wanted > available.get(kind, 0):
             flag = f"--{kind.lower()}s-per-trial"
             raise TuneSetupError(f"{flag} {wanted} asks for more than the Ray cluster has ({available.get(kind, 0)} "
-                                 f"{kind}s); lower {flag}" + (" or set it to 0" if kind == "GPU" else ""))
+                                 f"{kind}s); lower {flag}"
+                                 + (" (the benchmark's --tune-gpus) or set it to 0" if kind == "GPU" else ""))
 
 
 def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):

@@ -153,6 +153,31 @@ def test_a_real_two_trial_search_then_its_seed_runs(tiny_data, tmp_path, capsys)
     assert "not searched again" in out and out.count("record exists, skipped") == 2
 
 
+def test_a_search_takes_its_gpus_and_cluster_from_the_budget_and_keeps_the_same_name(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
+    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned",
+                "log": lambda line: None}
+    budget = TuneBudget(trials=4, epochs=3, grace=1, gpus=0.25, address="auto", storage=str(tmp_path / "tune"))
+    ensure_search("BPR", {}, "ml-100k", budget, **settings)
+    (call,) = calls
+    assert call["gpus_per_trial"] == 0.25 and call["address"] == "auto"
+    # where it runs is not part of the budget: the same search as on CPUs, and its record satisfies a CPU budget
+    assert call["name"] == "benchmark-ml-100k-BPR-n4-e3-g1-s0"
+    ensure_search("BPR", {}, "ml-100k", TuneBudget(trials=4, epochs=3, grace=1), **settings)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--tune-gpus", "-1"], "--tune-gpus -1.0: a trial's share of a GPU is 0"),
+    (["--tune-address", "auto", "--tune-cpus", "2"], "with --tune-address the cluster's own CPUs count"),
+])
+def test_impossible_tuning_resources_are_an_error_before_any_run(tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit):
+        main(["--models", "BPR", "--datasets", "ml-100k", "--results", str(tmp_path), "--tune-budget", "2", *flags])
+    assert message in capsys.readouterr().err
+
+
 def test_a_budget_matches_its_record_where_the_search_capped_the_grace_at_its_evaluations():
     request = {"samples": 2, "overrides": {"epochs": 2}, "grace_period": 2, "max_t": 2, "search_seed": 0,
                "search": "random"}
