@@ -145,8 +145,9 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
             model, dataset, search_space(model, {**(extra or {}), **overrides}), config_files=list(config_files),
             config_dict={**(extra or {}), **overrides, "epochs": budget.epochs}, data_path=data_path,
             search="random", samples=budget.trials, scheduler="asha", grace_period=budget.grace,
-            gpus_per_trial=budget.gpus, address=budget.address, num_cpus=budget.cpus, results_dir=paths["json"].parent, storage_dir=budget.storage, name=name,
-            resume=resume, search_seed=budget.seed, retrain_best=False, verbose=0, stem=stem)
+            gpus_per_trial=budget.gpus, address=budget.address, num_cpus=budget.cpus,
+            results_dir=paths["json"].parent, storage_dir=budget.storage, name=name, resume=resume,
+            search_seed=budget.seed, retrain_best=False, verbose=0, stem=stem)
         if summary["interrupted"]:
             raise KeyboardInterrupt(f"the {label} was interrupted; rerun the same command to resume it")
         record = json.loads(paths["json"].read_text())

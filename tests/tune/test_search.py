@@ -95,8 +95,9 @@ def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_da
 
 
 def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
-    with pytest.raises(TuneSetupError, match=r"--gpus-per-trial 0.25 asks for more than the Ray cluster has \(0 GPUs\); "
-                                            r"lower --gpus-per-trial \(the benchmark's --tune-gpus\) or set it to 0"):
+    too_many_gpus = (r"--gpus-per-trial 0.25 asks for more than the Ray cluster has \(0 GPUs\); "
+                     r"lower --gpus-per-trial \(the benchmark's --tune-gpus\) or set it to 0")
+    with pytest.raises(TuneSetupError, match=too_many_gpus):
         _check_resources(1, 0.25)
     with pytest.raises(TuneSetupError, match=r"--cpus-per-trial 3 asks for more"):
         _check_resources(3, 0)
