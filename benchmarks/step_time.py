@@ -71,11 +71,13 @@ def step_flops(model, optimizer, batch):
     """Matmul FLOPs of one eager step, forward and backward (Adam has none)."""
     from torch.utils.flop_counter import FlopCounterMode
 
+    from recbole_mgformer.model.attention_options import AttentionBlock
     from recbole_mgformer.model.key_summary import ChunkFunctions
 
-    eager = getattr(model, "layers", None)
+    blocks = getattr(model, "layers", None) or []
+    eager = [block.attention if isinstance(block, AttentionBlock) else block for block in blocks]
     saved = []
-    for layer in eager or []:  # count the eager functions (compiled code hides its matmuls), keeping what they keep
+    for layer in eager:  # count the eager functions (compiled code hides its matmuls), keeping what they keep
         saved.append((layer, layer.mix, layer.chunk_functions))
         layer.mix, layer.chunk_functions = layer._mix, ChunkFunctions(keep=layer.chunk_functions.keep)
     with FlopCounterMode(display=False) as counter:
