@@ -10,8 +10,9 @@ from logging import getLogger
 
 from recbole.config import Config
 from recbole.data import create_dataset, data_preparation
-from recbole.utils import init_logger, init_seed
+from recbole.utils import init_seed
 
+from recbole_mgformer.compat import init_logger
 from recbole_mgformer.registry import get_model
 from recbole_mgformer.trainer import load_checkpoint
 

@@ -243,3 +243,17 @@ def apply():
             repair()
             APPLIED.append(name)
     return list(APPLIED)
+
+
+def init_logger(config):
+    """RecBole's ``init_logger``, safe for runs started together in one folder.
+
+    RecBole creates ``./log/<model>`` by checking and then creating it, so two runs of one model started at
+    the same moment (two benchmark seeds side by side) can both see it missing and one dies with
+    ``FileExistsError``. Creating the folder first, idempotently, closes that window."""
+    import os
+
+    from recbole.utils import init_logger as recbole_init_logger
+
+    os.makedirs(os.path.join("log", str(config["model"])), exist_ok=True)
+    recbole_init_logger(config)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import torch.distributed as dist
 from recbole.data import create_dataset, data_preparation
-from recbole.utils import init_logger, init_seed, set_color
+from recbole.utils import init_seed, set_color
 
+from recbole_mgformer.compat import init_logger
 from recbole_mgformer.config_check import check_config
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.duplicates import apply_duplicate_policy

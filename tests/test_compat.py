@@ -194,3 +194,26 @@ def test_without_the_hyperopt_repair_the_exhaustive_search_fails(tmp_path, monke
     monkeypatch.setattr(hyper_tuning, "exhaustive_search", compat.ORIGINALS["hyper_tuning.exhaustive_search"])
     with pytest.raises(AttributeError, match="integers"):
         exhaustive_search_over_two_values(tmp_path)
+
+
+def test_the_log_folder_exists_before_recboles_check_so_runs_started_together_cannot_race(tiny_data, monkeypatch):
+    # RecBole checks for ./log/<model> and then creates it: two runs started at once can both see it missing and
+    # the second makedirs raises FileExistsError. compat.init_logger creates it first, so RecBole's check finds it.
+    import logging
+    import os
+
+    import recbole.utils.logger as recbole_logger
+
+    seen = {}
+    real_ensure_dir = recbole_logger.ensure_dir
+
+    def ensure_dir(path):
+        seen[os.path.normpath(path)] = os.path.isdir(path)
+        real_ensure_dir(path)
+
+    monkeypatch.setattr(recbole_logger, "ensure_dir", ensure_dir)
+    config = recbole_config("BPR", "tiny", data_path=str(tiny_data))
+    compat.init_logger(config)
+    logging.getLogger().handlers.clear()
+    assert seen[os.path.join("log", "BPR")] is True
+    assert any(name.startswith("BPR-tiny-") for name in os.listdir(os.path.join("log", "BPR")))

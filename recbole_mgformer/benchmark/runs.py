@@ -7,13 +7,14 @@ import time
 from pathlib import Path
 
 import torch
-from recbole.utils import init_logger, init_seed
+from recbole.utils import init_seed
 
 from recbole_mgformer.benchmark.datasets import table_kind
 from recbole_mgformer.benchmark.entries import slug, variant_name
 from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
 from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_user
 from recbole_mgformer.benchmark.tuning import search_info, settings_hash, tuned_file_for
+from recbole_mgformer.compat import init_logger
 from recbole_mgformer.evaluation import ndcg_by_user
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import display_path, git_commit, machine, package_versions, write_record
