@@ -3,7 +3,8 @@
 Each repair names the RecBole lines it mends and applies only where the breakage exists (``needed``), so the
 tested 3.11 pin set runs RecBole's own code. Nothing global is switched off: ``torch.load`` keeps
 ``weights_only=True``, and the pandas repairs act only while RecBole's own dataset methods run.
-``tests/test_compat.py`` shows each breakage on the stack that has it, and the repair.
+``tests/test_compat.py`` shows each breakage on the stack that has it, and the repair. One mend on every stack is a
+function to call instead of RecBole's, not a patch: :func:`init_logger`, without its log-folder race.
 """
 
 import contextlib

@@ -198,12 +198,12 @@ def render_dataset(dataset, records):
 def render_page(by_dataset, runs_shown):
     """The leaderboard page of one or more datasets' records."""
     lines = ["# Leaderboard", "",
-             f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. Test metrics are "
-             "mean ± the 95% confidence interval over seeds (Student t; the value alone for one seed), at the epoch "
-             "with the best validation NDCG@20 (early stopping); best in bold. A verdict compares an MGFormer row with "
-             "the best other model of its embedding size by a paired Wilcoxon signed-rank test over users' test "
-             "NDCG@20 (p < 0.05: ahead or behind; else level); an \"Attention:\" line compares an MGFormer row "
-             "with the same entry without attention, an \"Ablation:\" line a Table 3 ablation with the MGFormer it changes. Protocols: "
-             "`properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, and its Table 3 for "
-             "MGFormer's ablations.", ""]
+             f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. "
+             "Test metrics are mean ± the 95% confidence interval over seeds (Student t; the value alone for one "
+             "seed), at the epoch with the best validation NDCG@20 (early stopping); best in bold. A verdict compares "
+             "an MGFormer row with the best other model of its embedding size by a paired Wilcoxon signed-rank test "
+             "over users' test NDCG@20 (p < 0.05: ahead or behind; else level); an \"Attention:\" line compares an "
+             "MGFormer row with the same entry without attention, an \"Ablation:\" line a Table 3 ablation with the "
+             "MGFormer it changes. Protocols: `properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer "
+             "paper's Table 2, and its Table 3 for MGFormer's ablations.", ""]
     return "\n".join(lines + [render_dataset(dataset, by_dataset[dataset]) for dataset in sorted(by_dataset)])
