@@ -201,10 +201,12 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         self.item_embedding = nn.Embedding(self.n_items, self.embedding_size)
         width = self.embedding_size
         if self.structural_encoding == "svd":
-            users_p, items_p = svd_structural_encodings(interactions, self.embedding_size, self.seed, svd_solver)
+            # q, the SVD rank: Eq. (3) has q = d; q < d is the PureSVD recommender's own knob on dense data.
+            rank = positive_int(config, "structural_size", "MGFormer", optional=True) or self.embedding_size
+            users_p, items_p = svd_structural_encodings(interactions, rank, self.seed, svd_solver)
             scale = positive_float(config, "structural_scale", "MGFormer")
             self.register_buffer("structural", scale * torch.from_numpy(np.concatenate([users_p, items_p])))
-            width *= 2
+            width += rank
         self.width = width
         if self.token_propagation:
             self._set_up_propagation(interactions)
