@@ -119,7 +119,7 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
     The search starts from RecBole's defaults, the model's and the dataset's YAML, ``config_files`` and ``extra``
     (the command's ``--key=value``), never from an earlier tuned file; a key the entry or ``extra`` fixes is not
     searched, as it wins over the chosen file in the runs too. Raises TuneSetupError when a recorded search
-    used another budget, and KeyboardInterrupt when the search was interrupted."""
+    used another budget or another space, and KeyboardInterrupt when the search was interrupted."""
     from ray import tune
 
     from recbole_mgformer.tune.search import REQUEST_FILE, tune_recommender
@@ -128,12 +128,18 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
     stem = tuned_stem(model, overrides)
     paths = search_paths(results, dataset, stem)
     label = f"search of {variant_name(model, overrides)} on {dataset}"
+    space = search_space(model, {**(extra or {}), **overrides})
     record = json.loads(paths["json"].read_text()) if paths["json"].is_file() else None
     if record is not None and not record.get("interrupted"):
         if not budget.matches(record["request"]):
             raise TuneSetupError(f"{paths['json']} holds a finished {label} with another budget "
                                  f"({budget_text(record['request'])}); rerun with that budget, or move its "
                                  f"page and record away to search again")
+        recorded_space = record["request"].get("space")
+        if recorded_space is not None and recorded_space != json.loads(json.dumps(space)):
+            raise TuneSetupError(f"{paths['json']} holds a finished {label} over another space "
+                                 f"({recorded_space}; the space is now {space}); move its page and record away "
+                                 f"to search again")
         log(f"{label}: record exists ({paths['md'].name}), not searched again")
     else:
         name = f"benchmark-{dataset}-{stem}-{budget.signature()}"
@@ -142,7 +148,7 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
         log(f"{label}: {'resuming' if resume else 'starting'} ({budget.trials} trials, at most {budget.epochs} "
             f"epochs each, Ray storage {experiment})")
         summary = tune_recommender(
-            model, dataset, search_space(model, {**(extra or {}), **overrides}), config_files=list(config_files),
+            model, dataset, space, config_files=list(config_files),
             config_dict={**(extra or {}), **overrides, "epochs": budget.epochs}, data_path=data_path,
             search="random", samples=budget.trials, scheduler="asha", grace_period=budget.grace,
             gpus_per_trial=budget.gpus, address=budget.address, num_cpus=budget.cpus,

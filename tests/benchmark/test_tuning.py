@@ -20,7 +20,7 @@ def fake_search(calls, score=0.25, params=None, interrupted=False):
         calls.append({"model": model, "space": space, **kwargs})
         request = {"model": model, "dataset": dataset, "samples": kwargs["samples"], "search": kwargs["search"],
                    "grace_period": kwargs["grace_period"], "search_seed": kwargs["search_seed"], "metric": "ndcg@20",
-                   "overrides": kwargs["config_dict"]}
+                   "overrides": kwargs["config_dict"], "space": space}
         best = {"score": score, "trial": "t_00001", "params": params or {"embedding_size": 32, "learning_rate": 0.001}}
         record = {"request": request, "best": best, "interrupted": interrupted, "provenance": {"commit": "abc1234"}}
         folder = kwargs["results_dir"]
@@ -31,7 +31,7 @@ def fake_search(calls, score=0.25, params=None, interrupted=False):
     return search
 
 
-def test_a_search_runs_once_writes_the_chosen_file_and_a_rerun_skips_it(tmp_path, monkeypatch):
+def test_a_search_runs_once_and_a_rerun_skips_it_unless_its_budget_or_space_changed(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
     budget = TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune"))
@@ -59,6 +59,13 @@ def test_a_search_runs_once_writes_the_chosen_file_and_a_rerun_skips_it(tmp_path
     with pytest.raises(TuneSetupError, match="holds a finished search of MGFormer attention=False on ml-100k with "
                                              "another budget"):
         ensure_search("MGFormer", {"attention": False}, "ml-100k", TuneBudget(trials=8, epochs=3, grace=1), **settings)
+    record_file = tmp_path / "results" / "tuning" / "ml-100k" / "mgformer-attention-false.json"
+    record = json.loads(record_file.read_text())
+    record["request"]["space"] = {"embedding_size": {"choice": [32, 64]}}  # properties/hyper changed since
+    record_file.write_text(json.dumps(record))
+    with pytest.raises(TuneSetupError, match="holds a finished search of MGFormer attention=False on ml-100k over "
+                                             "another space .*move its page and record away"):
+        ensure_search("MGFormer", {"attention": False}, "ml-100k", budget, **settings)
     open(chosen, "a").write("n_heads: 2\n")  # edited by hand: no longer the search's choice
     assert search_info(chosen, tmp_path / "results") is None
 

@@ -183,6 +183,8 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     ({"key_chunk_size": -2}, "key_chunk_size must be a non-negative integer"),
     ({"key_features": "store"}, "unknown key_features 'store'; choose one of recompute, keep, auto"),
     ({"structural_scale": 0}, "structural_scale must be a number > 0"),
+    ({"structural_size": 0}, "structural_size must be a positive integer or ~"),
+    ({"structural_size": 2, "n_heads": 3}, "n_heads=3 must divide the token width 10"),
 ])
 def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -216,6 +218,18 @@ def test_structural_scale_multiplies_the_encodings(tiny_setup):
     _, plain, _, _ = tiny_setup()
     _, scaled, _, _ = tiny_setup(structural_scale=4.0)
     torch.testing.assert_close(scaled.structural, 4.0 * plain.structural)
+
+
+def test_structural_size_sets_the_svd_rank_and_the_token_width(tiny_setup):
+    _, model, _, (train, _, _) = tiny_setup(structural_size=3, n_heads=1)
+    matrix = train._dataset.inter_matrix(form="csr").astype(np.float32)
+    users, items = svd_structural_encodings(matrix, 3, seed=model.seed)
+    np.testing.assert_array_equal(model.structural.numpy(), np.concatenate([users, items]))
+    assert model.node_tokens().shape == (model.n_nodes, model.embedding_size + 3)
+    with torch.no_grad():
+        assert model().shape == (model.n_nodes, model.embedding_size + 3)
+    _, paper, _, _ = tiny_setup(structural_size=None)  # ~: q = d, as Eq. (3)
+    assert paper.structural.shape == (paper.n_nodes, paper.embedding_size)
 
 
 def test_compile_auto_compiles_large_graphs_only():
