@@ -77,7 +77,12 @@ def _fmt(value):
 
 
 def _param(value):
-    return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+    """A searched value as YAML writes it: ``~`` for None (a key's default, e.g. ``structural_size: ~``)."""
+    if value is None:
+        return "~"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_param(item) for item in value) + "]"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _cell(text):
@@ -134,7 +139,7 @@ def render_markdown(summary):
     for rank, row in enumerate(rows, start=1):
         status = f"failed: {row['error']}" if row["status"] == "failed" else row["status"]
         cells = [str(rank) if ranked(row) else "", row["trial"], status, _fmt(row["score"]),
-                 str(row["epochs"]), *(_param(row["params"].get(k)) for k in keys),
+                 str(row["epochs"]), *(_param(row["params"][k]) if k in row["params"] else "" for k in keys),
                  *(_fmt(row["valid"].get(n)) for n in valid_names if n != metric)]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     prov = summary["provenance"]
