@@ -106,25 +106,26 @@ def _embedding_size(row):
     return row["records"][0].get("config", {}).get("embedding_size")
 
 
-def best_other_model(row, others):
+def best_other_model(row, others, same_size=True):
     """The best of ``others`` (by mean test NDCG@20) at the row's embedding size, as the paper compares models, or
-    the best of all where the records do not say their size or no other row has it; None without others."""
-    size = _embedding_size(row)
+    the best of all where the records do not say their size, no other row has it, or ``same_size`` is False (an
+    equal-budget search tunes d like any other setting); None without others."""
+    size = _embedding_size(row) if same_size else None
     same_size = [other for other in others if size is not None and _embedding_size(other) == size]
     pool = same_size or others
     return max(pool, key=lambda other: other["stats"]["ndcg@20"][0]) if pool else None
 
 
-def verdict_lines(rows):
-    """Each MGFormer row against the best other model of its size (:func:`best_other_model`), then each row with
-    attention against its control without it, then each Table 3 ablation against the MGFormer it ablates, where the
-    section has them, by the paired test over users."""
+def verdict_lines(rows, same_size=True):
+    """Each MGFormer row against the best other model (of its size with ``same_size``: :func:`best_other_model`),
+    then each row with attention against its control without it, then each Table 3 ablation against the MGFormer it
+    ablates, where the section has them, by the paired test over users."""
     others = [row for row in rows if row["model"] != "MGFormer"]
     lines, attention_lines, ablation_lines = [], [], []
     for row in rows:
         if row["model"] != "MGFormer":
             continue
-        best_other = best_other_model(row, others)
+        best_other = best_other_model(row, others, same_size)
         if best_other is not None:
             verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(best_other))
             if verdict is not None:
@@ -142,8 +143,9 @@ def verdict_lines(rows):
     return lines + attention_lines + ablation_lines
 
 
-def render_table(rows, paper):
-    """The table and the lines under it of one section's rows."""
+def render_table(rows, paper, tuned=False):
+    """The table and the lines under it of one section's rows; ``tuned``: the rows of an equal-budget search, where
+    d was searched, so a verdict takes the best other model of any size."""
     best = {m: max(row["stats"][m][0] for row in rows) for m in METRICS}
     columns = [(header, cell) for header, cell in _columns(paper, best) if any(cell(row) for row in rows)]
     lines = ["| " + " | ".join(header for header, _ in columns) + " |", "|" + "---|" * len(columns)]
@@ -157,7 +159,7 @@ def render_table(rows, paper):
             gain = 100 * (top["stats"][metric][0] / runner_up["stats"][metric][0] - 1)
             lines.append(f"Best test {metric}: {top['variant']}, {gain:+.2f}% over the best other model "
                          f"({runner_up['variant']}).")
-    verdicts = verdict_lines(rows)
+    verdicts = verdict_lines(rows, same_size=not tuned)
     return lines + ([""] + verdicts if verdicts else [])
 
 
@@ -178,7 +180,7 @@ def render_dataset(dataset, records):
             lines += [f"### Tuned with the same budget: {budget}", ""]
         elif len(parts) > 1:
             lines += ["### Older runs, not from an equal-budget search", ""]
-        lines += render_table(_rows(group), PAPER.get(dataset, {}))
+        lines += render_table(_rows(group), PAPER.get(dataset, {}), tuned=budget is not None)
         while lines[-1] == "":  # one blank line before the notes under a table
             lines.pop()
         searches = sorted({(r["variant"], r["tuning"]["search"]) for r in group if r.get("tuning")})
@@ -201,9 +203,10 @@ def render_page(by_dataset, runs_shown):
              f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. "
              "Test metrics are mean ± the 95% confidence interval over seeds (Student t; the value alone for one "
              "seed), at the epoch with the best validation NDCG@20 (early stopping); best in bold. A verdict compares "
-             "an MGFormer row with the best other model of its embedding size by a paired Wilcoxon signed-rank test "
-             "over users' test NDCG@20 (p < 0.05: ahead or behind; else level); an \"Attention:\" line compares an "
-             "MGFormer row with the same entry without attention, an \"Ablation:\" line a Table 3 ablation with the "
-             "MGFormer it changes. Protocols: `properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer "
-             "paper's Table 2, and its Table 3 for MGFormer's ablations.", ""]
+             "an MGFormer row with the best other model (of its embedding size, except in an equal-budget search, "
+             "which tunes it) by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
+             "behind; else level); an \"Attention:\" line compares an MGFormer row with the same entry without "
+             "attention, an \"Ablation:\" line a Table 3 ablation with the MGFormer it changes. Protocols: "
+             "`properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, and its Table 3 for "
+             "MGFormer's ablations.", ""]
     return "\n".join(lines + [render_dataset(dataset, by_dataset[dataset]) for dataset in sorted(by_dataset)])

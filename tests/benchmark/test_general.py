@@ -94,3 +94,20 @@ def test_the_verdict_compares_with_the_best_other_model_of_the_same_embedding_si
     for rec in records:
         del rec["config"]
     assert "Verdict: MGFormer is **behind** DirectAU embedding_size=128 by" in render_dataset("amazon-beauty", records)
+
+
+def test_in_an_equal_budget_search_the_verdict_takes_the_best_other_model_of_any_size(tmp_path):
+    from recbole_mgformer.benchmark.stats import write_per_user
+
+    tuning = {"text": "random search of 16 trials, search seed 0, ASHA grace 10 of at most 100 epochs",
+              "search": "results/tuning/ml-100k/x.md"}
+    records = []
+    for variant, model, size, shift in (("MGFormer", "MGFormer", 128, 0.0), ("BPR", "BPR", 128, -0.01),
+                                        ("XSimGCL", "XSimGCL", 32, 0.05)):
+        rec = {**record(variant, model, 0, 0.3 + shift, 0.25 + shift), "config": {"embedding_size": size},
+               "tuning": tuning, "per_user": {"file": "x", "metric": "ndcg@20"},
+               "_path": str(tmp_path / f"{variant}-seed0.json")}
+        write_per_user(rec["_path"], {f"u{u}": (u % 10) / 10 + shift for u in range(50)})
+        records.append(rec)
+    # d was searched: XSimGCL's d = 32 is its best setting, not another comparison
+    assert "Verdict: MGFormer is **behind** XSimGCL by" in render_dataset("ml-100k", records)
