@@ -111,8 +111,8 @@ def best_other_model(row, others, same_size=True):
     the best of all where the records do not say their size, no other row has it, or ``same_size`` is False (an
     equal-budget search tunes d like any other setting); None without others."""
     size = _embedding_size(row) if same_size else None
-    same_size = [other for other in others if size is not None and _embedding_size(other) == size]
-    pool = same_size or others
+    of_size = [other for other in others if size is not None and _embedding_size(other) == size]
+    pool = of_size or others
     return max(pool, key=lambda other: other["stats"]["ndcg@20"][0]) if pool else None
 
 
