@@ -34,7 +34,6 @@ def trajectory(model, trainer, train_data, valid_data, test_data, epochs, metric
         scores = {split: trainer.evaluate(data, load_best_model=False, show_progress=False)[metric]
                   for split, data in (("valid", valid_data), ("test", test_data))}
         parts = token_parts(model) if type(model).__name__ == "MGFormer" and model.use_attention else {}
-        model.train()
         return {"epoch": epoch, "loss": loss, **scores, **{key: parts[key] for key in PARTS if key in parts}}
 
     rows = [row(-1, None)]
