@@ -95,8 +95,9 @@ def test_every_model_and_every_shipped_config_passes_the_key_check():
         build_config(model, dataset, files)  # raises on an unknown key
 
 
-@pytest.mark.parametrize("space", sorted(glob.glob(str(properties_dir() / "hyper/*.yaml"))))
-def test_every_shipped_search_space_passes_the_key_check(space):
+@pytest.mark.parametrize("space", sorted(glob.glob(str(properties_dir() / "hyper/*.yaml"))
+                                         + glob.glob(str(properties_dir() / "hyper/*/*.yaml"))))
+def test_every_shipped_search_space_passes_the_key_check(space):  # the common ones, and datasets' own
     model = Path(space).stem
     config, _ = build_config(model, PROTOCOL_DATASETS.get(get_model(model).type, "ml-100k"))
     raw, source = tuning_space.load_space(space, model)

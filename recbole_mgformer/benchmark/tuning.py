@@ -1,6 +1,7 @@
 """The benchmark's equal-budget search (``--tune-budget N``): every model entry is searched with the same number of
 trials, ASHA grace period, epoch cap, search seed and validation metric (the dataset's), over
-``properties/hyper/<Model>.yaml``, through :func:`recbole_mgformer.tune.tune_recommender`; the best trial's values
+``properties/hyper/<Model>.yaml`` (``properties/hyper/<dataset>/<Model>.yaml`` where a dataset has its own),
+through :func:`recbole_mgformer.tune.tune_recommender`; the best trial's values
 become ``properties/benchmark/<dataset>/<stem>.yaml`` (see :func:`recbole_mgformer.benchmark.entries.tuned_stem`),
 which the seed runs, ``run.py`` and ``run_recommender`` apply.
 
@@ -57,11 +58,12 @@ def read_settings(path):
     return yaml.load(Path(path).read_text(), Loader=Config._build_yaml_loader(None)) or {}
 
 
-def search_space(model, fixed):
-    """The model's shipped space without the keys an entry fixes (``MGFormer[embedding_size=128]`` searches the rest)."""
+def search_space(model, fixed, dataset=None):
+    """The model's shipped space (the dataset's own where it has one) without the keys an entry fixes
+    (``MGFormer[embedding_size=128]`` searches the rest)."""
     from recbole_mgformer.tune.space import TuneSetupError, load_space
 
-    raw, source = load_space(None, model)
+    raw, source = load_space(None, model, dataset)
     space = {key: spec for key, spec in raw.items() if key not in fixed}
     if not space:
         raise TuneSetupError(f"{variant_name(model, fixed)} fixes every key of {source}; nothing is left to search")
@@ -128,7 +130,7 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
     stem = tuned_stem(model, overrides)
     paths = search_paths(results, dataset, stem)
     label = f"search of {variant_name(model, overrides)} on {dataset}"
-    space = search_space(model, {**(extra or {}), **overrides})
+    space = search_space(model, {**(extra or {}), **overrides}, dataset)
     record = json.loads(paths["json"].read_text()) if paths["json"].is_file() else None
     if record is not None and not record.get("interrupted"):
         if not budget.matches(record["request"]):

@@ -5,7 +5,8 @@
     python -m recbole_mgformer.tune --model MGFormer --dataset amazon-beauty --resume   # after Ctrl-C
     python -m recbole_mgformer.tune --model LightGCN --dataset ml-100k --search grid --epochs=50
 
-A space is a YAML mapping of config keys to one distribution each (``properties/hyper/<Model>.yaml`` by default)::
+A space is a YAML mapping of config keys to one distribution each (by default ``properties/hyper/<Model>.yaml``, or
+``properties/hyper/<dataset>/<Model>.yaml`` where the dataset has its own)::
 
     embedding_size: {choice: [32, 64, 128]}      # one of the values, drawn at random
     n_layers: {grid: [1, 2, 3]}                  # every value (ray.tune.grid_search), times --samples
@@ -14,7 +15,8 @@ A space is a YAML mapping of config keys to one distribution each (``properties/
     n_heads: {randint: [1, 5]}                   # integers low <= x < high, as ray.tune.randint
 
 Each trial trains through :func:`recbole_mgformer.quick_start.prepare` and the trainer's ``fit``, the path of
-``run_recommender``, reports the validation metric after every evaluation, and ASHA stops poor trials early.
+``run_recommender``, reports the validation metric after every evaluation with its last epoch as a checkpoint (``--resume``
+continues each unfinished trial from there), and ASHA stops poor trials early.
 Any other ``--key=value`` is a fixed config setting for every trial. The command writes
 ``results/tuning/<Model>-<dataset>.md`` (all trials, best first, failed ones with their error, and the test
 metrics of the best configuration retrained once), ``.json`` beside it, and ``<Model>-<dataset>.yaml``:

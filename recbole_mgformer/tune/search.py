@@ -79,7 +79,7 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         model = get_model(model).__name__
     except ValueError as error:
         raise TuneSetupError(str(error)) from None
-    raw, source = load_space(space, model)
+    raw, source = load_space(space, model, dataset)
     parsed = parse_space(raw, source)
     overrides = dict(config_dict or {})
     data_path_given = data_path is not None or "data_path" in overrides
@@ -159,15 +159,17 @@ def _check_resources(cpus_per_trial, gpus_per_trial):
 
 def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
     from ray import tune
-    from ray.air import FailureConfig, RunConfig
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+    from ray.air import CheckpointConfig, FailureConfig, RunConfig
+    from ray.tune.schedulers import FIFOScheduler
+
+    from recbole_mgformer.tune.asha import ResumableASHA
 
     trainable = tune.with_resources(tune.with_parameters(train_trial, request=request),
                                     {"cpu": cpus_per_trial, "gpu": gpus_per_trial})
     if resume:
         return tune.Tuner.restore(request["experiment"], trainable=trainable, resume_unfinished=True,
                                   resume_errored=False, restart_errored=False)
-    scheduler = (ASHAScheduler(time_attr="training_iteration", max_t=request["max_t"],
+    scheduler = (ResumableASHA(time_attr="training_iteration", max_t=request["max_t"],
                                grace_period=request["grace_period"])
                  if request["scheduler"] == "asha" else FIFOScheduler())
     return tune.Tuner(
@@ -177,7 +179,8 @@ def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
                                     scheduler=scheduler,
                                     search_alg=_search_algorithm(request["search"], request["search_seed"])),
         run_config=RunConfig(name=request["name"], storage_path=request["storage"], verbose=verbose,
-                             failure_config=FailureConfig(max_failures=0)),
+                             failure_config=FailureConfig(max_failures=0),
+                             checkpoint_config=CheckpointConfig(num_to_keep=1)),  # a trial's last epoch
     )
 
 
@@ -229,7 +232,7 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
     ``address`` (``auto`` for a local ``ray start``); ``num_cpus``/``num_gpus`` cap a Ray started here.
     ``storage_dir``: Ray's results (``saved/tune``), the experiment ``name`` (``<Model>-<dataset>``) inside;
     ``temp_dir``: Ray's temporary folder (see :func:`default_temp_dir`). ``resume``: continue an interrupted
-    search from its folder; finished and failed trials stay, unfinished ones run again from their first epoch.
+    search from its folder; finished and failed trials stay, unfinished ones continue from their last epoch.
     ``results_dir`` (``results/tuning``) receives ``<Model>-<dataset>.md``, ``.json`` and the best ``.yaml``.
     ``retrain_best``: train the best configuration once more for its test metrics. ``stem``: the name of the
     written files (``<Model>-<dataset>``).

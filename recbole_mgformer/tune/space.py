@@ -26,16 +26,20 @@ class TuneSetupError(ValueError):
     """A search that cannot start: a bad space, search algorithm, resource request or experiment folder."""
 
 
-def space_file(model):
-    """``properties/hyper/<Model>.yaml``, the space shipped for ``model``."""
-    return properties_dir() / "hyper" / f"{model}.yaml"
+def space_file(model, dataset=None):
+    """The space shipped for ``model``: the dataset's own (``properties/hyper/<dataset>/<Model>.yaml``, where a
+    dataset needs a region the common space does not reach), else ``properties/hyper/<Model>.yaml``."""
+    hyper = properties_dir() / "hyper"
+    own = hyper / str(dataset) / f"{model}.yaml" if dataset else None
+    return own if own is not None and own.is_file() else hyper / f"{model}.yaml"
 
 
-def load_space(space, model):
-    """``space`` (a path, a mapping, or None for the model's shipped file) -> (mapping, where it came from)."""
+def load_space(space, model, dataset=None):
+    """``space`` (a path, a mapping, or None for the file shipped for ``model`` on ``dataset``) -> (mapping, where
+    it came from)."""
     if isinstance(space, dict):
         return space, "the space"
-    path = Path(space) if space is not None else space_file(model)
+    path = Path(space) if space is not None else space_file(model, dataset)
     if not path.is_file():
         shipped = sorted(p.stem for p in (properties_dir() / "hyper").glob("*.yaml"))
         raise TuneSetupError(f"search space {path} does not exist; spaces ship for {', '.join(shipped)} "

@@ -1,14 +1,17 @@
 """Tiny searches end to end (``recbole_mgformer.tune.search``): the best config, resume, failures, hyperopt."""
 
+import json
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 import ray
+import torch
 import yaml
 
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender
@@ -92,6 +95,44 @@ def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_da
     assert [line for line in resumed.splitlines() if re.match(r"\| \d+ \|", line)] == rows
     # RecBole's logs and checkpoints stayed in Ray's folders, none in the current directory
     assert {p.name for p in tmp_path.iterdir()} == {"data", "tiny.yaml", "space.yaml", "results", "saved", "rerun"}
+
+
+def reported_epochs(storage):
+    """{trial folder name: the epochs its result.json reports, in order}."""
+    return {path.parent.name: [json.loads(line)["epoch"] for line in path.read_text().splitlines() if line.strip()]
+            for path in storage.glob("*/*/result.json")}
+
+
+def test_a_killed_search_resumes_its_trials_at_their_last_epoch(ray_session, tiny_data, tiny_yaml, tmp_path):
+    space = write_space(tmp_path, "learning_rate: {grid: [0.001, 0.01]}\n")
+    storage = tmp_path / "saved"
+    arguments = ["--model", "MGFormer", "--dataset", "tiny", "--space", str(space), "--search", "grid",
+                 f"--data_path={tiny_data}", f"--config_files={tiny_yaml}", "--results", str(tmp_path / "results"),
+                 "--storage", str(storage), "--verbose", "0", "--no-retrain", "--grace-period", "20",
+                 "--epochs=8", "--stopping_step=100"]
+    search = subprocess.Popen([sys.executable, "-m", "recbole_mgformer.tune", *arguments, "--num-cpus", "2"],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while max(map(len, reported_epochs(storage).values()), default=0) < 2 and search.poll() is None:
+        assert time.monotonic() < deadline, "the search reported no second epoch in 5 minutes"
+        time.sleep(0.2)
+    search.kill()  # as a session's end: no chance to save anything more
+    search.wait()
+    before = reported_epochs(storage)
+    assert max(map(len, before.values())) >= 2 and min(map(len, before.values())) < 8
+
+    assert main(arguments + ["--resume"]) == 0
+    after = reported_epochs(storage)
+    assert sorted(after) == sorted(before)
+    for name, epochs in after.items():
+        # the trial went on from the epoch after its last checkpoint (the last reported one, or the one before
+        # it when the kill fell between the report and its checkpoint), never from the first, to the last
+        done = len(before[name])
+        assert epochs[:done] == before[name] == list(range(1, done + 1))
+        first = epochs[done] if len(epochs) > done else 9
+        assert first in (done, done + 1) and epochs[done:] == list(range(first, 9))
+    for checkpoint in storage.glob("*/*/checkpoint_*/latest.pth"):  # what a resume loads, as every checkpoint
+        assert torch.load(checkpoint, weights_only=True)["epoch"] < 8
 
 
 def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
