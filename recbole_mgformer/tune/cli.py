@@ -16,7 +16,9 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", "-m", default="MGFormer", help="model name, e.g. MGFormer, LightGCN, BPR")
     parser.add_argument("--dataset", "-d", default="ml-100k", help="dataset name (a folder under --data_path)")
-    parser.add_argument("--space", default=None, help="search space YAML (default properties/hyper/<Model>.yaml)")
+    parser.add_argument("--space", default=None,
+                        help="search space YAML (default properties/hyper/<dataset>/<Model>.yaml where the dataset "
+                             "has its own, else properties/hyper/<Model>.yaml)")
     parser.add_argument("--search", choices=SEARCHES, default="random", help="search algorithm (default random)")
     parser.add_argument("--samples", type=int, default=10, help="trials drawn by random/hyperopt search")
     parser.add_argument("--scheduler", choices=("asha", "fifo"), default="asha", help="asha stops poor trials early")
