@@ -16,13 +16,23 @@ class ResumableASHA(ASHAScheduler):
     def on_trial_add(self, trial_runner, trial):
         super().on_trial_add(trial_runner, trial)
         bracket = self._trial_info[trial.trial_id]
-        for result in reported_results(trial.local_path):
+        for result in reported_results(trial_folder(trial)):
             if self._time_attr in result and self._metric in result:
                 bracket.on_result(trial, result[self._time_attr], self._metric_op * result[self._metric])
 
 
+def trial_folder(trial):
+    """Where Ray keeps a trial's ``result.json`` (``Trial.path`` on Ray 2.6 and on today's), or None for a trial
+    that has none yet (newer Ray raises until it names the folder)."""
+    try:
+        return trial.path
+    except RuntimeError:
+        return None
+
+
 def reported_results(trial_dir):
-    """The results a trial reported, in order, from ``<trial_dir>/result.json`` (none for a new trial)."""
+    """The results a trial reported, in order, from ``<trial_dir>/result.json`` (none for a new trial, or for one
+    kept in remote storage, which a resumed search does not replay)."""
     path = Path(trial_dir) / "result.json" if trial_dir else None
     if path is None or not path.is_file():
         return []

@@ -35,7 +35,12 @@ def train_trial(params, request):
     Each report but a trial's last carries its last epoch (weights, optimizer, early-stopping state) as the
     trial's Ray checkpoint; a trial restored from one continues at the next epoch, so a search of trials longer
     than a session still finishes. The random state is not kept: a resumed trial follows another draw of batches."""
-    from ray.air import Checkpoint, session
+    from ray.air import session
+
+    try:
+        from ray.train import Checkpoint  # Ray >= 2.7
+    except ImportError:
+        from ray.air import Checkpoint  # Ray 2.6, RecBole 1.2.1's pin
 
     trial_dir = session.get_trial_dir()
     os.chdir(trial_dir)

@@ -19,7 +19,7 @@ def trial(tmp_path, trial_id, scores):
     folder.mkdir()
     lines = [json.dumps({"training_iteration": i + 1, "best_valid_score": s}) for i, s in enumerate(scores)]
     (folder / "result.json").write_text("".join(line + "\n" for line in lines))
-    return SimpleNamespace(trial_id=trial_id, local_path=str(folder))
+    return SimpleNamespace(trial_id=trial_id, path=str(folder))
 
 
 def rungs(asha):
@@ -44,10 +44,20 @@ def test_a_resumed_trial_below_the_rung_is_stopped_as_it_would_have_been(tmp_pat
     assert asha.on_trial_result(None, weak, result) == TrialScheduler.STOP
 
 
+class UnnamedTrial:
+    """A new trial on today's Ray, which raises until it names the trial's folder."""
+    trial_id = "unnamed"
+
+    @property
+    def path(self):
+        raise RuntimeError("Should not access `trial_driver_staging_path` without setting `trial_dir_name`")
+
+
 def test_a_new_trial_has_nothing_to_replay(tmp_path):
     asha = scheduler()
-    asha.on_trial_add(None, SimpleNamespace(trial_id="new", local_path=None))
-    asha.on_trial_add(None, SimpleNamespace(trial_id="empty", local_path=str(tmp_path)))
+    asha.on_trial_add(None, SimpleNamespace(trial_id="new", path=None))
+    asha.on_trial_add(None, SimpleNamespace(trial_id="empty", path=str(tmp_path)))
+    asha.on_trial_add(None, UnnamedTrial())
     assert rungs(asha) == {1: {}, 4: {}, 16: {}}
 
 
