@@ -37,7 +37,7 @@ from recbole_mgformer.tune.space import (
     parse_space,
     ray_space,
 )
-from recbole_mgformer.tune.trials import METRIC, train_trial
+from recbole_mgformer.tune.trials import METRIC, PROGRESS, train_trial
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST_FILE = "recbole_mgformer_tune.json"  # the search's settings, inside Ray's experiment folder, for --resume
@@ -159,7 +159,7 @@ def _check_resources(cpus_per_trial, gpus_per_trial):
 
 def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
     from ray import tune
-    from ray.air import CheckpointConfig, FailureConfig, RunConfig
+    from ray.air import FailureConfig, RunConfig
     from ray.tune.schedulers import FIFOScheduler
 
     from recbole_mgformer.tune.asha import ResumableASHA
@@ -169,7 +169,7 @@ def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
     if resume:
         return tune.Tuner.restore(request["experiment"], trainable=trainable, resume_unfinished=True,
                                   resume_errored=False, restart_errored=False)
-    scheduler = (ResumableASHA(time_attr="training_iteration", max_t=request["max_t"],
+    scheduler = (ResumableASHA(time_attr=PROGRESS, max_t=request["max_t"],
                                grace_period=request["grace_period"])
                  if request["scheduler"] == "asha" else FIFOScheduler())
     return tune.Tuner(
@@ -179,8 +179,7 @@ def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
                                     scheduler=scheduler,
                                     search_alg=_search_algorithm(request["search"], request["search_seed"])),
         run_config=RunConfig(name=request["name"], storage_path=request["storage"], verbose=verbose,
-                             failure_config=FailureConfig(max_failures=0),
-                             checkpoint_config=CheckpointConfig(num_to_keep=1)),  # a trial's last epoch
+                             failure_config=FailureConfig(max_failures=0)),
     )
 
 

@@ -1,5 +1,5 @@
 """One Ray Tune trial: train like ``run_recommender`` and report the validation metric after every evaluation,
-with the last epoch as the trial's Ray checkpoint, so that a resumed search continues a trial where it stopped."""
+keeping the last epoch in the experiment's folder, so that a resumed search continues a trial where it stopped."""
 
 import logging
 import os
@@ -11,7 +11,8 @@ from recbole_mgformer.compat import init_logger
 from recbole_mgformer.quick_start import build_config, prepare
 
 METRIC = "best_valid_score"  # the trial's best validation score so far, what RecBole's early stopping keeps
-RESUME_FILE = "latest.pth"  # inside a trial's Ray checkpoint: its last evaluated epoch, as ``fit_resumably`` writes
+PROGRESS = "evaluations"  # ASHA's clock: evaluations so far, counted across a resume (Ray's iteration restarts)
+STATES_DIR = "trial-states"  # <experiment>/trial-states/<trial id>.pth: a trial's last evaluated epoch
 
 
 def _ray_gpu_ids():
@@ -32,15 +33,12 @@ def train_trial(params, request):
     """One trial: ``build_config`` + ``prepare`` + ``fit`` as in ``run_recommender``, reporting to Ray Tune
     after every evaluation. RecBole's ./log and ./log_tensorboard land in the trial's folder.
 
-    Each report but a trial's last carries its last epoch (weights, optimizer, early-stopping state) as the
-    trial's Ray checkpoint; a trial restored from one continues at the next epoch, so a search of trials longer
-    than a session still finishes. The random state is not kept: a resumed trial follows another draw of batches."""
+    After each evaluation but a trial's last, its epoch (weights, optimizer, early-stopping state) goes to
+    ``<experiment>/trial-states/<trial id>.pth``; Ray starts an unfinished trial again when a search resumes, and
+    it continues from that file at the next epoch, so trials longer than a session still finish. The file is the
+    project's, not a Ray checkpoint: Ray's experiment snapshot can lag its checkpoints and name one it has already
+    deleted. The random state is not kept: a resumed trial follows another draw of batches."""
     from ray.air import session
-
-    try:
-        from ray.train import Checkpoint  # Ray >= 2.7
-    except ImportError:
-        from ray.air import Checkpoint  # Ray 2.6, RecBole 1.2.1's pin
 
     trial_dir = session.get_trial_dir()
     os.chdir(trial_dir)
@@ -51,32 +49,31 @@ def train_trial(params, request):
     logging.getLogger().handlers.clear()  # an actor reused for another trial logs to that trial's folder
     init_logger(config)
     _, trainer, (train_data, valid_data, _) = prepare(config)
-    resume_trial(trainer, session.get_checkpoint())
-    state_dir = Path(trial_dir) / "resume"
+    state_file = Path(request["experiment"]) / STATES_DIR / f"{session.get_trial_id()}.pth"
+    resume_trial(trainer, state_file)
 
     def report(epoch_idx, valid_score):
         # the trial ends by itself after this evaluation: early stopping, or no evaluation left
         finished = trainer.cur_step > trainer.stopping_step or epoch_idx + trainer.eval_step >= trainer.epochs
-        best = {f"best_{name}": float(value) for name, value in (trainer.best_valid_result or {}).items()}
-        metrics = {METRIC: float(trainer.best_valid_score), "valid_score": float(valid_score),
-                   "epoch": epoch_idx + 1, "finished": finished, **best}
         if finished:
-            session.report(metrics)
-            return
-        state_dir.mkdir(exist_ok=True)
-        trainer._save_checkpoint(epoch_idx, verbose=False, saved_model_file=str(state_dir / RESUME_FILE),
-                                 run_state={"best_valid_result": dict(trainer.best_valid_result or {})})
-        session.report(metrics, checkpoint=Checkpoint.from_directory(str(state_dir)))
+            state_file.unlink(missing_ok=True)
+        else:
+            state_file.parent.mkdir(parents=True, exist_ok=True)
+            trainer._save_checkpoint(epoch_idx, verbose=False, saved_model_file=str(state_file),
+                                     run_state={"best_valid_result": dict(trainer.best_valid_result or {})})
+        best = {f"best_{name}": float(value) for name, value in (trainer.best_valid_result or {}).items()}
+        session.report({METRIC: float(trainer.best_valid_score), "valid_score": float(valid_score),
+                        "epoch": epoch_idx + 1, PROGRESS: (epoch_idx + 1) // trainer.eval_step,
+                        "finished": finished, **best})
 
     trainer.fit(train_data, valid_data, saved=False, show_progress=False, callback_fn=report)
 
 
-def resume_trial(trainer, checkpoint):
-    """Continue ``trainer`` from a trial's Ray ``checkpoint`` (None: start afresh) at the epoch after it."""
-    if checkpoint is None:
+def resume_trial(trainer, state_file):
+    """Continue ``trainer`` from a trial's last evaluated epoch, if ``state_file`` holds one."""
+    if not state_file.is_file():
         return
-    with checkpoint.as_directory() as folder:
-        trainer.resume_checkpoint(Path(folder) / RESUME_FILE)
+    trainer.resume_checkpoint(state_file)
     state = trainer.resumed_run_state or {}
     trainer.best_valid_result = state.get("best_valid_result") or None
 

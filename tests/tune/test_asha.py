@@ -6,10 +6,11 @@ from types import SimpleNamespace
 from ray.tune.schedulers import TrialScheduler
 
 from recbole_mgformer.tune.asha import ResumableASHA, reported_results
+from recbole_mgformer.tune.trials import PROGRESS
 
 
 def scheduler():
-    return ResumableASHA(time_attr="training_iteration", metric="best_valid_score", mode="max", max_t=16,
+    return ResumableASHA(time_attr=PROGRESS, metric="best_valid_score", mode="max", max_t=16,
                          grace_period=1, reduction_factor=4)  # rungs at 1, 4 and 16 evaluations
 
 
@@ -17,7 +18,7 @@ def trial(tmp_path, trial_id, scores):
     """A trial as Ray adds it back on resume, its folder holding the results it reported before."""
     folder = tmp_path / trial_id
     folder.mkdir()
-    lines = [json.dumps({"training_iteration": i + 1, "best_valid_score": s}) for i, s in enumerate(scores)]
+    lines = [json.dumps({PROGRESS: i + 1, "best_valid_score": s}) for i, s in enumerate(scores)]
     (folder / "result.json").write_text("".join(line + "\n" for line in lines))
     return SimpleNamespace(trial_id=trial_id, path=str(folder))
 
@@ -40,7 +41,7 @@ def test_a_resumed_trial_below_the_rung_is_stopped_as_it_would_have_been(tmp_pat
     weak = trial(tmp_path, "weak", [0.1, 0.1, 0.1])
     asha.on_trial_add(None, weak)
     # without the replay the weak trial would be first at the 4th evaluation's rung and go on
-    result = {"training_iteration": 4, "best_valid_score": 0.1}
+    result = {PROGRESS: 4, "best_valid_score": 0.1}
     assert asha.on_trial_result(None, weak, result) == TrialScheduler.STOP
 
 

@@ -16,6 +16,7 @@ import yaml
 
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender
 from recbole_mgformer.tune.search import _check_resources
+from recbole_mgformer.tune.trials import STATES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,19 +121,20 @@ def test_a_killed_search_resumes_its_trials_at_their_last_epoch(ray_session, tin
     search.wait()
     before = reported_epochs(storage)
     assert max(map(len, before.values())) >= 2 and min(map(len, before.values())) < 8
+    states = list(storage.glob(f"*/{STATES_DIR}/*.pth"))
+    assert states and all(torch.load(state, weights_only=True)["epoch"] < 8 for state in states)
 
     assert main(arguments + ["--resume"]) == 0
     after = reported_epochs(storage)
     assert sorted(after) == sorted(before)
     for name, epochs in after.items():
-        # the trial went on from the epoch after its last checkpoint (the last reported one, or the one before
-        # it when the kill fell between the report and its checkpoint), never from the first, to the last
+        # the trial went on from the epoch after its last saved one (the last reported, or one more when the kill
+        # fell between saving an epoch and reporting it), never from the first, to the last
         done = len(before[name])
         assert epochs[:done] == before[name] == list(range(1, done + 1))
         first = epochs[done] if len(epochs) > done else 9
-        assert first in (done, done + 1) and epochs[done:] == list(range(first, 9))
-    for checkpoint in storage.glob("*/*/checkpoint_*/latest.pth"):  # what a resume loads, as every checkpoint
-        assert torch.load(checkpoint, weights_only=True)["epoch"] < 8
+        assert first in (done + 1, done + 2) and epochs[done:] == list(range(first, 9))
+    assert not list(storage.glob(f"*/{STATES_DIR}/*.pth"))  # a finished trial's state is gone
 
 
 def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
