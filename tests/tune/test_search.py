@@ -1,8 +1,10 @@
 """Tiny searches end to end (``recbole_mgformer.tune.search``): the best config, resume, failures, hyperopt."""
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -103,6 +105,18 @@ def saved_epochs(storage):
     return {path.stem: torch.load(path, weights_only=True)["epoch"] + 1 for path in storage.glob(f"*/{STATES_DIR}/*.pth")}
 
 
+def wait_until_settled(read, quiet=5.0, timeout=120.0):
+    """``read()`` once it has returned the same value for ``quiet`` seconds."""
+    value, since, deadline = read(), time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() - since < quiet:
+        assert time.monotonic() < deadline, "the killed search's workers kept training"
+        time.sleep(0.5)
+        latest = read()
+        if latest != value:
+            value, since = latest, time.monotonic()
+    return value
+
+
 def epochs_since_last_start(storage, trial_id):
     """The epochs a trial reported since Ray last started it (Ray counts its iterations from 1 again)."""
     (path,) = storage.glob(f"*/train_trial_{trial_id}_*/result.json")
@@ -119,14 +133,14 @@ def test_a_killed_search_resumes_its_trials_at_their_last_epoch(ray_session, tin
                  "--storage", str(storage), "--verbose", "0", "--no-retrain", "--grace-period", "20",
                  "--epochs=8", "--stopping_step=100"]
     search = subprocess.Popen([sys.executable, "-m", "recbole_mgformer.tune", *arguments, "--num-cpus", "2"],
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
     while max(saved_epochs(storage).values(), default=0) < 2 and search.poll() is None:
         assert time.monotonic() < deadline, "no trial saved its second epoch in 5 minutes"
         time.sleep(0.2)
-    search.kill()  # as a session's end: no chance to save anything more
+    os.killpg(search.pid, signal.SIGKILL)  # the search with its Ray, as a session's end: nothing more is saved
     search.wait()
-    saved = saved_epochs(storage)  # loads with weights_only=True, as every checkpoint this project writes
+    saved = wait_until_settled(lambda: saved_epochs(storage))  # a Ray worker outside the group may finish an epoch  # loads with weights_only=True, as every checkpoint this project writes
     assert max(saved.values()) >= 2 and max(saved.values()) < 8
 
     assert main(arguments + ["--resume"]) == 0
