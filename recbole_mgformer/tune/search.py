@@ -5,6 +5,7 @@ import importlib.util
 import json
 import logging
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -37,7 +38,7 @@ from recbole_mgformer.tune.space import (
     parse_space,
     ray_space,
 )
-from recbole_mgformer.tune.trials import METRIC, PROGRESS, train_trial
+from recbole_mgformer.tune.trials import METRIC, PROGRESS, STATES_DIR, train_trial
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST_FILE = "recbole_mgformer_tune.json"  # the search's settings, inside Ray's experiment folder, for --resume
@@ -254,6 +255,8 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
         best = next((r for r in rows if ranked(r)), None)
         summary = {"request": request, "rows": rows, "best": best, "best_yaml": None, "retrained": None,
                    "retrain_error": None, "interrupted": any(r["status"] == "unfinished" for r in rows)}
+        if not summary["interrupted"]:  # trials ASHA stopped left their last epoch behind
+            shutil.rmtree(Path(request["experiment"]) / STATES_DIR, ignore_errors=True)
         if best is not None and retrain_best and not summary["interrupted"]:
             summary["retrained"], summary["retrain_error"] = retrain_on_ray(request, best, cpus_per_trial,
                                                                              gpus_per_trial)
