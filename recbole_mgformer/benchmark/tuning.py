@@ -147,6 +147,12 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
         name = f"benchmark-{dataset}-{stem}-{budget.signature()}"
         experiment = Path(budget.storage).resolve() / name
         resume = tune.Tuner.can_restore(experiment) and (experiment / REQUEST_FILE).is_file()
+        if resume:  # a resumed search keeps the space it started with, so it must still be the shipped one
+            started_space = json.loads((experiment / REQUEST_FILE).read_text()).get("space")
+            if started_space is not None and started_space != json.loads(json.dumps(space)):
+                raise TuneSetupError(f"the interrupted {label} at {experiment} started over another space "
+                                     f"({started_space}; the space is now {space}); delete that folder to search "
+                                     f"the new space, or restore the old one to resume it")
         log(f"{label}: {'resuming' if resume else 'starting'} ({budget.trials} trials, at most {budget.epochs} "
             f"epochs each, Ray storage {experiment})")
         summary = tune_recommender(

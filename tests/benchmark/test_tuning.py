@@ -89,6 +89,28 @@ def test_an_interrupted_search_resumes_from_rays_folder(tmp_path, monkeypatch):
     assert (tmp_path / "tuned" / "ml-100k" / "BPR.yaml").is_file()
 
 
+def test_an_interrupted_search_over_another_space_is_an_error_not_resumed(tmp_path, monkeypatch):
+    from ray import tune
+
+    calls = []
+    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
+    budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
+    experiment = tmp_path / "tune" / "benchmark-amazon-beauty-MGFormer-n2-e2-g1-s0"
+    experiment.mkdir(parents=True)
+    started = {**search_space("MGFormer", {}, "amazon-beauty"), "uniformity_weight": {"loguniform": [0.01, 5.0]}}
+    (experiment / tune_search.REQUEST_FILE).write_text(json.dumps({"space": started}))
+    monkeypatch.setattr(tune.Tuner, "can_restore", staticmethod(lambda path: str(path) == str(experiment)))
+    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned", "log": print}
+    with pytest.raises(TuneSetupError, match="interrupted search of MGFormer on amazon-beauty at .* started over "
+                                             "another space .*delete that folder"):
+        ensure_search("MGFormer", {}, "amazon-beauty", budget, **settings)
+    assert calls == []
+    shipped = search_space("MGFormer", {}, "amazon-beauty")
+    (experiment / tune_search.REQUEST_FILE).write_text(json.dumps({"space": shipped}))
+    ensure_search("MGFormer", {}, "amazon-beauty", budget, **settings)
+    assert [c["resume"] for c in calls] == [True]
+
+
 def test_an_entry_searches_the_keys_it_does_not_fix():
     space = search_space("MGFormer", {"embedding_size": 128})
     assert "embedding_size" not in space and "uniformity_weight" in space
