@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The amazon-beauty equal-budget campaign of issue 24 on a CPU machine: two streams side by side, one thread each.
+# Usage: bash benchmarks/amazon_beauty_campaign.sh A|B [--key=value ...]
+# Rerun a stream to resume it: searches, trials and seed runs continue where they stopped, finished ones are skipped.
+# What follows A or B goes to every command (e.g. --device=cuda). Every search: 8 random trials, ASHA grace 10 of at
+# most 100 epochs, search seed 0. The models with a `precision` option (MGFormer, its variants and DirectAU, which
+# share the DirectAU loss) multiply in fp32, as their earlier three-seed Beauty rows did; the rest have no such option.
+# The rows the verdict needs come first: MGFormer, `attention: False` and DirectAU before the ablations and the others.
+set -euo pipefail
+
+main() {
+  local stream=${1:-}
+  shift || true
+  cd "$(dirname "$0")/.."
+  export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+  case "$stream" in
+    A) benchmark "$@" --models "MGFormer,MGFormer[attention=False],MGFormer-ablations" --precision=fp32 ;;
+    B) benchmark "$@" --models "BPR,LightGCN"
+       benchmark "$@" --models DirectAU --precision=fp32
+       benchmark "$@" --models "XSimGCL,SimGCL,SGL" ;;
+    *) echo "usage: $0 A|B [--key=value ...] (the stream to run or resume)" >&2; return 2 ;;
+  esac
+}
+
+benchmark() {
+  "${PYTHON:-.venv/bin/python}" -m recbole_mgformer.benchmark --datasets amazon-beauty --seeds 0,1,2 \
+    --tune-budget 8 --tune-epochs 100 --tune-grace 10 --tune-cpus 1 "$@"
+}
+
+# one line, parsed whole before it runs: editing this file never changes a running stream
+main "$@"; exit $?
