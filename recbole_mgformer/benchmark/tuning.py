@@ -131,6 +131,7 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
     paths = search_paths(results, dataset, stem)
     label = f"search of {variant_name(model, overrides)} on {dataset}"
     space = search_space(model, {**(extra or {}), **overrides}, dataset)
+    stored_space = json.loads(json.dumps(space))  # as a record or Ray's stored request holds it
     record = json.loads(paths["json"].read_text()) if paths["json"].is_file() else None
     if record is not None and not record.get("interrupted"):
         if not budget.matches(record["request"]):
@@ -138,7 +139,7 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
                                  f"({budget_text(record['request'])}); rerun with that budget, or move its "
                                  f"page and record away to search again")
         recorded_space = record["request"].get("space")
-        if recorded_space is not None and recorded_space != json.loads(json.dumps(space)):
+        if recorded_space is not None and recorded_space != stored_space:
             raise TuneSetupError(f"{paths['json']} holds a finished {label} over another space "
                                  f"({recorded_space}; the space is now {space}); move its page and record away "
                                  f"to search again")
@@ -149,7 +150,7 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
         resume = tune.Tuner.can_restore(experiment) and (experiment / REQUEST_FILE).is_file()
         if resume:  # a resumed search keeps the space it started with, so it must still be the shipped one
             started_space = json.loads((experiment / REQUEST_FILE).read_text()).get("space")
-            if started_space is not None and started_space != json.loads(json.dumps(space)):
+            if started_space is not None and started_space != stored_space:
                 raise TuneSetupError(f"the interrupted {label} at {experiment} started over another space "
                                      f"({started_space}; the space is now {space}); delete that folder to search "
                                      f"the new space, or restore the old one to resume it")

@@ -101,8 +101,10 @@ def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_da
 
 
 def saved_epochs(storage):
-    """{trial id: epochs its state file holds}, for the trials a search is in the middle of."""
-    return {path.stem: torch.load(path, weights_only=True)["epoch"] + 1 for path in storage.glob(f"*/{STATES_DIR}/*.pth")}
+    """{trial id: epochs its state file holds}, for the trials a search is in the middle of; the files load with
+    ``weights_only=True``, as every checkpoint this project writes."""
+    states = storage.glob(f"*/{STATES_DIR}/*.pth")
+    return {path.stem: torch.load(path, weights_only=True)["epoch"] + 1 for path in states}
 
 
 def wait_until_settled(read, quiet=5.0, timeout=120.0):
@@ -140,7 +142,7 @@ def test_a_killed_search_resumes_its_trials_at_their_last_epoch(ray_session, tin
         time.sleep(0.2)
     os.killpg(search.pid, signal.SIGKILL)  # the search with its Ray, as a session's end: nothing more is saved
     search.wait()
-    saved = wait_until_settled(lambda: saved_epochs(storage))  # a Ray worker outside the group may finish an epoch  # loads with weights_only=True, as every checkpoint this project writes
+    saved = wait_until_settled(lambda: saved_epochs(storage))  # a Ray worker outside the group may finish an epoch
     assert max(saved.values()) >= 2 and max(saved.values()) < 8
 
     assert main(arguments + ["--resume"]) == 0
