@@ -78,10 +78,17 @@ def display_path(path, base=None):
 
 
 def by_variant(records):
-    """Records grouped by their variant's name, in the order the variants first appear."""
+    """Records grouped by their variant's name, in the order the variants first appear. A group's records are its
+    seeds, so a seed twice in one group is an error (two runs of one seed would count as two seeds)."""
     groups = {}
     for record in records:
-        groups.setdefault(record["variant"], []).append(record)
+        group = groups.setdefault(record["variant"], [])
+        twin = next((other for other in group if other["seed"] == record["seed"]), None)
+        if twin is not None:
+            raise ValueError(f"two records of {record['variant']} at seed {record['seed']}: "
+                             f"{twin.get('_path', 'one')} and {record.get('_path', 'another')}; a row counts each "
+                             "seed once: move the older record to results/exploration/runs/<dataset>/")
+        group.append(record)
     return groups
 
 

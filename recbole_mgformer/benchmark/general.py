@@ -77,9 +77,15 @@ def _overrides(row):
     return row["records"][0].get("overrides")
 
 
-def _mgformer_row(overrides, rows):
-    """The MGFormer row of exactly these overrides, or None."""
-    return next((row for row in rows if row["model"] == "MGFormer" and _overrides(row) == overrides), None)
+def _schedule(row):
+    return row["records"][0].get("probe_schedule")
+
+
+def _mgformer_row(overrides, rows, like):
+    """The MGFormer row of exactly these overrides and the schedule of the row ``like`` (a probe's control is a
+    probe), or None."""
+    return next((row for row in rows if row["model"] == "MGFormer" and _overrides(row) == overrides
+                 and _schedule(row) == _schedule(like)), None)
 
 
 def attention_control(row, rows):
@@ -90,7 +96,7 @@ def attention_control(row, rows):
     if row["model"] != "MGFormer" or overrides is None or overrides.get("attention") is False:
         return None
     wanted = {**{k: v for k, v in overrides.items() if k not in MGFormer.ATTENTION_OPTIONS}, "attention": False}
-    return _mgformer_row(wanted, rows)
+    return _mgformer_row(wanted, rows, row)
 
 
 def ablation_base(row, rows):
@@ -99,7 +105,7 @@ def ablation_base(row, rows):
     overrides = _overrides(row)
     if row["model"] != "MGFormer" or not overrides or not ABLATION_OPTIONS & set(overrides):
         return None
-    return _mgformer_row({k: v for k, v in overrides.items() if k not in ABLATION_OPTIONS}, rows)
+    return _mgformer_row({k: v for k, v in overrides.items() if k not in ABLATION_OPTIONS}, rows, row)
 
 
 def _embedding_size(row):

@@ -22,7 +22,7 @@ def is_run_record(record):
 
 def records_by_dataset(runs_dir):
     """Run records by dataset, the name of their folder; records of the retired context script named the variant
-    in ``model`` alone, so ``variant`` defaults to it. Each record knows its file (``_path``), where the per-user
+    in ``model`` alone, so ``variant`` defaults to it; an attention probe's names its schedule. Each record knows its file (``_path``), where the per-user
     values beside it are found."""
     folders = sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()) if Path(runs_dir).is_dir() else []
     by_dataset = {}
@@ -34,6 +34,9 @@ def records_by_dataset(runs_dir):
                 records.append({**record, "_path": str(path)})
         for record in records:
             record.setdefault("variant", record["model"])
+            schedule = record.get("probe_schedule")
+            if schedule:  # a short-schedule probe (benchmarks/attention_probes.py) is a row of its own
+                record["variant"] += f" ({schedule['epochs']}-epoch probe)"
         if records:
             by_dataset[folder.name] = records
     return by_dataset

@@ -111,3 +111,39 @@ def test_in_an_equal_budget_search_the_verdict_takes_the_best_other_model_of_any
         records.append(rec)
     # d was searched: XSimGCL's d = 32 is its best setting, not another comparison
     assert "Verdict: MGFormer is **behind** XSimGCL by" in render_dataset("ml-100k", records)
+
+
+def test_a_seed_twice_in_one_row_is_an_error_naming_both_records():
+    import pytest
+
+    twins = [{**record("MGFormer", "MGFormer", 0, 0.15, 0.07), "_path": "runs/a/mgformer-seed0.json"},
+             {**record("MGFormer", "MGFormer", 0, 0.16, 0.08), "_path": "runs/a/old-mgformer-seed0.json"}]
+    with pytest.raises(ValueError, match="two records of MGFormer at seed 0: runs/a/mgformer-seed0.json and "
+                                         "runs/a/old-mgformer-seed0.json"):
+        render_dataset("amazon-beauty", twins)
+
+
+def test_an_attention_probe_is_a_row_of_its_own_compared_with_the_probe_without_attention(tmp_path):
+    import json
+
+    from recbole_mgformer.benchmark.render import records_by_dataset
+    from recbole_mgformer.benchmark.stats import write_per_user
+
+    folder = tmp_path / "runs" / "amazon-beauty"
+    folder.mkdir(parents=True)
+    schedule = {"epochs": 30, "stopping_step": 5}
+    no_attention = {"attention": False}
+    for name, overrides, probe, shift in (("mgformer", {}, None, 0.0),
+                                          ("mgformer-attention-false", no_attention, None, 0.01),
+                                          ("probe-mgformer", {}, schedule, 0.02),
+                                          ("probe-mgformer-attention-false", no_attention, schedule, 0.0)):
+        variant = "MGFormer attention=False" if overrides else "MGFormer"
+        rec = {**record(variant, "MGFormer", 0, 0.15 + shift, 0.07 + shift), "overrides": overrides,
+               "per_user": {"file": "x", "metric": "ndcg@20"}, **({"probe_schedule": probe} if probe else {})}
+        path = folder / f"{name}-seed0.json"
+        path.write_text(json.dumps(rec))
+        write_per_user(path, {f"u{u}": (u % 10) / 10 + shift for u in range(50)})
+    table = render_dataset("amazon-beauty", records_by_dataset(tmp_path / "runs")["amazon-beauty"])
+    assert "| MGFormer | 1 | 0.1500 |" in table and "| MGFormer (30-epoch probe) | 1 | **0.1700** |" in table
+    assert "Attention: MGFormer is **behind** MGFormer attention=False by" in table
+    assert "Attention: MGFormer (30-epoch probe) is **ahead** of MGFormer attention=False (30-epoch probe) by" in table
