@@ -22,8 +22,8 @@ def is_run_record(record):
 
 def records_by_dataset(runs_dir):
     """Run records by dataset, the name of their folder; records of the retired context script named the variant
-    in ``model`` alone, so ``variant`` defaults to it; an attention probe's names its schedule. Each record knows its file (``_path``), where the per-user
-    values beside it are found."""
+    in ``model`` alone, so ``variant`` defaults to it, and an attention probe's variant names its schedule. Each
+    record knows its file (``_path``), where the per-user values beside it are found."""
     folders = sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()) if Path(runs_dir).is_dir() else []
     by_dataset = {}
     for folder in folders:

@@ -1,4 +1,9 @@
+import json
+
+import pytest
+
 from recbole_mgformer.benchmark.general import render_dataset
+from recbole_mgformer.benchmark.render import records_by_dataset
 
 
 def record(variant, model, seed, recall, ndcg):
@@ -114,8 +119,6 @@ def test_in_an_equal_budget_search_the_verdict_takes_the_best_other_model_of_any
 
 
 def test_a_seed_twice_in_one_row_is_an_error_naming_both_records():
-    import pytest
-
     twins = [{**record("MGFormer", "MGFormer", 0, 0.15, 0.07), "_path": "runs/a/mgformer-seed0.json"},
              {**record("MGFormer", "MGFormer", 0, 0.16, 0.08), "_path": "runs/a/old-mgformer-seed0.json"}]
     with pytest.raises(ValueError, match="two records of MGFormer at seed 0: runs/a/mgformer-seed0.json and "
@@ -124,9 +127,6 @@ def test_a_seed_twice_in_one_row_is_an_error_naming_both_records():
 
 
 def test_an_attention_probe_is_a_row_of_its_own_compared_with_the_probe_without_attention(tmp_path):
-    import json
-
-    from recbole_mgformer.benchmark.render import records_by_dataset
     from recbole_mgformer.benchmark.stats import write_per_user
 
     folder = tmp_path / "runs" / "amazon-beauty"
