@@ -49,6 +49,18 @@ def record_path(runs_dir, dataset, variant, seed):
     return Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
 
 
+def move_record(path, folder):
+    """Move a record and its per-user values into ``folder``; returns the record's new path. Never overwrites."""
+    target = Path(folder) / Path(path).name
+    if target.exists():
+        raise FileExistsError(f"cannot move {path} to {target}: a record is there already; rename one of them")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if per_user_path(path).exists():
+        per_user_path(path).replace(per_user_path(target))
+    Path(path).replace(target)
+    return target
+
+
 class Run:
     """One (model entry, dataset, seed) of a benchmark, with the settings every run shares.
 
@@ -107,7 +119,7 @@ class Run:
         ``<results>/exploration/runs/<dataset>/`` first."""
         tuning = self.tuning
         if self.record_path.exists() and tuning and json.loads(self.record_path.read_text()).get("tuning") != tuning:
-            log(f"moved {self.retire()}: trained before {tuning['search']}")
+            log(f"moved {self.retire(log)}: trained before {tuning['search']}")
         if self.record_path.exists():
             self.complete_record()
             return None
@@ -139,17 +151,17 @@ class Run:
         forget_resume_state(checkpoint)
         return record
 
-    def retire(self):
-        """Move the record (and its per-user values) to ``<results>/exploration/runs/<dataset>/``; returns where."""
-        target = self.results / "exploration" / "runs" / self.dataset / self.record_path.name
-        if target.exists():
-            raise FileExistsError(f"{self.record_path} is an older record to move out of the way of the tuned run, "
-                                  f"but {target} exists; rename one of them")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if per_user_path(self.record_path).exists():
-            per_user_path(self.record_path).replace(per_user_path(target))
-        self.record_path.replace(target)
-        return target
+    def retire(self, log=print):
+        """Move the record (and its per-user values) to ``<results>/exploration/runs/<dataset>/``; returns where.
+        A record of the same name already there is an earlier run of this entry and seed, which the retiring one
+        replaced: it moves on to ``superseded/<its commit>/`` there, outside every table, so no row counts a seed
+        twice and no record is lost."""
+        folder = self.results / "exploration" / "runs" / self.dataset
+        earlier = folder / self.record_path.name
+        if earlier.exists():
+            commit = json.loads(earlier.read_text()).get("commit", "unknown")
+            log(f"moved {move_record(earlier, folder / 'superseded' / commit)}: an earlier run of the same seed")
+        return move_record(self.record_path, folder)
 
     def per_user(self, trainer, test_data):
         """Each test user's NDCG@20 beside the record, for paired tests: a general table's runs only."""

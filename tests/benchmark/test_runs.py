@@ -5,6 +5,8 @@ import pytest
 import torch
 
 from recbole_mgformer.benchmark import main
+from recbole_mgformer.benchmark.render import records_by_dataset
+from recbole_mgformer.benchmark.runs import Run
 from recbole_mgformer.model.precision import resolve_precision
 from recbole_mgformer.resume import RunTimer
 from recbole_mgformer.trainer import load_checkpoint
@@ -75,6 +77,29 @@ def test_a_record_without_group_metrics_or_per_user_values_gets_them_from_its_ch
     completed = json.loads(path.read_text())
     assert completed["test_popularity"] == complete and completed["per_user"]["file"] == per_user.name
     assert read_per_user(path) == values
+
+
+def test_a_retired_record_pushes_an_earlier_run_of_its_seed_into_superseded(tmp_path):
+    """The tuned run's predecessor moves to exploration; a rerun of the same seed retired there before moves on to
+    superseded/<commit>/, so the exploration table counts the seed once and no record is lost."""
+    results = tmp_path / "results"
+    current, earlier = results / "runs" / "tiny", results / "exploration" / "runs" / "tiny"
+    for folder, commit in ((current, "new4567"), (earlier, "old1234")):
+        folder.mkdir(parents=True)
+        record = {"model": "BPR", "variant": "BPR", "seed": 0, "commit": commit, "valid": {}, "test": {}}
+        (folder / "bpr-seed0.json").write_text(json.dumps(record))
+        (folder / "bpr-seed0.users.json.gz").write_bytes(commit.encode())
+    lines = []
+    run = Run("BPR", {}, "tiny", 0, runs_dir=results / "runs", data_path=tmp_path)
+    assert run.retire(lines.append) == earlier / "bpr-seed0.json"
+    assert json.loads((earlier / "bpr-seed0.json").read_text())["commit"] == "new4567"
+    assert (earlier / "bpr-seed0.users.json.gz").read_bytes() == b"new4567"
+    superseded = earlier / "superseded" / "old1234"
+    assert json.loads((superseded / "bpr-seed0.json").read_text())["commit"] == "old1234"
+    assert (superseded / "bpr-seed0.users.json.gz").read_bytes() == b"old1234"
+    assert lines == [f"moved {superseded / 'bpr-seed0.json'}: an earlier run of the same seed"]
+    assert not (current / "bpr-seed0.json").exists()
+    assert [r["commit"] for r in records_by_dataset(results / "exploration" / "runs")["tiny"]] == ["new4567"]
 
 
 @pytest.mark.parametrize("bigger, scores, kept", [
