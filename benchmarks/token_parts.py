@@ -4,9 +4,10 @@
 
 For each node the output is ``h = [e, p] + Attn([e, p])``; the script reports the mean L2 norm of the learned
 embedding ``e``, the fixed SVD encoding ``p`` and the attention branch, the mean cosine of each node's attention
-output to the average one (1 = the same vector for every node), the degree centralities ``z`` of Eq. (10), and which
-share of a user-item dot product comes from each part on the test pairs. Appends a section to
-results/<dataset>/analysis-<dataset>.md.
+output to the average one (1 = the same vector for every node), the degree centralities ``z`` of Eq. (10), the
+Frobenius norms of each layer's ``W_Q`` and ``W_K`` (their growth sharpens the kernel), where the sin mask sends a
+typical query's attention (:func:`mask_focus`), and which share of a user-item dot product comes from each part on
+the test pairs. Appends a section to results/<dataset>/analysis-<dataset>.md.
 """
 
 import argparse
@@ -36,7 +37,28 @@ def token_parts(model):
         if model.degree_mask == "sin":
             z = model.degree_centrality()
             stats.update(z_min=z.min().item(), z_median=z.median().item(), z_max=z.max().item())
+            stats.update(mask_focus(z, model.degree_bucket))
+        # W_Q and W_K set how sharp the kernel is: their growth is the attention's logit growth
+        for depth, layer in enumerate(model.layers if model.use_attention else []):
+            attention = getattr(layer, "attention", layer)  # inside an AttentionBlock, or the layer itself
+            stats[f"layer{depth}_query_weight_norm"] = attention.query.weight.norm().item()
+            stats[f"layer{depth}_key_weight_norm"] = attention.key.weight.norm().item()
     return stats
+
+
+def mask_focus(z, degree_bucket):
+    """Where the sin mask of Eq. (10) sends a typical query: the share of the median-z query's mask weights
+    ``M_ij`` on the quarter of keys with the largest ``z`` (0.25 when z is flat), and the median degree bucket (the
+    training degree, below ``max_exact_degree``) of those keys and of all nodes. z (n,), degree_bucket (n,)."""
+    import math
+
+    import torch
+
+    mask = torch.sin(math.pi / 2 * (z.median() + z) / 2)
+    top = z.argsort(descending=True)[: len(z) // 4]
+    return {"mask_share_on_top_quarter_z_keys": (mask[top].sum() / mask.sum()).item(),
+            "top_quarter_z_keys_median_degree": degree_bucket[top].float().median().item(),
+            "all_nodes_median_degree": degree_bucket.float().median().item()}
 
 
 def score_shares(model, users, items):
