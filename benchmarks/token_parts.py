@@ -50,11 +50,11 @@ def mask_focus(z, degree_bucket):
     """Where the sin mask of Eq. (10) sends a typical query: the share of the median-z query's mask weights
     ``M_ij`` on the quarter of keys with the largest ``z`` (0.25 when z is flat), and the median degree bucket (the
     training degree, below ``max_exact_degree``) of those keys and of all nodes. z (n,), degree_bucket (n,)."""
-    import math
+    from recbole_mgformer.model.attention import degree_mask_gates
 
-    import torch
-
-    mask = torch.sin(math.pi / 2 * (z.median() + z) / 2)
+    # the model's own split of M_ij = sin(a_i + a_j) (Eq. 11), for the median query against every key
+    (sin_query, cos_query), (sin_keys, cos_keys) = degree_mask_gates(z.median().reshape(1)), degree_mask_gates(z)
+    mask = (sin_query * cos_keys + cos_query * sin_keys).squeeze(-1)
     top = z.argsort(descending=True)[: len(z) // 4]
     return {"mask_share_on_top_quarter_z_keys": (mask[top].sum() / mask.sum()).item(),
             "top_quarter_z_keys_median_degree": degree_bucket[top].float().median().item(),
