@@ -1,6 +1,7 @@
 """Paired test of one benchmark row against others, over users' test NDCG@20 pooled over seeds.
 
-The leaderboard states each MGFormer row's verdict against the best other model only; this names any pair:
+The leaderboard sets each MGFormer row of an equal-budget section against every other model of that section;
+this names any pair (two baselines, an ablation and a baseline, rows of different sections):
     python benchmarks/paired.py amazon-beauty mgformer xsimgcl directau
 compares the first row with each of the others (rows by their record stem, ``<stem>-seed<k>.json``).
 """

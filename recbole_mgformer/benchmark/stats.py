@@ -93,9 +93,14 @@ def paired_verdict(a_by_seed, b_by_seed):
             "seeds": len(set(a_by_seed) & set(b_by_seed))}
 
 
+def format_p(p):
+    """``p = 0.0071``; ``p < 1e-300`` where the test's p underflows to zero (thousands of pairs, one side far ahead)."""
+    return f"p = {p:.2g}" if p > 0 else "p < 1e-300"
+
+
 def verdict_text(name, other, verdict):
     """One sentence: ``MGFormer is **ahead** of DirectAU (...)``, ``**behind** DirectAU``, ``**level** with``."""
     joiner = {"ahead": " of", "behind": "", "level": " with"}[verdict["word"]]
     return f"{name} is **{verdict['word']}**{joiner} {other}" + (
         f" by a paired Wilcoxon signed-rank test of test {PER_USER_METRIC} over {verdict['pairs']:,} (seed, user) "
-        f"pairs from {verdict['seeds']} seed(s): mean difference {verdict['difference']:+.4f}, p = {verdict['p']:.2g}.")
+        f"pairs from {verdict['seeds']} seed(s): mean difference {verdict['difference']:+.4f}, {format_p(verdict['p'])}.")

@@ -80,6 +80,33 @@ def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path
     assert "Ablation: MGFormer attention=False" not in tuned and "Ablation: MGFormer degree_gate=True" not in tuned
     assert "Searches: BPR `results/tuning/ml-100k/MGFormer.md`" in tuned
     assert "Verdict" not in older  # no per-user values stored there
+    # each MGFormer row but an ablation against every other model, best first; none in the older section
+    assert "Against each model: MGFormer is **ahead** of DirectAU (+0.0200, p = " in tuned
+    assert "); **ahead** of BPR (+0.0700, p = " in tuned
+    assert "Against each model: MGFormer attention=False is **ahead** of DirectAU (+0.0100, p = " in tuned
+    assert "Against each model: MGFormer degree_mask=none" not in tuned and "Against each model" not in older
+
+
+def test_against_each_model_needs_two_other_models_and_says_an_underflowing_p(tmp_path):
+    from recbole_mgformer.benchmark.stats import write_per_user
+
+    tuning = {"text": "random search of 8 trials", "search": "results/tuning/x/MGFormer.md"}
+
+    def records(variants):
+        out = []
+        for variant, shift in variants:
+            rec = {**record(variant, variant, 0, 0.3 + shift, 0.25 + shift), "tuning": tuning, "overrides": {},
+                   "per_user": {"file": "x", "metric": "ndcg@20"}, "_path": str(tmp_path / f"{variant}-seed0.json")}
+            # 5000 users, MGFormer ahead on every one: the signed-rank p underflows to 0.0
+            write_per_user(rec["_path"], {f"u{u}": (u % 10) / 10 + shift for u in range(5000)})
+            out.append(rec)
+        return out
+
+    one_other = render_dataset("x", records([("MGFormer", 0.0), ("BPR", -0.1)]))
+    assert "Verdict: MGFormer is **ahead** of BPR" in one_other and "Against each model" not in one_other
+    two_others = render_dataset("x", records([("MGFormer", 0.0), ("BPR", -0.1), ("LightGCN", 0.1)]))
+    assert ("Against each model: MGFormer is **behind** LightGCN (-0.1000, p < 1e-300); **ahead** of BPR "
+            "(+0.1000, p < 1e-300).") in two_others
 
 
 def test_the_verdict_compares_with_the_best_other_model_of_the_same_embedding_size(tmp_path):
