@@ -1,3 +1,4 @@
+import json
 import sys
 from pathlib import Path
 
@@ -9,10 +10,13 @@ from benchmarks.paired import main, per_user_by_seed  # noqa: E402
 from recbole_mgformer.benchmark.stats import write_per_user  # noqa: E402
 
 
-def write_row(folder, stem, seeds, values_of):
+TUNED = json.dumps({"tuning": {"text": "random search of 8 trials"}})
+
+
+def write_row(folder, stem, seeds, values_of, record=TUNED):
     for seed in seeds:
         path = folder / f"{stem}-seed{seed}.json"
-        path.write_text("{}")
+        path.write_text(record)
         write_per_user(path, {f"u{user}": values_of(seed, user) for user in range(40)})
 
 
@@ -31,11 +35,22 @@ def test_a_row_better_for_every_user_is_ahead_and_an_equal_one_level(tmp_path):
 def test_only_the_rows_own_seed_records_count(tmp_path):
     write_row(tmp_path, "mgformer", [0], lambda seed, user: 0.1)
     write_row(tmp_path, "mgformer-x", [1], lambda seed, user: 0.2)
-    (tmp_path / "mgformer-seed2-copy.json").write_text("{}")  # matches the glob, not a seed record
+    (tmp_path / "mgformer-seed2-copy.json").write_text(TUNED)  # matches the glob, not a seed record
     write_per_user(tmp_path / "mgformer-seed2-copy.json", {"u0": 0.3})
     assert list(per_user_by_seed(tmp_path, "mgformer")) == [0]
+
+
+def test_a_row_is_one_sections_records_as_on_the_leaderboard(tmp_path):
+    # a tuned seed 0 beside an older run's seed 2 of the same stem, not yet retired: two rows, never pooled
+    write_row(tmp_path, "simgcl", [0], lambda seed, user: 0.3)
+    write_row(tmp_path, "simgcl", [2], lambda seed, user: 0.1, record="{}")
+    assert list(per_user_by_seed(tmp_path, "simgcl")) == [0]
+    assert list(per_user_by_seed(tmp_path, "simgcl", tuned=False)) == [2]
 
 
 def test_an_unknown_row_names_what_to_pass(tmp_path):
     with pytest.raises(SystemExit, match="record stem"):
         per_user_by_seed(tmp_path, "nope")
+    write_row(tmp_path, "bpr", [0], lambda seed, user: 0.3, record="{}")
+    with pytest.raises(SystemExit, match="--older"):
+        per_user_by_seed(tmp_path, "bpr")
