@@ -238,8 +238,8 @@ def render_page(by_dataset, runs_shown):
              "an MGFormer row with the best other model (of its embedding size, except in an equal-budget search, "
              "which tunes it) by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
              "behind; else level), and an \"Against each model:\" line (equal-budget searches) sets it against "
-             "every other model by the same test (mean difference, p); an \"Attention:\" line compares an MGFormer row with the same entry without "
-             "attention, an \"Ablation:\" line a Table 3 ablation with the MGFormer it changes. Protocols: "
-             "`properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, and its Table 3 for "
-             "MGFormer's ablations.", ""]
+             "every other model by the same test (mean difference, p); an \"Attention:\" line compares an MGFormer "
+             "row with the same entry without attention, an \"Ablation:\" line a Table 3 ablation with the MGFormer "
+             "it changes. Protocols: `properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, "
+             "and its Table 3 for MGFormer's ablations.", ""]
     return "\n".join(lines + [render_dataset(dataset, by_dataset[dataset]) for dataset in sorted(by_dataset)])

@@ -103,4 +103,5 @@ def verdict_text(name, other, verdict):
     joiner = {"ahead": " of", "behind": "", "level": " with"}[verdict["word"]]
     return f"{name} is **{verdict['word']}**{joiner} {other}" + (
         f" by a paired Wilcoxon signed-rank test of test {PER_USER_METRIC} over {verdict['pairs']:,} (seed, user) "
-        f"pairs from {verdict['seeds']} seed(s): mean difference {verdict['difference']:+.4f}, {format_p(verdict['p'])}.")
+        f"pairs from {verdict['seeds']} seed(s): mean difference {verdict['difference']:+.4f}, "
+        f"{format_p(verdict['p'])}.")
