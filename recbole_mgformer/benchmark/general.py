@@ -6,7 +6,8 @@ searches (records with ``tuning``) get a section per budget, apart from older ru
 import statistics
 
 from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS
-from recbole_mgformer.benchmark.stats import format_p, mean_ci, paired_verdict, read_per_user, verdict_text
+from recbole_mgformer.benchmark.stats import (format_p, mean_ci, paired_verdict, read_per_user, relation_text,
+                                              verdict_text)
 from recbole_mgformer.model.general_recommender.mgformer import MGFormer
 from recbole_mgformer.records import by_variant
 
@@ -68,9 +69,12 @@ def _rows(records):
 
 
 def _per_user_by_seed(row):
-    """``{seed: {user: NDCG@20}}`` of a row's records that stored per-user values."""
-    values = {r["seed"]: read_per_user(r["_path"]) for r in row["records"] if r.get("per_user") and r.get("_path")}
-    return {seed: users for seed, users in values.items() if users}
+    """``{seed: {user: NDCG@20}}`` of a row's records that stored per-user values, read once per row (each row is
+    paired with several others)."""
+    if "per_user" not in row:
+        values = {r["seed"]: read_per_user(r["_path"]) for r in row["records"] if r.get("per_user") and r.get("_path")}
+        row["per_user"] = {seed: users for seed, users in values.items() if users}
+    return row["per_user"]
 
 
 def _overrides(row):
@@ -124,8 +128,7 @@ def best_other_model(row, others, same_size=True):
 
 def short_verdict(other, verdict):
     """``**ahead** of XSimGCL (+0.0016, p = 0.0002)``: a verdict in a list whose test the line has named."""
-    joiner = {"ahead": " of", "behind": "", "level": " with"}[verdict["word"]]
-    return f"**{verdict['word']}**{joiner} {other} ({verdict['difference']:+.4f}, {format_p(verdict['p'])})"
+    return f"{relation_text(other, verdict)} ({verdict['difference']:+.4f}, {format_p(verdict['p'])})"
 
 
 def every_model_line(row, others):

@@ -98,10 +98,15 @@ def format_p(p):
     return f"p = {p:.2g}" if p > 0 else "p < 1e-300"
 
 
-def verdict_text(name, other, verdict):
-    """One sentence: ``MGFormer is **ahead** of DirectAU (...)``, ``**behind** DirectAU``, ``**level** with``."""
+def relation_text(other, verdict):
+    """``**ahead** of DirectAU``, ``**behind** DirectAU`` or ``**level** with DirectAU``."""
     joiner = {"ahead": " of", "behind": "", "level": " with"}[verdict["word"]]
-    return f"{name} is **{verdict['word']}**{joiner} {other}" + (
+    return f"**{verdict['word']}**{joiner} {other}"
+
+
+def verdict_text(name, other, verdict):
+    """One sentence: ``MGFormer is **ahead** of DirectAU by a paired ... test ...: mean difference ..., p = ...``."""
+    return f"{name} is {relation_text(other, verdict)}" + (
         f" by a paired Wilcoxon signed-rank test of test {PER_USER_METRIC} over {verdict['pairs']:,} (seed, user) "
         f"pairs from {verdict['seeds']} seed(s): mean difference {verdict['difference']:+.4f}, "
         f"{format_p(verdict['p'])}.")
