@@ -6,6 +6,8 @@
 # most 100 epochs, search seed 0. The models with a `precision` option (MGFormer, its variants and DirectAU, which
 # share the DirectAU loss) multiply in fp32, as their earlier three-seed Beauty rows did; the rest have no such option.
 # The rows the verdict needs come first: MGFormer, `attention: False` and DirectAU before the ablations and the others.
+# Stream B, once its baselines are done, joins A on the ablations: each run is claimed by the stream training it
+# (recbole_mgformer.benchmark.claims), so the two split the seeds between them and never train one twice.
 set -euo pipefail
 
 main() {
@@ -17,7 +19,8 @@ main() {
     A) benchmark "$@" --models "MGFormer,MGFormer[attention=False],MGFormer-ablations" --precision=fp32 ;;
     B) benchmark "$@" --models "BPR,LightGCN"
        benchmark "$@" --models DirectAU --precision=fp32
-       benchmark "$@" --models "XSimGCL,SimGCL,SGL" ;;
+       benchmark "$@" --models "XSimGCL,SimGCL,SGL"
+       benchmark "$@" --models "MGFormer-ablations" --precision=fp32 ;;
     *) echo "usage: $0 A|B [--key=value ...] (the stream to run or resume)" >&2; return 2 ;;
   esac
 }

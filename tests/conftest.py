@@ -2,6 +2,9 @@
 ./log, ./log_tensorboard and ./saved never land in the checkout."""
 
 import shutil
+import subprocess
+import sys
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -117,3 +120,27 @@ def dataset_configs(tmp_path, monkeypatch):
         (properties / "dataset" / f"{name}.yaml").write_text(text)
 
     return add
+
+
+# a process that takes a claim (recbole_mgformer.benchmark.claims) and keeps it
+HOLD_A_CLAIM = """
+import fcntl, os, sys, time
+handle = open(sys.argv[1], "a+")
+fcntl.flock(handle, fcntl.LOCK_EX)
+handle.seek(0); handle.truncate(); handle.write(f"{os.getpid()}\\n"); handle.flush()
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@contextmanager
+def held_elsewhere(path):
+    """Another process holding the claim at ``path`` until the block ends, then killed (no clean release)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_A_CLAIM, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()

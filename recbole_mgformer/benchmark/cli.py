@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from recbole_mgformer.benchmark import context, general, sequential
+from recbole_mgformer.benchmark.claims import Busy
 from recbole_mgformer.benchmark.datasets import check_model_fits
 from recbole_mgformer.benchmark.entries import comma_list, parse_entry, split_models, tuning_target
 from recbole_mgformer.benchmark.render import render_results
@@ -62,15 +63,20 @@ def budget_of(args):
 
 
 def search_before(run, budget, args, extra, searched):
-    """The search that gives ``run`` its settings, unless this command already made sure of it."""
+    """The search that gives ``run`` its settings, unless this command already made sure of it. Raises Busy while
+    another process runs that search (for each of its runs: none may start without its settings)."""
     target = (run.dataset, *tuning_target(run.model, run.overrides))
     key = (target[0], target[1], tuple(sorted(target[2].items())))
-    if key in searched:
-        return
-    ensure_search(target[1], target[2], run.dataset, budget, results=args.results, data_path=args.data_path,
-                  config_files=args.config_files.split(), extra=extra, folder=args.tuned_dir,
-                  log=lambda line: print(line, flush=True))
-    searched.add(key)
+    if key not in searched:
+        try:
+            ensure_search(target[1], target[2], run.dataset, budget, results=args.results, data_path=args.data_path,
+                          config_files=args.config_files.split(), extra=extra, folder=args.tuned_dir,
+                          log=lambda line: print(line, flush=True))
+            searched[key] = None
+        except Busy as busy:
+            searched[key] = busy
+    if searched[key] is not None:
+        raise searched[key]
 
 
 def main(argv=None):
@@ -109,12 +115,15 @@ def main(argv=None):
             runs = planned_runs(args, extra, shlex.join(["python", "-m", "recbole_mgformer.benchmark", *argv]))
         except ValueError as error:
             parser.error(str(error))
-        searched = set()
+        searched = {}
         for index, run in enumerate(runs, start=1):
             label = f"[{index}/{len(runs)}] {run.label}"
             if budget:
                 try:
                     search_before(run, budget, args, extra, searched)
+                except Busy as busy:  # another benchmark process sharing these folders is on it
+                    print(f"{label}: skipped, {busy}", flush=True)
+                    continue
                 except ValueError as error:  # TuneSetupError: a bad space, another budget on record
                     print(f"error: {error}", file=sys.stderr)
                     return 2
@@ -122,7 +131,11 @@ def main(argv=None):
                     print(f"stopped: {stop or 'interrupted'}; rerun the same command to continue", flush=True)
                     return 130
             print(f"{label}: running", flush=True)
-            record = run.execute()
+            try:
+                record = run.execute()
+            except Busy as busy:
+                print(f"{label}: skipped, {busy}", flush=True)
+                continue
             print(f"{label}: " + ("record exists, skipped" if record is None else finished_line(run, record)),
                   flush=True)
     written = render_results(args.results)

@@ -79,6 +79,7 @@ def popularity_chart(dataset, summary, path):
     for axis, (metric_index, metric) in zip(axes, enumerate(("Recall@20", "NDCG@20"))):
         for index, variant in enumerate(variants):
             means = [summary[variant][group][metric_index][0] for group in GROUPS]
+            means = [float("nan") if mean is None else mean for mean in means]  # a group without test users
             halves = [summary[variant][group][metric_index][1] or 0.0 for group in GROUPS]
             axis.bar([g + index * width for g in range(len(GROUPS))], means, width, label=variant,
                      yerr=halves if any(halves) else None, capsize=2)

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 from recbole.utils import init_seed
 
+from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.datasets import table_kind
 from recbole_mgformer.benchmark.entries import slug, variant_name
 from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
@@ -98,6 +99,11 @@ class Run:
         return self.checkpoint_dir / self.dataset / f"{name}.pth"
 
     @property
+    def claim_path(self):
+        """Claimed while this run trains, whatever settings it trains with."""
+        return self.checkpoint_dir / self.dataset / f"{slug(self.variant)}-seed{self.seed}.lock"
+
+    @property
     def label(self):
         return f"{self.variant} on {self.dataset}, seed {self.seed}"
 
@@ -116,7 +122,12 @@ class Run:
     def execute(self, log=print):
         """Train and test unless the record exists; returns the new record, or None when skipped. A record that
         an equal-budget search's settings would replace (trained with other settings) moves to
-        ``<results>/exploration/runs/<dataset>/`` first."""
+        ``<results>/exploration/runs/<dataset>/`` first. Raises :class:`~recbole_mgformer.benchmark.claims.Busy`
+        when another process is training this run."""
+        with claim(self.claim_path):
+            return self._execute(log)
+
+    def _execute(self, log):
         tuning = self.tuning
         if self.record_path.exists() and tuning and json.loads(self.record_path.read_text()).get("tuning") != tuning:
             log(f"moved {self.retire(log)}: trained before {tuning['search']}")

@@ -19,18 +19,21 @@ PER_USER_SUFFIX = ".users.json.gz"  # beside <variant>-seed<seed>.json
 
 
 def mean_ci(values):
-    """(mean, half-width of the 95% confidence interval over ``values``); the half-width is None for one value."""
+    """(mean, half-width of the 95% confidence interval over ``values``); the half-width is None for one value,
+    both are None for none (e.g. a popularity group without test users)."""
     from scipy import stats
 
     values = [float(v) for v in values]
     if len(values) < 2:
-        return values[0], None
+        return (values[0] if values else None), None
     half = stats.t.ppf(1 - ALPHA / 2, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
     return statistics.mean(values), float(half)
 
 
 def format_ci(mean, half, digits=4):
-    """``0.1234 ± 0.0012``, or the mean alone without an interval."""
+    """``0.1234 ± 0.0012``, or the mean alone without an interval, or ``n/a`` without a mean."""
+    if mean is None:
+        return "n/a"
     return f"{mean:.{digits}f}" + (f" ± {half:.{digits}f}" if half is not None else "")
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 from recbole.config import Config
 
+from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.entries import tuned_stem, variant_name
 from recbole_mgformer.defaults import benchmark_config_file, tuned_dir
 from recbole_mgformer.records import display_path
@@ -113,15 +114,28 @@ def settings_hash(path):
     return hashlib.sha1(Path(path).read_bytes()).hexdigest()[:8]
 
 
-def ensure_search(model, overrides, dataset, budget, *, results, data_path, config_files=(), extra=None,
-                  folder=None, log=print):
+def ensure_search(model, overrides, dataset, budget, **settings):
     """Search (model, overrides) on ``dataset`` unless a finished search of this budget is recorded, resume it when
     interrupted, and write the chosen file from its record; returns the chosen file's path.
 
     The search starts from RecBole's defaults, the model's and the dataset's YAML, ``config_files`` and ``extra``
     (the command's ``--key=value``), never from an earlier tuned file; a key the entry or ``extra`` fixes is not
     searched, as it wins over the chosen file in the runs too. Raises TuneSetupError when a recorded search
-    used another budget or another space, and KeyboardInterrupt when the search was interrupted."""
+    used another budget or another space, and KeyboardInterrupt when the search was interrupted;
+    :class:`~recbole_mgformer.benchmark.claims.Busy` when another process is running this search."""
+    experiment = experiment_path(model, overrides, dataset, budget)
+    with claim(experiment.with_name(f"{experiment.name}.lock")):
+        return _search_once(model, overrides, dataset, budget, experiment, **settings)
+
+
+def experiment_path(model, overrides, dataset, budget):
+    """Ray's folder of the search of (model, overrides) on ``dataset`` with ``budget``."""
+    name = f"benchmark-{dataset}-{tuned_stem(model, overrides)}-{budget.signature()}"
+    return Path(budget.storage).resolve() / name
+
+
+def _search_once(model, overrides, dataset, budget, experiment, *, results, data_path, config_files=(), extra=None,
+                 folder=None, log=print):
     from ray import tune
 
     from recbole_mgformer.tune.search import REQUEST_FILE, tune_recommender
@@ -145,8 +159,6 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
                                  f"to search again")
         log(f"{label}: record exists ({paths['md'].name}), not searched again")
     else:
-        name = f"benchmark-{dataset}-{stem}-{budget.signature()}"
-        experiment = Path(budget.storage).resolve() / name
         resume = tune.Tuner.can_restore(experiment) and (experiment / REQUEST_FILE).is_file()
         if resume:  # a resumed search keeps the space it started with, so it must still be the shipped one
             started_space = json.loads((experiment / REQUEST_FILE).read_text()).get("space")
@@ -161,7 +173,7 @@ def ensure_search(model, overrides, dataset, budget, *, results, data_path, conf
             config_dict={**(extra or {}), **overrides, "epochs": budget.epochs}, data_path=data_path,
             search="random", samples=budget.trials, scheduler="asha", grace_period=budget.grace,
             gpus_per_trial=budget.gpus, address=budget.address, num_cpus=budget.cpus,
-            results_dir=paths["json"].parent, storage_dir=budget.storage, name=name, resume=resume,
+            results_dir=paths["json"].parent, storage_dir=budget.storage, name=experiment.name, resume=resume,
             search_seed=budget.seed, retrain_best=False, verbose=0, stem=stem)
         if summary["interrupted"]:
             raise KeyboardInterrupt(f"the {label} was interrupted; rerun the same command to resume it")

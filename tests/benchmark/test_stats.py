@@ -21,6 +21,7 @@ def test_the_interval_is_students_t_over_seeds():
     assert mean == pytest.approx(0.31) and half == pytest.approx(4.3027 * 0.01 / math.sqrt(3), rel=1e-4)
     assert format_ci(mean, half) == "0.3100 ± 0.0248"
     assert mean_ci([0.25]) == (0.25, None) and format_ci(0.25, None) == "0.2500"
+    assert mean_ci([]) == (None, None) and format_ci(None, None) == "n/a"
 
 
 def test_per_user_values_round_trip_beside_the_record(tmp_path):

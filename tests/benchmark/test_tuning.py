@@ -4,11 +4,13 @@ import json
 
 import pytest
 import yaml
+from conftest import held_elsewhere
 
 import recbole_mgformer.tune.search as tune_search
 from recbole_mgformer.benchmark import main
 from recbole_mgformer.benchmark.runs import Run
-from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search, search_info, search_space, tuned_file_for
+from recbole_mgformer.benchmark.tuning import (TuneBudget, ensure_search, experiment_path, search_info, search_space,
+                                               tuned_file_for)
 from recbole_mgformer.tune.space import TuneSetupError
 
 TINY = ["--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--embedding_size=8"]
@@ -156,6 +158,27 @@ def test_an_older_record_moves_to_exploration_when_a_search_chose_new_settings(t
     run = Run("BPR", {}, "tiny", 0, runs_dir=results / "runs", data_path=tiny_data, tuned_dir=tuned)
     assert run.tuning == record["tuning"]
 
+
+
+def test_while_another_process_runs_a_search_its_entrys_runs_are_skipped_not_trained_untuned(tiny_data, tmp_path,
+                                                                                             monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, params={"learning_rate": 0.01}))
+    args = ["--models", "BPR,LightGCN", "--datasets", "tiny", "--seeds", "0,1", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
+            "--tuned-dir", str(tmp_path / "tuned"), "--tune-budget", "2", "--tune-epochs", "2",
+            "--tune-storage", str(tmp_path / "tune"), "--epochs=1", *TINY]
+    budget = TuneBudget(trials=2, epochs=2, grace=5, storage=str(tmp_path / "tune"))
+    experiment = experiment_path("BPR", {}, "tiny", budget)
+    assert experiment.name == "benchmark-tiny-BPR-n2-e2-g5-s0"
+    with held_elsewhere(experiment.with_name(f"{experiment.name}.lock")) as holder:
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    for seed in (0, 1):
+        assert f"BPR on tiny, seed {seed}: skipped, another process (pid {holder.pid}) holds" in out
+    runs = tmp_path / "results" / "runs" / "tiny"
+    assert not list(runs.glob("bpr-*.json")) and (runs / "lightgcn-seed1.json").is_file()
+    assert [call["model"] for call in calls] == ["LightGCN"]  # BPR's search was left to its holder
 
 @pytest.mark.slow
 def test_a_real_two_trial_search_then_its_seed_runs(tiny_data, tmp_path, capsys):

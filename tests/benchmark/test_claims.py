@@ -1,0 +1,39 @@
+"""Claims: two benchmark processes sharing one folder never train the same run, and a killed holder frees it."""
+
+import json
+import os
+
+import pytest
+from conftest import held_elsewhere
+
+from recbole_mgformer.benchmark import main
+from recbole_mgformer.benchmark.claims import Busy, claim
+
+pytest.importorskip("fcntl")
+
+def test_a_claim_held_elsewhere_is_busy_until_its_process_dies(tmp_path):
+    path = tmp_path / "saved" / "run.lock"
+    with held_elsewhere(path) as holder:
+        with pytest.raises(Busy, match=rf"another process \(pid {holder.pid}\) holds {path}"):
+            with claim(path):
+                pass
+    with claim(path):  # killed, not released: the system dropped its lock
+        assert path.read_text() == f"{os.getpid()}\n"
+    with claim(path):  # released on leaving the block
+        pass
+
+
+def test_the_benchmark_skips_a_run_another_process_trains_and_trains_it_once_free(tiny_data, tmp_path, capsys):
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0,1", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1",
+            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    runs = tmp_path / "results" / "runs" / "tiny"
+    with held_elsewhere(tmp_path / "saved" / "tiny" / "bpr-seed0.lock") as holder:
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"[1/2] BPR on tiny, seed 0: skipped, another process (pid {holder.pid}) holds" in out
+    assert not (runs / "bpr-seed0.json").exists() and not list((tmp_path / "saved" / "tiny").glob("bpr-seed0*.pth"))
+    assert json.loads((runs / "bpr-seed1.json").read_text())["seed"] == 1  # the next run went on
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "[1/2] BPR on tiny, seed 0: test recall@20" in out and "[2/2] BPR on tiny, seed 1: record exists" in out
