@@ -6,8 +6,10 @@
 # most 100 epochs, search seed 0. The models with a `precision` option (MGFormer, its variants and DirectAU, which
 # share the DirectAU loss) multiply in fp32, as their earlier three-seed Beauty rows did; the rest have no such option.
 # The rows the verdict needs come first: MGFormer, `attention: False` and DirectAU before the ablations and the others.
-# Stream B, once its baselines are done, joins A on the ablations: each run is claimed by the stream training it
-# (recbole_mgformer.benchmark.claims), so the two split the seeds between them and never train one twice.
+# Each stream ends on the other's last entries (B on A's ablations, A on SGL, the slowest baseline): each run and
+# search is claimed by the stream working on it (recbole_mgformer.benchmark.claims), so whichever stream finishes
+# first takes the other's seeds still to run, and none is trained twice. (A search in progress is not shared: a
+# stream that meets SGL's search running in B skips SGL's seeds and ends; rerun it once the search has finished.)
 set -euo pipefail
 
 main() {
@@ -16,7 +18,8 @@ main() {
   cd "$(dirname "$0")/.."
   export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
   case "$stream" in
-    A) benchmark "$@" --models "MGFormer,MGFormer[attention=False],MGFormer-ablations" --precision=fp32 ;;
+    A) benchmark "$@" --models "MGFormer,MGFormer[attention=False],MGFormer-ablations" --precision=fp32
+       benchmark "$@" --models SGL ;;
     B) benchmark "$@" --models "BPR,LightGCN"
        benchmark "$@" --models DirectAU --precision=fp32
        benchmark "$@" --models "XSimGCL,SimGCL,SGL"

@@ -49,10 +49,11 @@ def models_of(commands):
 
 def test_the_streams_run_every_issue_row_once_with_the_same_budget(tmp_path):
     stream_a, stream_b = commands(tmp_path / "a", "A"), commands(tmp_path / "b", "B")
-    # B ends on the ablations A runs too, the same command, so claims split their seeds between the streams
-    assert stream_b[-1] == [*stream_b[-1][:len(BUDGET)], "--models", "MGFormer-ablations", "--precision=fp32"]
-    assert set(models_of(stream_a)) & set(models_of(stream_b)) == set(split_models("MGFormer-ablations"))
-    entries = models_of(stream_a) + models_of(stream_b[:-1])
+    # each ends on the other's last entries (the ablations, SGL), so claims split what is left between the streams
+    assert stream_b[-1] == [*BUDGET, "--models", "MGFormer-ablations", "--precision=fp32"]
+    assert stream_a[-1] == [*BUDGET, "--models", "SGL"] and "SGL" in models_of(stream_b[:-1])
+    assert set(models_of(stream_a)) & set(models_of(stream_b)) == set(split_models("MGFormer-ablations")) | {"SGL"}
+    entries = models_of(stream_a[:-1]) + models_of(stream_b[:-1])
     assert len(entries) == len(set(entries))
     assert {parse_entry(entry)[0] for entry in entries} == {"MGFormer", "DirectAU", "XSimGCL", "SimGCL", "SGL",
                                                             "LightGCN", "BPR"}
