@@ -59,6 +59,10 @@ class MaskedAttentionLayer(nn.Module):
             self.chunk_functions = EAGER
         # dynamic=True: the batch and key-sample sizes vary, one graph serves them all.
         self.mix = CompiledOrEager(self._mix, "MGFormer attention", dynamic=True) if compile else self._mix
+        # compiled, the adjacency mask's per-edge products are fused into their sums instead of materialising
+        # (edges, m) and (edges, w) tensors: a Beauty step at d 128 about 1.8x faster (fp32, one thread)
+        self.mix_edges = (CompiledOrEager(self._mix_edges, "MGFormer adjacency attention", dynamic=True) if compile
+                          else self._mix_edges)
 
     def reset_qk(self):
         """``identity`` starts the attention as a kernel on token similarity ``x_i^T x_j``."""
@@ -94,16 +98,20 @@ class MaskedAttentionLayer(nn.Module):
             # Only the edges leaving the queries: a training step costs O(batch edges m), not O(E m).
             x = tokens()
             queries = torch.arange(len(x), device=x.device) if query_index is None else query_index
-            positions, neighbours = edges_leaving(*edges, queries)
-            phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
-            phi_k = self.features(self.split_heads(self.key(x)), is_query=False)
-            mixed = adjacency_kernel_attention(phi_q, phi_k, self.split_heads(x), positions, neighbours)
-            return self._combine(x_query, mixed)
+            return self.mix_edges(x_query, x, *edges_leaving(*edges, queries))
         query_z = z if z is None or query_index is None else z[query_index]
         if key_index is not None:
             learned, fixed = learned[key_index], None if fixed is None else fixed[key_index]
             z = None if z is None else z[key_index]
         return self.mix(x_query, learned, fixed, query_z, z)
+
+    def _mix_edges(self, x_query, x, positions, neighbours):
+        """Eq. (8) under the adjacency mask: x_query (b, w), x (n, w), the edges ``positions[e] -> neighbours[e]``
+        leaving the queries -> (b, w)."""
+        phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
+        phi_k = self.features(self.split_heads(self.key(x)), is_query=False)
+        mixed = adjacency_kernel_attention(phi_q, phi_k, self.split_heads(x), positions, neighbours)
+        return self._combine(x_query, mixed)
 
     def _mix(self, x_query, key_learned, key_fixed, query_z, key_z):
         """Eq. (5)-(12) for the sin mask (or none): x_query (b, w), keys' token columns (s, d) and (s, d') or None,

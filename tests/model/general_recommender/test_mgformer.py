@@ -200,10 +200,11 @@ def test_model_is_a_pointwise_general_recommender():
 
 
 @pytest.mark.slow
-def test_compiled_attention_gives_the_eager_loss_and_gradients(tiny_setup):
-    _, eager, _, (train, _, _) = tiny_setup(seed=3)
-    _, compiled, _, _ = tiny_setup(seed=3, compile=True)
-    assert compiled.layers[0].mix.active
+@pytest.mark.parametrize("degree_mask, path", [("sin", "mix"), ("adjacency", "mix_edges")])
+def test_compiled_attention_gives_the_eager_loss_and_gradients(tiny_setup, degree_mask, path):
+    _, eager, _, (train, _, _) = tiny_setup(seed=3, degree_mask=degree_mask)
+    _, compiled, _, _ = tiny_setup(seed=3, degree_mask=degree_mask, compile=True)
+    assert getattr(compiled.layers[0], path).active
     batch = next(iter(train))
     losses = [model.calculate_loss(batch) for model in (eager, compiled)]
     torch.testing.assert_close(losses[1], losses[0])
@@ -211,7 +212,9 @@ def test_compiled_attention_gives_the_eager_loss_and_gradients(tiny_setup):
         loss.backward()
     for (name, p_eager), (_, p_compiled) in zip(eager.named_parameters(), compiled.named_parameters()):
         torch.testing.assert_close(p_compiled.grad, p_eager.grad, msg=name)
-    assert compiled.layers[0].mix.active  # it really ran compiled, with no fallback
+    assert getattr(compiled.layers[0], path).active  # it really ran compiled, with no fallback
+    eager.eval(), compiled.eval()
+    torch.testing.assert_close(compiled.full_sort_predict(batch), eager.full_sort_predict(batch))  # all n queries
 
 
 def test_structural_scale_multiplies_the_encodings(tiny_setup):
