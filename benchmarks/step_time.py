@@ -78,12 +78,13 @@ def step_flops(model, optimizer, batch):
     eager = [block.attention if isinstance(block, AttentionBlock) else block for block in blocks]
     saved = []
     for layer in eager:  # count the eager functions (compiled code hides its matmuls), keeping what they keep
-        saved.append((layer, layer.mix, layer.chunk_functions))
-        layer.mix, layer.chunk_functions = layer._mix, ChunkFunctions(keep=layer.chunk_functions.keep)
+        saved.append((layer, layer.mix, layer.mix_edges, layer.chunk_functions))
+        layer.mix, layer.mix_edges = layer._mix, layer._mix_edges
+        layer.chunk_functions = ChunkFunctions(keep=layer.chunk_functions.keep)
     with FlopCounterMode(display=False) as counter:
         train_step(model, optimizer, batch)
-    for layer, mix, functions in saved:
-        layer.mix, layer.chunk_functions = mix, functions
+    for layer, mix, mix_edges, functions in saved:
+        layer.mix, layer.mix_edges, layer.chunk_functions = mix, mix_edges, functions
     return counter.get_total_flops()
 
 
