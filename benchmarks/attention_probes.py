@@ -165,6 +165,7 @@ def write_table(results, dataset, runs_dir):
 
 def main(argv=None):
     from recbole_mgformer.benchmark import parse_entry, split_models
+    from recbole_mgformer.benchmark.claims import Busy
     from recbole_mgformer.benchmark.entries import comma_list
     from recbole_mgformer.cli import parse_overrides
 
@@ -198,7 +199,11 @@ def main(argv=None):
         except ValueError as error:
             parser.error(str(error))
         for index, run in enumerate(runs, start=1):
-            record = run.execute()
+            try:
+                record = run.execute()
+            except Busy as busy:  # another process sharing these folders trains it
+                print(f"[{index}/{len(runs)}] {run.label}: skipped, {busy}", flush=True)
+                continue
             outcome = "record exists, skipped" if record is None else (
                 f"test NDCG@20 {record['test']['ndcg@20']:.4f}, best epoch {record['best_epoch']} of "
                 f"{record['epochs']}, {record['train_seconds_per_epoch']:.1f} s/epoch")

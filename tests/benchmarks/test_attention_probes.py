@@ -7,6 +7,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.attention_probes import control_of, main, paired_delta  # noqa: E402
+from conftest import held_elsewhere  # noqa: E402
 
 TINY = ["--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--state=WARNING", "--embedding_size=8"]
 
@@ -77,3 +78,13 @@ def test_the_paired_delta_matches_seeds():
                "test": {"ndcg@20": 0.9}}]
     assert paired_delta(variant, control) == "+0.0200 ± 0.0141 (2)"
     assert paired_delta(variant, []) == ""
+
+
+def test_a_probe_another_process_trains_is_skipped_not_a_crash(tiny_data, tmp_path, capsys):
+    args = probe_args(tiny_data, tmp_path, "MGFormer[attention=False]", epochs=1)
+    with held_elsewhere(tmp_path / "saved" / "tiny" / "mgformer-attention-false-seed0.lock") as holder:
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"MGFormer attention=False on tiny, seed 0: skipped, another process (pid {holder.pid}) holds" in out
+    runs = tmp_path / "results" / "exploration" / "runs" / "tiny"
+    assert not (runs / "probe-mgformer-attention-false-seed0.json").exists()
