@@ -136,6 +136,7 @@ time.sleep(600)
 @contextmanager
 def held_elsewhere(path):
     """Another process holding the claim at ``path`` until the block ends, then killed (no clean release)."""
+    pytest.importorskip("fcntl")  # no claims without flock
     path.parent.mkdir(parents=True, exist_ok=True)
     holder = subprocess.Popen([sys.executable, "-c", HOLD_A_CLAIM, str(path)], stdout=subprocess.PIPE, text=True)
     try:
