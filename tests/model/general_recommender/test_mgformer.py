@@ -213,7 +213,8 @@ def test_compiled_attention_gives_the_eager_loss_and_gradients(tiny_setup, degre
     for (name, p_eager), (_, p_compiled) in zip(eager.named_parameters(), compiled.named_parameters()):
         torch.testing.assert_close(p_compiled.grad, p_eager.grad, msg=name)
     assert getattr(compiled.layers[0], path).active  # it really ran compiled, with no fallback
-    eager.eval(), compiled.eval()
+    for model in (eager, compiled):
+        model.eval()
     torch.testing.assert_close(compiled.full_sort_predict(batch), eager.full_sort_predict(batch))  # all n queries
 
 
