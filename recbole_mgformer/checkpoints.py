@@ -13,6 +13,7 @@ from recbole.data import create_dataset, data_preparation
 from recbole.utils import init_seed
 
 from recbole_mgformer.compat import init_logger
+from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.registry import get_model
 from recbole_mgformer.trainer import load_checkpoint
 
@@ -66,6 +67,7 @@ def load_data_and_model(model_file, config_dict=None, log=True):
     checkpoint = load_checkpoint(str(model_file))
     config = config_from_checkpoint(checkpoint["config"], config_dict)
     init_seed(config["seed"], config["reproducibility"])
+    flush_subnormals()
     if log:
         init_logger(config)
     logger = getLogger()

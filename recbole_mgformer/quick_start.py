@@ -22,6 +22,7 @@ from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.duplicates import apply_duplicate_policy
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.defaults import benchmark_config_file, dataset_config_file, model_config_file
+from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.distributed import (
     DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, make_shared_folders,
     shard_evaluation,
@@ -58,6 +59,7 @@ def prepare(config):
     """Dataset, splits, model and trainer for ``config``, the way ``run_recbole`` makes them."""
     model_class = get_model(config["model"])
     init_seed(config["seed"], config["reproducibility"])
+    flush_subnormals()
     ensure_dataset(config["dataset"], Path(config["data_path"]).parent)  # known datasets, imported on first use
     apply_duplicate_policy(config, validate_dataset_files(config))
     dataset = create_dataset(config)

@@ -36,6 +36,18 @@ def test_runner_returns_run_recbole_dict(tiny_data):
     assert result["best_valid_score"] == result["best_valid_result"]["ndcg@20"]
 
 
+def test_a_run_flushes_subnormal_numbers_to_zero(tiny_data):
+    # A weight that stops learning decays below float32's normal range; the CPU multiplies such numbers 40x slower.
+    code = (
+        "import torch; from recbole_mgformer import run_recommender; "
+        "assert torch.tensor([1e-39]).mul(1.0).item() != 0; "
+        f"run_recommender('MGFormer', 'tiny', config_dict={{'data_path': {str(tiny_data)!r}, 'epochs': 1, "
+        "'embedding_size': 8, 'show_progress': False, 'state': 'WARNING'}); "
+        "assert torch.tensor([1e-39]).mul(1.0).item() == 0, 'subnormals were kept'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_training_does_not_import_ray(tiny_data):
     code = (
         "import sys; from recbole_mgformer import run_recommender; "

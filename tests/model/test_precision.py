@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from recbole_mgformer.model.precision import bf16_is_native, matmul, resolve_precision
+from recbole_mgformer.model.precision import bf16_is_native, flush_subnormals, matmul, resolve_precision
 
 
 def test_explicit_precisions_resolve_to_their_dtype():
@@ -32,3 +32,18 @@ def test_matmul_rounds_its_inputs_and_returns_fp32_with_gradients():
     out.sum().backward()
     assert a.grad.dtype == torch.float32
     torch.testing.assert_close(matmul(a, b), a @ b)
+
+
+SUBNORMAL = 1e-39  # below float32's smallest normal, 1.2e-38
+
+
+def test_flush_subnormals_reads_and_writes_them_as_zero():
+    torch.set_flush_denormal(False)
+    try:
+        assert (torch.full((4,), SUBNORMAL) * 1.0).ne(0).all()  # kept: the test would pass without the flush
+        flush_subnormals()
+        weights = torch.full((8, 8), SUBNORMAL)
+        assert (torch.ones(8, 8) @ weights).eq(0).all()
+        assert (torch.full((4,), 1e-20) * 1e-20).eq(0).all()  # 1e-40: a product that would be subnormal
+    finally:
+        torch.set_flush_denormal(False)
