@@ -19,10 +19,35 @@ def test_a_claim_held_elsewhere_is_busy_until_its_process_dies(tmp_path):
         with pytest.raises(Busy, match=re.escape(f"another process (pid {holder.pid}) holds {path}")):
             with claim(path):
                 pass
-    with claim(path):  # killed, not released: the system dropped its lock
+    assert path.exists()  # killed, not released: its file stays, but the system dropped its lock
+    with claim(path):
         assert path.read_text() == f"{os.getpid()}\n"
-    with claim(path):  # released on leaving the block
+    assert not path.exists()  # released on leaving the block, file and all
+    with claim(path):
         pass
+
+
+def test_a_claim_whose_file_is_removed_by_the_holder_before_it_is_locked_takes_the_new_file(tmp_path, monkeypatch):
+    # the race that removing the file opens: the next process opens the old file, the holder releases and removes it,
+    # then the next process locks the removed file and a third creates and locks a new one; both would run
+    path = tmp_path / "run.lock"
+    path.write_text("")
+    real_open = open
+    raced = []
+
+    def open_then_lose_the_race(file, *args, **kwargs):
+        handle = real_open(file, *args, **kwargs)
+        if not raced:
+            raced.append(file)
+            os.unlink(path)  # the holder's release, between this open and this lock
+            path.write_text("")  # and the third process's new file
+        return handle
+
+    monkeypatch.setattr("builtins.open", open_then_lose_the_race)
+    with claim(path):
+        assert raced
+        assert path.read_text() == f"{os.getpid()}\n"  # written to the file at the path, not the removed one
+    assert not path.exists()
 
 
 def test_the_benchmark_skips_a_run_another_process_trains_and_trains_it_once_free(tiny_data, tmp_path, capsys):
