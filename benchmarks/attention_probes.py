@@ -37,7 +37,8 @@ SCHEDULE_KEYS = ("epochs", "stopping_step", "learning_rate", "train_batch_size")
 
 def attention_diagnostics(model):
     """What an MGFormer learned of its attention: z's spread (does the sin mask collapse?), and each layer's
-    temperature, residual scale, degree gate and distance of W_V from the identity; {} for other models."""
+    largest |W_Q| and |W_K| entries, temperature, residual scale, degree gate and distance of W_V from the identity;
+    {} for other models."""
     import torch
 
     from recbole_mgformer.model.attention_options import AttentionBlock, query_temperature
@@ -52,7 +53,8 @@ def attention_diagnostics(model):
         for index, layer in enumerate(model.layers):
             block = layer if isinstance(layer, AttentionBlock) else None
             attention = block.attention if block is not None else layer
-            learned = {}
+            learned = {"query_max_abs": attention.query.weight.abs().max().item(),  # both near 0: a plain mean
+                       "key_max_abs": attention.key.weight.abs().max().item()}
             if query_temperature(attention) is not None:
                 learned["temperature"] = query_temperature(attention).item()
             if block is not None:

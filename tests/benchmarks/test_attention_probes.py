@@ -31,6 +31,7 @@ def test_probes_write_records_a_table_and_resume(tiny_data, tmp_path, capsys):
     learned = gated["attention_diagnostics"]
     assert 0 < learned["z"]["min"] <= learned["z"]["max"] < 1
     assert {"temperature", "gate_slope", "gate_bias", "residual_scale"} <= set(learned["layer0"])
+    assert learned["layer0"]["query_max_abs"] > 0 and learned["layer0"]["key_max_abs"] > 0
     assert control["attention_diagnostics"] == {} and gated["train_seconds_per_epoch"] > 0
     table = (tmp_path / "results" / "notes" / "attention-probes-tiny.md").read_text()
     assert "| MGFormer attention=False | 1 |" in table
