@@ -67,7 +67,7 @@ def load_data_and_model(model_file, config_dict=None, log=True):
     checkpoint = load_checkpoint(str(model_file))
     config = config_from_checkpoint(checkpoint["config"], config_dict)
     init_seed(config["seed"], config["reproducibility"])
-    flush_subnormals()
+    flush_subnormals(config)
     if log:
         init_logger(config)
     logger = getLogger()

@@ -31,10 +31,11 @@ ESCAPE_KEY = "extra_config_keys"
 RECBOLE_DIR = Path(recbole.__file__).resolve().parent
 RECBOLE_PACKAGES = ("config", "data", "trainer", "evaluator", "sampler", "utils", "quick_start")
 # Keys of this project's data-parallel runs (distributed.py, run_recommender), and the escape hatch.
-# Read by this project's runner, not by a model: data-parallel settings, and a dataset config's benchmark table,
-# results page and the dataset whose files it reads (benchmark/datasets.py, data/sources.py).
+# Read by this project's runner, not by a model: data-parallel settings, a dataset config's benchmark table,
+# results page and the dataset whose files it reads (benchmark/datasets.py, data/sources.py), and whether a run
+# flushes subnormal numbers (model/precision.py).
 PROJECT_KEYS = {"nproc", "world_size", "ip", "port", "offset", "local_rank", "dist_backend", "dist_timeout",
-                "benchmark_table", "benchmark_page", "dataset_source", ESCAPE_KEY}
+                "benchmark_table", "benchmark_page", "dataset_source", "flush_subnormals", ESCAPE_KEY}
 # config["key"], settings["key"], final_config_dict["key"], config.get("key"), and options.choice(config, "key")
 _READ_PATTERNS = (
     re.compile(r"""\w*(?:config|settings)\w*\[\s*["'](\w+)["']\s*\]"""),

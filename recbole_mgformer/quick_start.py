@@ -59,7 +59,7 @@ def prepare(config):
     """Dataset, splits, model and trainer for ``config``, the way ``run_recbole`` makes them."""
     model_class = get_model(config["model"])
     init_seed(config["seed"], config["reproducibility"])
-    flush_subnormals()
+    flush_subnormals(config)
     ensure_dataset(config["dataset"], Path(config["data_path"]).parent)  # known datasets, imported on first use
     apply_duplicate_policy(config, validate_dataset_files(config))
     dataset = create_dataset(config)

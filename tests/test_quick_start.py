@@ -36,8 +36,8 @@ def test_runner_returns_run_recbole_dict(tiny_data):
     assert result["best_valid_score"] == result["best_valid_result"]["ndcg@20"]
 
 
-def test_a_run_flushes_subnormal_numbers_to_zero(tiny_data):
-    # A weight that stops learning decays below float32's normal range; the CPU multiplies such numbers 40x slower.
+def test_a_run_flushes_subnormal_numbers_to_zero_unless_told_not_to(tiny_data):
+    # A weight that stops learning can decay below float32's normal range, where the CPU computes many times slower
     code = (
         "import torch; from recbole_mgformer import run_recommender; "
         "assert torch.tensor([1e-39]).mul(1.0).item() != 0; "
@@ -46,6 +46,10 @@ def test_a_run_flushes_subnormal_numbers_to_zero(tiny_data):
         "assert torch.tensor([1e-39]).mul(1.0).item() == 0, 'subnormals were kept'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+    kept = code.replace("'state': 'WARNING'}", "'state': 'WARNING', 'flush_subnormals': False}").replace(
+        "item() == 0, 'subnormals were kept'", "item() != 0, 'flush_subnormals: False flushed them'")
+    assert "'flush_subnormals': False" in kept and "!= 0, 'flush_subnormals" in kept
+    subprocess.run([sys.executable, "-c", kept], check=True)
 
 
 def test_training_does_not_import_ray(tiny_data):

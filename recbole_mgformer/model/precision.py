@@ -43,15 +43,17 @@ def resolve_precision(name, device):
     return torch.bfloat16 if name == "bf16" else torch.float32
 
 
-def flush_subnormals():
+def flush_subnormals(config=None):
     """CPU arithmetic from here on reads and writes numbers below float32's smallest normal (1.2e-38) as zero, in
-    the whole process: a run calls it once, as it calls RecBole's ``init_seed``.
+    the whole process, unless ``config`` says ``flush_subnormals: False``: a run calls it once, as it calls RecBole's
+    ``init_seed``.
 
     Weights that stop learning can decay into that range under Adam (MGFormer's key projection under
     ``degree_mask: adjacency`` reached 5e-34 by epoch 9 of one Beauty run), and x86 CPUs take subnormal inputs
     through microcode: that run's next epoch, after 80 s epochs, was unfinished after 11 minutes, at 20 s a step.
     Zero in their place changes no result."""
-    torch.set_flush_denormal(True)
+    if config is None or config["flush_subnormals"] is not False:
+        torch.set_flush_denormal(True)
 
 
 def matmul(a, b, dtype=torch.float32):
