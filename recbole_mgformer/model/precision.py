@@ -49,9 +49,10 @@ def flush_subnormals(config=None):
     ``init_seed``.
 
     Weights that stop learning can decay into that range under Adam (MGFormer's key projection under
-    ``degree_mask: adjacency`` reached 5e-34 by epoch 9 of one Beauty run), and x86 CPUs take subnormal inputs
-    through microcode: that run's next epoch, after 80 s epochs, was unfinished after 11 minutes, at 20 s a step.
-    Zero in their place changes no result."""
+    ``degree_mask: adjacency`` reached 5e-34 by epoch 9 of one Beauty run), and x86 CPUs compute with subnormals
+    through microcode: that run's next epoch, after 80 s epochs, was unfinished after 11 minutes, at 20 s a step
+    (``benchmarks/subnormal_step.py`` rebuilds the state: a step 23.5x slower). Zero in their place changes no
+    result."""
     if config is None or config["flush_subnormals"] is not False:
         torch.set_flush_denormal(True)
 
