@@ -37,8 +37,8 @@ DEFAULT_MODELS = ",".join([
 ])
 
 
-def build(model, dataset, batch_size, overrides, n_batches, device):
-    """Model, Adam, and ``n_batches`` training batches already on the device."""
+def build(model, dataset, batch_size, overrides, n_batches, device, config_files=()):
+    """Model, Adam, and ``n_batches`` training batches already on the device; ``config_files`` under ``overrides``."""
     import torch
 
     from recbole_mgformer.data.sources import ensure_dataset
@@ -46,7 +46,7 @@ def build(model, dataset, batch_size, overrides, n_batches, device):
 
     config_dict = {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, "device": device,
                    **overrides}
-    config, _ = build_config(model, dataset, config_dict=config_dict)
+    config, _ = build_config(model, dataset, list(config_files), config_dict=config_dict)
     ensure_dataset(dataset, Path(config["data_path"]).parent)  # RecBole's data_path ends in /<dataset>
     instance, trainer, (train_data, _, _) = prepare(config)
     batches = []

@@ -28,6 +28,7 @@ TUNED_ADJACENCY = "MGFormer[precision=fp32; degree_mask=adjacency]"
 def main(argv=None):
     import torch
 
+    from benchmarks.inspect_attention import PROJECTION
     from benchmarks.recorded_run import timing_provenance, write_table
     from benchmarks.step_time import build, train_step
     from recbole_mgformer.benchmark import parse_entry
@@ -48,10 +49,7 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     commit = git_commit(ROOT)
     model_name, overrides = parse_entry(args.model)
-    tuned = tuned_config_file(model_name, args.dataset)
-    if tuned:  # the benchmark's tuned settings under the entry's own, as the leaderboard trains it
-        import yaml
-        overrides = {**yaml.safe_load(Path(tuned).read_text()), **overrides}
+    tuned = tuned_config_file(model_name, args.dataset)  # under the entry's own settings, as the leaderboard trains
     if args.data_path:
         overrides["data_path"] = args.data_path
     runs = []
@@ -59,8 +57,10 @@ def main(argv=None):
                                    (f"keys x {args.key_scale:g}, subnormals kept", args.key_scale, False),
                                    (f"keys x {args.key_scale:g}, subnormals flushed", args.key_scale, True)):
         # built afresh each time (same seed, same weights): a deep copy would share the compiled attention
-        model, optimizer, batches, _ = build(model_name, args.dataset, args.batch_size, overrides, args.steps, "cpu")
-        keys = [module.key.weight for module in model.modules() if hasattr(module, "key")]
+        model, optimizer, batches, _ = build(model_name, args.dataset, args.batch_size, overrides, args.steps, "cpu",
+                                             [tuned] if tuned else [])
+        keys = [weight for name, weight in model.named_parameters()
+                if (match := PROJECTION.fullmatch(name)) and match["name"] == "key"]
         if not keys:
             parser.error(f"{args.model} has no key projection to shrink")
         with torch.no_grad():
