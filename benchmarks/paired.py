@@ -8,26 +8,25 @@ leaderboard, a row is the records of one section: those from the equal-budget se
 of the same stem (still beside them until each tuned seed retires its namesake) with ``--older``.
 """
 import argparse
-import json
 import re
 from pathlib import Path
 
-from recbole_mgformer.benchmark.stats import paired_verdict, read_per_user, verdict_text
+from recbole_mgformer.benchmark import general, stats
+from recbole_mgformer.benchmark.render import read_records
+from recbole_mgformer.benchmark.stats import paired_verdict, verdict_text
 
 RUNS = Path(__file__).resolve().parents[1] / "results" / "runs"
 
 
 def per_user_by_seed(runs_dir, stem, tuned=True):
-    """``{seed: {user: value}}`` from the ``<stem>-seed<k>.json`` records of one section (``tuned``: records of an
-    equal-budget search, else the older runs) that stored per-user values."""
-    by_seed = {}
-    for path in sorted(Path(runs_dir).glob(f"{stem}-seed*.json")):
-        match = re.fullmatch(rf"{re.escape(stem)}-seed(\d+)\.json", path.name)
-        if not match or bool(json.loads(path.read_text()).get("tuning")) != tuned:
-            continue
-        values = read_per_user(path)
-        if values is not None:
-            by_seed[int(match.group(1))] = values
+    """``{seed: {user: value}}`` of one row: the ``<stem>-seed<k>.json`` records in ``runs_dir`` of one section of
+    the leaderboard (``general.sections``), an equal-budget search's (``tuned``) or the older runs'."""
+    own = [r for r in read_records(runs_dir) if re.fullmatch(rf"{re.escape(stem)}-seed\d+\.json", Path(r["_path"]).name)]
+    chosen = [(budget, records) for budget, records in general.sections(own) if (budget is not None) == tuned]
+    if len(chosen) > 1:
+        raise SystemExit(f"the records of {stem!r} come from searches of different budgets ("
+                         + "; ".join(budget for budget, _ in chosen) + "): they are separate rows")
+    by_seed = stats.per_user_by_seed(chosen[0][1]) if chosen else {}
     if not by_seed:
         section = "from an equal-budget search (add --older for the older runs)" if tuned else "of older runs"
         raise SystemExit(f"no records {section} with per-user values for {stem!r} in {runs_dir}: name a row by its "

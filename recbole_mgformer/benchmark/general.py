@@ -6,7 +6,7 @@ searches (records with ``tuning``) get a section per budget, apart from older ru
 import statistics
 
 from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS
-from recbole_mgformer.benchmark.stats import (format_p, mean_ci, paired_verdict, read_per_user, relation_text,
+from recbole_mgformer.benchmark.stats import (format_p, mean_ci, paired_verdict, per_user_by_seed, relation_text,
                                               verdict_text)
 from recbole_mgformer.model.general_recommender.mgformer import MGFormer
 from recbole_mgformer.records import by_variant
@@ -72,8 +72,7 @@ def _per_user_by_seed(row):
     """``{seed: {user: NDCG@20}}`` of a row's records that stored per-user values, read once per row (each row is
     paired with several others)."""
     if "per_user" not in row:
-        values = {r["seed"]: read_per_user(r["_path"]) for r in row["records"] if r.get("per_user") and r.get("_path")}
-        row["per_user"] = {seed: users for seed, users in values.items() if users}
+        row["per_user"] = per_user_by_seed(row["records"])
     return row["per_user"]
 
 

@@ -20,26 +20,28 @@ def is_run_record(record):
     return "valid" in record and "test" in record and "seed" in record
 
 
+def read_records(folder):
+    """The run records of one dataset's folder; records of the retired context script named the variant in
+    ``model`` alone, so ``variant`` defaults to it, and an attention probe's variant names its schedule. Each record
+    knows its file (``_path``), where the per-user values beside it are found."""
+    records = []
+    for path in sorted(Path(folder).glob("*.json")):
+        record = json.loads(path.read_text())
+        if is_run_record(record):
+            records.append({**record, "_path": str(path)})
+    for record in records:
+        record.setdefault("variant", record["model"])
+        schedule = record.get("probe_schedule")
+        if schedule:  # a short-schedule probe (benchmarks/attention_probes.py) is a row of its own
+            record["variant"] += f" ({schedule['epochs']}-epoch probe)"
+    return records
+
+
 def records_by_dataset(runs_dir):
-    """Run records by dataset, the name of their folder; records of the retired context script named the variant
-    in ``model`` alone, so ``variant`` defaults to it, and an attention probe's variant names its schedule. Each
-    record knows its file (``_path``), where the per-user values beside it are found."""
+    """Run records (:func:`read_records`) by dataset, the name of their folder."""
     folders = sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()) if Path(runs_dir).is_dir() else []
-    by_dataset = {}
-    for folder in folders:
-        records = []
-        for path in sorted(folder.glob("*.json")):
-            record = json.loads(path.read_text())
-            if is_run_record(record):
-                records.append({**record, "_path": str(path)})
-        for record in records:
-            record.setdefault("variant", record["model"])
-            schedule = record.get("probe_schedule")
-            if schedule:  # a short-schedule probe (benchmarks/attention_probes.py) is a row of its own
-                record["variant"] += f" ({schedule['epochs']}-epoch probe)"
-        if records:
-            by_dataset[folder.name] = records
-    return by_dataset
+    by_dataset = {folder.name: read_records(folder) for folder in folders}
+    return {dataset: records for dataset, records in by_dataset.items() if records}
 
 
 def pages(by_dataset):

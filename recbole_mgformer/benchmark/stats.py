@@ -65,6 +65,12 @@ def read_per_user(record_path):
     return dict(zip(payload["users"], payload["values"]))
 
 
+def per_user_by_seed(records):
+    """``{seed: {user: value}}`` of the records (each knowing its file, ``_path``) that stored per-user values."""
+    values = {r["seed"]: read_per_user(r["_path"]) for r in records if r.get("per_user") and r.get("_path")}
+    return {seed: users for seed, users in values.items() if users}
+
+
 def paired(a_by_seed, b_by_seed):
     """Two models' per-user values paired by (seed, user): two equal-length lists over the seeds and users both have."""
     a, b = [], []

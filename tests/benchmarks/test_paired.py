@@ -10,13 +10,19 @@ from benchmarks.paired import main, per_user_by_seed  # noqa: E402
 from recbole_mgformer.benchmark.stats import write_per_user  # noqa: E402
 
 
-TUNED = json.dumps({"tuning": {"text": "random search of 8 trials"}})
+TUNED = {"tuning": {"text": "random search of 8 trials"}}
+
+
+def write_record(path, seed, extra):
+    """A run record as the benchmark writes it, as far as the leaderboard's grouping reads it."""
+    path.write_text(json.dumps({"model": "M", "seed": seed, "valid": {"ndcg@20": 0.1}, "test": {"ndcg@20": 0.1},
+                                "per_user": {"file": "x", "metric": "ndcg@20"}, **extra}))
 
 
 def write_row(folder, stem, seeds, values_of, record=TUNED):
     for seed in seeds:
         path = folder / f"{stem}-seed{seed}.json"
-        path.write_text(record)
+        write_record(path, seed, record)
         write_per_user(path, {f"u{user}": values_of(seed, user) for user in range(40)})
 
 
@@ -35,7 +41,7 @@ def test_a_row_better_for_every_user_is_ahead_and_an_equal_one_level(tmp_path):
 def test_only_the_rows_own_seed_records_count(tmp_path):
     write_row(tmp_path, "mgformer", [0], lambda seed, user: 0.1)
     write_row(tmp_path, "mgformer-x", [1], lambda seed, user: 0.2)
-    (tmp_path / "mgformer-seed2-copy.json").write_text(TUNED)  # matches the glob, not a seed record
+    write_record(tmp_path / "mgformer-seed2-copy.json", 2, TUNED)  # matches the glob, not a seed record
     write_per_user(tmp_path / "mgformer-seed2-copy.json", {"u0": 0.3})
     assert list(per_user_by_seed(tmp_path, "mgformer")) == [0]
 
@@ -43,7 +49,7 @@ def test_only_the_rows_own_seed_records_count(tmp_path):
 def test_a_row_is_one_sections_records_as_on_the_leaderboard(tmp_path):
     # a tuned seed 0 beside an older run's seed 2 of the same stem, not yet retired: two rows, never pooled
     write_row(tmp_path, "simgcl", [0], lambda seed, user: 0.3)
-    write_row(tmp_path, "simgcl", [2], lambda seed, user: 0.1, record="{}")
+    write_row(tmp_path, "simgcl", [2], lambda seed, user: 0.1, record={})
     assert list(per_user_by_seed(tmp_path, "simgcl")) == [0]
     assert list(per_user_by_seed(tmp_path, "simgcl", tuned=False)) == [2]
 
@@ -51,6 +57,13 @@ def test_a_row_is_one_sections_records_as_on_the_leaderboard(tmp_path):
 def test_an_unknown_row_names_what_to_pass(tmp_path):
     with pytest.raises(SystemExit, match="record stem"):
         per_user_by_seed(tmp_path, "nope")
-    write_row(tmp_path, "bpr", [0], lambda seed, user: 0.3, record="{}")
+    write_row(tmp_path, "bpr", [0], lambda seed, user: 0.3, record={})
     with pytest.raises(SystemExit, match="--older"):
         per_user_by_seed(tmp_path, "bpr")
+
+
+def test_a_stem_searched_under_two_budgets_is_two_rows(tmp_path):
+    write_row(tmp_path, "sgl", [0], lambda seed, user: 0.3)
+    write_row(tmp_path, "sgl", [1], lambda seed, user: 0.3, record={"tuning": {"text": "random search of 16 trials"}})
+    with pytest.raises(SystemExit, match="different budgets"):
+        per_user_by_seed(tmp_path, "sgl")
