@@ -21,7 +21,8 @@ RUNS = Path(__file__).resolve().parents[1] / "results" / "runs"
 def per_user_by_seed(runs_dir, stem, tuned=True):
     """``{seed: {user: value}}`` of one row: the ``<stem>-seed<k>.json`` records in ``runs_dir`` of one section of
     the leaderboard (``general.sections``), an equal-budget search's (``tuned``) or the older runs'."""
-    own = [r for r in read_records(runs_dir) if re.fullmatch(rf"{re.escape(stem)}-seed\d+\.json", Path(r["_path"]).name)]
+    name = re.compile(rf"{re.escape(stem)}-seed\d+\.json")
+    own = [r for r in read_records(runs_dir) if name.fullmatch(Path(r["_path"]).name)]
     chosen = [(budget, records) for budget, records in general.sections(own) if (budget is not None) == tuned]
     if len(chosen) > 1:
         raise SystemExit(f"the records of {stem!r} come from searches of different budgets ("
