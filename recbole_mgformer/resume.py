@@ -66,12 +66,15 @@ class RunTimer:
         return best
 
     def summary(self, bigger=True):
-        """The record's fields about the epochs: best and count, validation history, resume, mean timings."""
+        """The record's fields about the epochs: best and count, validation and timing histories, resume, mean
+        timings."""
         return {
             "best_epoch": self.best_epoch(bigger), "epochs": self.epochs(),
             "valid_history": [list(pair) for pair in self.valid_scores],  # (epoch, score) of every evaluation
             "resumed_from_epoch": self.resumed_from,
             "train_seconds_per_epoch": round(statistics.mean(self.train_seconds), 3) if self.train_seconds else None,
+            # (epoch, seconds) of every timed epoch: a mean hides the few slow epochs of a stall
+            "train_history": [[self.first_epoch + i, round(s, 2)] for i, s in enumerate(self.train_seconds)],
             "valid_seconds_per_evaluation": (round(statistics.mean(self.valid_seconds), 3) if self.valid_seconds
                                              else None),
         }

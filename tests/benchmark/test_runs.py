@@ -135,6 +135,7 @@ def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, m
     assert "resuming BPR on tiny, seed 0 at epoch 3" in capsys.readouterr().out
     record = json.loads((tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json").read_text())
     assert record["epochs"] == 5 and record["resumed_from_epoch"] == 3
+    assert [epoch for epoch, _ in record["train_history"]] == [0, 1, 2, 3, 4]
     assert not (saved / "bpr-seed0.latest.pth").exists() and (saved / "bpr-seed0.pth").exists()
 
 
@@ -162,6 +163,7 @@ def test_a_run_started_before_the_timings_moved_into_the_checkpoint_resumes_with
     assert record["epochs"] == 4 and record["resumed_from_epoch"] == 3
     # a history that does not cover the epochs before the resume is dropped, not spliced in shifted
     assert [epoch for epoch, _ in record["valid_history"]] == ([0, 1, 2, 3] if history_kept else [2, 3])
+    assert [epoch for epoch, _ in record["train_history"]] == ([0, 1, 2, 3] if history_kept else [3])
     assert not list(saved.glob("*.latest.*"))
 
 
