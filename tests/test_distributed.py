@@ -82,8 +82,8 @@ def test_a_failing_rank_stops_the_others_with_its_error():
 
 
 def _rank_one_stalls(local_rank, data_path, port):
-    build_config("BPR", "tiny", config_dict={
-        **DDP_CONFIG, "data_path": data_path, **rank_settings(local_rank, port), "dist_timeout": 5})
+    build_config("BPR", "tiny", config_dict={  # gloo on CPUs: two ranks would need two GPUs where one is visible
+        **DDP_CONFIG, "data_path": data_path, **rank_settings(local_rank, port), "dist_timeout": 5, "use_gpu": False})
     if local_rank == 1:
         time.sleep(120)  # alive, but never joins the next collective
     dist.barrier()
