@@ -3,15 +3,20 @@
 # torch, numpy, pandas and scipy, but no RecBole): pass RecBole's wheels in a folder (default .whl, made on a
 # machine with pip access by `pip download --no-deps --python-version 3.12 ... recbole==1.2.1 colorlog==4.7.2
 # texttable thop`) and the imported atomic files in dataset/.
-# Usage: bash benchmarks/gpu_check.sh OUT_DIR [SECONDS_FOR_TRAINING]
+# Usage: bash benchmarks/gpu_check.sh OUT_DIR [SECONDS_FOR_TRAINING] [MODELS] [SEEDS]
 #   1. one training step of LightGCN, DirectAU, MGFormer without attention and MGFormer in fp32 and bf16 on the GPU,
-#      side by side (benchmarks/step_time.py), into results/performance/<gpu>/;
-#   2. the amazon-beauty campaign's `feature_map: focused` seeds 2 and 1 on the GPU (fp32, as the campaign's other
-#      MGFormer rows), for as long as SECONDS_FOR_TRAINING allows (default 300); a finished seed writes its record.
+#      side by side (benchmarks/step_time.py), into results/performance/<gpu>/, and MGFormer with the whole key side
+#      in one chunk (key_chunk_size is sized for a CPU's cache; on the H200 the step was launch-bound);
+#   2. amazon-beauty campaign runs on the GPU (MODELS, default its `feature_map: focused` ablation, at SEEDS, default
+#      2,1, as on 2026-11-27; fp32 where a model has the option, as the campaign's rows), for as long as
+#      SECONDS_FOR_TRAINING allows (default 300); a finished seed writes its record, and a run whose record exists is
+#      skipped. A model's equal-budget search must have landed first (this image has no Ray to run one).
 # Everything it writes lands in OUT_DIR/results.tgz, its log in OUT_DIR/log.txt.
 set -uo pipefail
-out=${1:?usage: $0 OUT_DIR [SECONDS_FOR_TRAINING]}
+out=${1:?usage: $0 OUT_DIR [SECONDS_FOR_TRAINING] [MODELS] [SEEDS]}
 train_seconds=${2:-300}
+models=${3:-MGFormer[feature_map=focused]}
+seeds=${4:-2,1}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 exec > >(tee "$out/log.txt") 2>&1
@@ -26,14 +31,22 @@ touch /tmp/gpu_check.start
 
 SECONDS=0
 timeout 170 python3 benchmarks/step_time.py --device cuda --repeats 5 --steps 20 --warmup 5 \
-  --models "LightGCN,DirectAU,MGFormer[attention=False],MGFormer[precision=fp32],MGFormer[precision=bf16]" \
+  --models "LightGCN,DirectAU,MGFormer[attention=False],MGFormer[precision=fp32],MGFormer[precision=bf16],MGFormer[precision=fp32; key_chunk_size=65536]" \
   --results "results/performance/$gpu"
 echo "step_time: exit $?, ${SECONDS} s"
 
 SECONDS=0
-timeout "$train_seconds" python3 -m recbole_mgformer.benchmark --datasets amazon-beauty --seeds 2,1 \
-  --models "MGFormer[feature_map=focused]" --precision=fp32 --device=cuda --checkpoint_dir /tmp/gpu_check_ckpt
-echo "focused seeds: exit $?, ${SECONDS} s"
+python3 - "$models" <<'EOF' || exit 1  # no search can run here: each entry's tuned file must be there already
+import sys
+from recbole_mgformer.benchmark import parse_entry, split_models
+from recbole_mgformer.benchmark.tuning import tuned_file_for
+missing = [e for e in split_models(sys.argv[1]) if tuned_file_for(*parse_entry(e), "amazon-beauty") is None]
+sys.exit(f"no tuned file for {missing} on amazon-beauty: let their searches land first" if missing else 0)
+EOF
+precision=$([[ $models == *MGFormer* || $models == *DirectAU* ]] && echo --precision=fp32)
+timeout "$train_seconds" python3 -m recbole_mgformer.benchmark --datasets amazon-beauty --seeds "$seeds" \
+  --models "$models" $precision --device=cuda --checkpoint_dir /tmp/gpu_check_ckpt
+echo "campaign runs ($models, seeds $seeds): exit $?, ${SECONDS} s"
 
 find results -type f -newer /tmp/gpu_check.start -print0 | tar -czf "$out/results.tgz" --null -T -
 tar -tzf "$out/results.tgz"
