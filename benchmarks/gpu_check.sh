@@ -12,6 +12,8 @@
 #      SECONDS_FOR_TRAINING allows (default 300); a finished seed writes its record, and a run whose record exists is
 #      skipped. A model's equal-budget search must have landed first (this image has no Ray to run one).
 # Everything it writes lands in OUT_DIR/results.tgz, its log in OUT_DIR/log.txt.
+# Records name the checkout's commit (git): where the tree travels without .git, send a copy of it and point git
+# there (here: `cp -r .git .gitcopy`, ignored; there: `export GIT_DIR=$PWD/.gitcopy GIT_WORK_TREE=$PWD`).
 set -uo pipefail
 out=${1:?usage: $0 OUT_DIR [SECONDS_FOR_TRAINING] [MODELS] [SEEDS]}
 train_seconds=${2:-300}
