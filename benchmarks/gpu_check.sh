@@ -7,7 +7,8 @@
 #   0. the tests that a visible GPU changes (tests/test_config_check.py, tests/test_distributed.py);
 #   1. one training step of LightGCN, DirectAU, MGFormer without attention and MGFormer in fp32 and bf16 on the GPU,
 #      side by side (benchmarks/step_time.py), into results/performance/<gpu>/, and MGFormer with the whole key side
-#      in one chunk (key_chunk_size is sized for a CPU's cache; on the H200 the step ran its matmuls at 2% of their rate);
+#      in one chunk (key_chunk_size is sized for a CPU's cache; on the H200 the step ran its matmuls at 2% of
+#      their rate);
 #   2. amazon-beauty campaign runs on the GPU (MODELS, default its `feature_map: focused` ablation, at SEEDS, default
 #      2,1, as on 2026-11-27; fp32 where a model has the option, as the campaign's rows), for as long as
 #      SECONDS_FOR_TRAINING allows (default 300); a finished seed writes its record, and a run whose record exists is
