@@ -24,7 +24,9 @@ from conftest import TINY_CONFIG, write_interactions
 ROOT = Path(__file__).resolve().parents[1]
 # 41 users: the 2 ranks' shares of the evaluation users differ in size, and RecBole's padded sampler would
 # count one user twice.
-DDP_CONFIG = {**TINY_CONFIG, "topk": [10], "valid_metric": "NDCG@10", "epochs": 2}
+# use_gpu False: gloo on CPUs wherever the tests run; with one GPU visible, two ranks would each ask for a GPU of
+# their own (the nccl test sets use_gpu itself).
+DDP_CONFIG = {**TINY_CONFIG, "topk": [10], "valid_metric": "NDCG@10", "epochs": 2, "use_gpu": False}
 
 
 
@@ -82,8 +84,8 @@ def test_a_failing_rank_stops_the_others_with_its_error():
 
 
 def _rank_one_stalls(local_rank, data_path, port):
-    build_config("BPR", "tiny", config_dict={  # gloo on CPUs: two ranks would need two GPUs where one is visible
-        **DDP_CONFIG, "data_path": data_path, **rank_settings(local_rank, port), "dist_timeout": 5, "use_gpu": False})
+    build_config("BPR", "tiny", config_dict={
+        **DDP_CONFIG, "data_path": data_path, **rank_settings(local_rank, port), "dist_timeout": 5})
     if local_rank == 1:
         time.sleep(120)  # alive, but never joins the next collective
     dist.barrier()
@@ -195,7 +197,7 @@ def run_py(data_path, port, offset, extra=()):
         [sys.executable, str(ROOT / "run.py"), "--model=BPR", "--dataset=tiny", f"--data_path={data_path}",
          "--nproc=1", "--world_size=2", f"--offset={offset}", "--ip=localhost", f"--port={port}",
          "--epochs=2", "--state=WARNING", "--dist_timeout=20", "--topk=[10]", "--valid_metric=NDCG@10",
-         *extra],
+         "--use_gpu=False", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
