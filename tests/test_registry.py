@@ -3,19 +3,19 @@ import sys
 
 import pytest
 
-from recbole_mgformer.model.general_recommender import DirectAU, MGFormer, SimGCL, XSimGCL
+from recbole_mgformer.model.general_recommender import DirectAU, MGFormer, SGL, SimGCL, XSimGCL
 from recbole_mgformer.registry import available_models, get_model, get_trainer
 from recbole_mgformer.trainer import SafeCheckpointMixin
 
 
-@pytest.mark.parametrize("cls", [MGFormer, SimGCL, XSimGCL, DirectAU], ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cls", [MGFormer, SimGCL, XSimGCL, DirectAU, SGL], ids=lambda cls: cls.__name__)
 def test_project_models_resolve_first_and_case_insensitively(cls):
     assert get_model(cls.__name__) is cls
     assert get_model(cls.__name__.lower()) is cls
     assert cls.__name__ in available_models()
 
 
-@pytest.mark.parametrize("name", ["BPR", "LightGCN", "SGL", "Pop"])
+@pytest.mark.parametrize("name", ["BPR", "LightGCN", "Pop"])
 def test_recbole_models_resolve_by_name(name):
     cls = get_model(name)
     assert cls.__name__ == name and cls.__module__.startswith("recbole.model")

@@ -9,15 +9,17 @@ from recbole_mgformer.model.graph import normalized_adjacency
 
 
 class SharedSparseBuffers:
-    """``copy.deepcopy`` of a model shares its sparse buffers (graphs built from the data, never trained):
+    """``copy.deepcopy`` of a model shares its sparse tensors (graphs built from the data, never trained), held
+    as buffers or plain attributes:
     torch cannot deep-copy a sparse CSR tensor, and RecBole's ``run_recbole`` deep-copies every model to
     count its FLOPs (``get_flops`` in recbole/utils/utils.py)."""
 
     def __deepcopy__(self, memo):
         for module in self.modules():
-            for buffer in module._buffers.values():
-                if buffer is not None and buffer.layout != torch.strided:
-                    memo[id(buffer)] = buffer
+            for value in [*module._buffers.values(), *module.__dict__.values()]:  # buffers, or plain attributes
+                for tensor in value if isinstance(value, (list, tuple)) else [value]:
+                    if isinstance(tensor, torch.Tensor) and tensor.layout != torch.strided:
+                        memo[id(tensor)] = tensor
         copied = self.__class__.__new__(self.__class__)
         memo[id(self)] = copied
         copied.__dict__.update({key: copy.deepcopy(value, memo) for key, value in self.__dict__.items()})

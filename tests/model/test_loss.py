@@ -3,7 +3,8 @@ import math
 
 import torch
 
-from recbole_mgformer.model.loss import alignment_loss, bpr_loss, directau_loss, info_nce_loss, uniformity_loss
+from recbole_mgformer.model.loss import (alignment_loss, bpr_loss, directau_loss, info_nce_loss, info_nce_over_all_nodes,
+                                         uniformity_loss)
 
 
 def direct_uniformity(x):
@@ -103,3 +104,21 @@ def test_uniformity_rejects_empty_blocks():
 
     with pytest.raises(ValueError, match="block_rows must be positive"):
         uniformity_loss(torch.randn(4, 2), block_rows=0)
+
+
+def test_info_nce_over_all_nodes_equals_its_formula_written_out_with_its_gradients():
+    g = torch.Generator().manual_seed(4)
+    candidates = torch.randn(7, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    anchors = torch.randn(4, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    batch, tau = [5, 0, 5, 2], 0.3  # a node may appear twice in a batch
+
+    def cos(a, b):
+        return a @ b / (a.norm() * b.norm())
+
+    expected = sum(torch.log(sum(torch.exp(cos(anchors[k], candidates[j]) / tau) for j in range(7)))
+                   - cos(anchors[k], candidates[node]) / tau for k, node in enumerate(batch))
+    loss = info_nce_over_all_nodes(anchors, candidates[batch], candidates, tau)
+    torch.testing.assert_close(loss, expected)
+    for got, want in zip(torch.autograd.grad(loss, [anchors, candidates]),
+                         torch.autograd.grad(expected, [anchors, candidates])):
+        torch.testing.assert_close(got, want)
