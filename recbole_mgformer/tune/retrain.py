@@ -14,14 +14,16 @@ from recbole_mgformer.tune.trials import _ray_gpu_ids, error_line
 
 def best_settings(request, params):
     """The best configuration as one standalone config: the config files' settings, the fixed settings and the
-    searched values, later ones winning, as RecBole merges them."""
+    searched values, later ones winning, as RecBole merges them; a ``data_path`` only where the search was given
+    one, as it was given (a relative path stays relative to where ``run.py`` runs)."""
     loader = Config._build_yaml_loader(None)
     settings = {}
     for path in request["config_files"]:
         settings.update(yaml.load(Path(path).read_text(), Loader=loader) or {})
     settings.update(request["overrides"])
-    if request["data_path_given"]:
-        settings["data_path"] = request["data_path"]
+    given = request["data_path_given"]  # the path as the user gave it; True in records before 2026-11-27
+    if given:
+        settings["data_path"] = request["data_path"] if given is True else given
     settings.update(params)
     return plain_value(settings)
 

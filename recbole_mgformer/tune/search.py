@@ -83,8 +83,9 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
     raw, source = load_space(space, model, dataset)
     parsed = parse_space(raw, source)
     overrides = dict(config_dict or {})
-    data_path_given = data_path is not None or "data_path" in overrides
-    data_path = str(Path(overrides.pop("data_path", None) or data_path or "dataset").resolve())
+    # the best YAML keeps the path as given (e.g. "dataset"), not this machine's absolute one the trials need
+    data_path_given = overrides.pop("data_path", None) or data_path
+    data_path = str(Path(data_path_given or "dataset").resolve())
     config_files = [str(Path(p).resolve()) for p in (config_files or [])]
     try:
         ensure_dataset(dataset, data_path)
@@ -106,7 +107,8 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
     return {
         "model": model, "dataset": dataset, "space": raw, "space_source": display_path(source),
         "config_files": config_files, "overrides": plain_value(overrides), "data_path": data_path,
-        "data_path_given": data_path_given, "search": search, "samples": 1 if search == "grid" else int(samples),
+        "data_path_given": str(data_path_given) if data_path_given else None,
+        "search": search, "samples": 1 if search == "grid" else int(samples),
         "scheduler": scheduler, "grace_period": max(1, min(int(grace_period), max_t)), "max_t": max_t,
         "search_seed": search_seed, "metric": config["valid_metric"].lower(),
         "mode": "max" if config["valid_metric_bigger"] else "min",
