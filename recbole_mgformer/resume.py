@@ -11,6 +11,8 @@ import time
 
 from recbole.utils import early_stopping
 
+from recbole_mgformer.random_state import capture_random_state, restore_random_state
+
 LATEST_SUFFIX = ".latest.pth"  # beside <run>.pth, the best epoch
 
 
@@ -100,8 +102,9 @@ def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progr
     """``trainer.fit`` that an interrupted run continues where it stopped; returns (best valid result, RunTimer).
 
     ``checkpoint`` holds the best epoch (what the test loads); after every epoch the last epoch goes beside
-    it with the timings so far, in one atomic write (``_resume_files``), and a rerun resumes from it, or from
-    ``checkpoint`` alone when it is missing. ``forget_resume_state`` removes it once the run's record is written.
+    it with the timings so far and the random streams' states, in one atomic write (``_resume_files``), and a rerun
+    resumes from it, training on exactly as the uninterrupted run would, or from ``checkpoint`` alone when it is
+    missing. ``forget_resume_state`` removes it once the run's record is written.
     """
     latest, legacy_history = _resume_files(checkpoint)
     history = None
@@ -111,14 +114,20 @@ def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progr
                                                                                     trainer.start_epoch)
     elif checkpoint.exists():
         trainer.resume_checkpoint(checkpoint)
+    # One process: the random streams continue as the uninterrupted run's would. Under DDP each rank has its own
+    # streams and only the first writes, so ranks reseed instead (one rank's streams on all would repeat draws).
+    single_process = trainer.config["single_spec"]
     if trainer.start_epoch:
+        if single_process and trainer.resumed_random_state is not None:
+            restore_random_state(trainer.resumed_random_state, trainer.model, train_data)
         print(f"resuming {label} at epoch {trainer.start_epoch}", flush=True)
     trainer.saved_model_file = str(checkpoint)
     timer = RunTimer(trainer, history, first_epoch=trainer.start_epoch)
 
     def save_latest(epoch, _score):
+        random_state = capture_random_state(trainer.model, train_data) if single_process else None
         trainer._save_checkpoint(epoch, verbose=False, saved_model_file=str(latest),
-                                 run_state={"history": timer.history()})
+                                 run_state={"history": timer.history()}, random_state=random_state)
 
     _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=show_progress,
                                        callback_fn=save_latest)

@@ -107,6 +107,7 @@ class SafeCheckpointMixin:
     """Overrides RecBole's checkpoint writing and loading; the rest of the trainer is unchanged."""
 
     resumed_run_state = None  # the ``run_state`` of the checkpoint training resumed from, if it had one
+    resumed_random_state = None  # and its ``random_state``
 
     def _save_checkpoint(self, epoch, verbose=True, **kwargs):
         # The first process of each machine writes (RecBole's rule), so machines need not share a disk.
@@ -114,6 +115,7 @@ class SafeCheckpointMixin:
             return
         saved_model_file = kwargs.pop("saved_model_file", self.saved_model_file)
         run_state = kwargs.pop("run_state", None)  # plain values a caller keeps with the weights, in one write
+        random_state = kwargs.pop("random_state", None)  # recbole_mgformer.random_state's tensors and values
         state = {
             "config": plain_value(self.config.final_config_dict),
             "epoch": epoch,
@@ -125,6 +127,8 @@ class SafeCheckpointMixin:
         }
         if run_state is not None:
             state["run_state"] = plain_value(run_state)
+        if random_state is not None:
+            state["random_state"] = random_state
         save_atomically(state, saved_model_file)
         if verbose:
             self.logger.info(f"Saving current: {saved_model_file}")
@@ -156,6 +160,7 @@ class SafeCheckpointMixin:
         self._load_model_state(checkpoint)
         self.optimizer.load_state_dict(checkpoint["optimizer"])
         self.resumed_run_state = checkpoint.get("run_state")
+        self.resumed_random_state = checkpoint.get("random_state")
         self.logger.info(f"Checkpoint loaded. Resume training from epoch {self.start_epoch}")
 
     def fit(self, train_data, valid_data=None, verbose=True, saved=True, show_progress=False, callback_fn=None):

@@ -122,6 +122,42 @@ def test_a_killed_run_resumes_at_the_epoch_after_its_last_one(tiny_data, tmp_pat
     assert not latest.exists()  # a finished run keeps only its best checkpoint, as RecBole does
 
 
+@pytest.mark.parametrize("model, options", [("SGL", {}), ("SimGCL", {}),
+                                            ("MGFormer", {"feature_redraw_interval": 3, "key_sample_size": 10})])
+def test_a_resumed_run_trains_exactly_as_the_uninterrupted_one(tiny_data, tmp_path, monkeypatch, model, options):
+    """The epochs after a kill see the same shuffles, negatives, views (SGL: numpy's generator), noise (SimGCL: its
+    own generator), sampled keys and feature redraws (MGFormer: its generator and step count) as those of the run
+    never killed, so their training losses match to the last bit."""
+    from recbole.trainer import Trainer
+
+    losses, train_epoch, kill_at = [], Trainer._train_epoch, [None]
+
+    def recorded_train_epoch(self, train_data, epoch_idx, *args, **kwargs):
+        if epoch_idx == kill_at[0]:
+            raise Killed()
+        loss = train_epoch(self, train_data, epoch_idx, *args, **kwargs)
+        losses.append((epoch_idx, float(sum(loss) if isinstance(loss, tuple) else loss)))
+        return loss
+
+    monkeypatch.setattr(Trainer, "_train_epoch", recorded_train_epoch)
+    settings = {"data_path": str(tiny_data), "epochs": 4, "stopping_step": 100, "embedding_size": 8,
+                "show_progress": False, "state": "WARNING", "metrics": ["Recall", "NDCG"], "topk": [20],
+                "valid_metric": "NDCG@20", "train_batch_size": 64, **options}
+    run_recommender(model, "tiny", config_dict={**settings, "checkpoint_dir": str(tmp_path / "whole")})
+    uninterrupted = list(losses)
+
+    losses.clear()
+    kill_at[0] = 2
+    killed = {**settings, "checkpoint_dir": str(tmp_path / "killed")}
+    with pytest.raises(Killed):
+        run_recommender(model, "tiny", config_dict=killed)
+    kill_at[0] = None
+    best, = (tmp_path / "killed").glob(f"{model}-*[0-9].pth")
+    run_recommender(model, "tiny", config_dict=killed, resume_file=str(best))
+    assert [epoch for epoch, _ in losses] == [0, 1, 2, 3]
+    assert losses == uninterrupted
+
+
 def test_a_resume_file_that_does_not_exist_is_named(tiny_data, tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint at .*absent.pth"):
         run_recommender("BPR", "tiny", config_dict={"data_path": str(tiny_data), "state": "WARNING"},

@@ -257,7 +257,7 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
 
         self.restore_user_e = None
         self.restore_item_e = None
-        self.other_parameter_name = ["restore_user_e", "restore_item_e"]
+        self.other_parameter_name = ["restore_user_e", "restore_item_e", "training_steps"]  # steps: the redraw clock
         self.apply(xavier_normal_initialization)
         for layer in self.layers:
             attention = layer.attention if options.needs_block else layer
