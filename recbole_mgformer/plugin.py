@@ -47,13 +47,27 @@ def _alias_model_modules():
 
     for model_type, name, module in project_model_modules():
         alias = f"recbole.model.{model_type}.{name}"
-        if sys.modules.get(alias, module) is not module:
-            getLogger().warning(f"recbole_mgformer: RecBole already has {alias}; its model keeps that name")
+        builtin = sys.modules.get(alias, module)
+        if builtin is not module:
+            if not _refines(module, builtin, name):  # SGL refines RecBole's own: RecBole's entry points keep theirs
+                getLogger().warning(f"recbole_mgformer: RecBole already has {alias}; its model keeps that name")
             continue
         with _anomaly_mode_kept():  # RecBole's sequential package switches anomaly detection on
             recbole_package = importlib.import_module(f"recbole.model.{model_type}")
         sys.modules[alias] = module
         setattr(recbole_package, name, module)
+
+
+def _model_class(module, name):
+    return next((value for attribute, value in vars(module).items()
+                 if attribute.lower() == name and isinstance(value, type)), None)
+
+
+def _refines(module, builtin, name):
+    """Does the project's model in ``module`` subclass RecBole's model of the same name (a deliberate, faster
+    version of it, as SGL is) rather than collide with it by accident?"""
+    project, recbole = _model_class(module, name), _model_class(builtin, name)
+    return project is not None and recbole is not None and issubclass(project, recbole)
 
 
 def _install_trainers():

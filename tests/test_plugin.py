@@ -74,6 +74,16 @@ def test_recbole_get_model_finds_every_project_model(name):
     assert get_model("BPR").__module__ == "recbole.model.general_recommender.bpr"  # RecBole's own still resolve
 
 
+def test_recboles_sgl_keeps_its_name_quietly_beside_the_projects_refinement_of_it():
+    # a fresh process: registration happens at import, and the project's SGL subclasses RecBole's
+    code = ("import logging, sys; logging.basicConfig(stream=sys.stdout); import recbole_mgformer; "
+            "from recbole.utils import get_model; from recbole_mgformer.registry import get_model as ours; "
+            "print(get_model('SGL').__module__, ours('SGL').__module__)")
+    printed = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, text=True).stdout
+    assert printed.split() == ["recbole.model.general_recommender.sgl", "recbole_mgformer.model.general_recommender.sgl"]
+    assert "already has" not in printed
+
+
 def test_registration_needs_neither_lightgbm_nor_xgboost_nor_ray():
     code = ("import sys; import recbole_mgformer; from recbole.utils import get_model; "
             f"[get_model(n) for n in {PROJECT_MODELS!r}]; "
