@@ -53,11 +53,3 @@ def test_graphs_are_csr_and_a_deep_copy_shares_them(tiny_setup):
     assert copied.train_graph is model.train_graph and copied.sub_graph1[0] is model.sub_graph1[0]
     assert copied.user_embedding.weight is not model.user_embedding.weight
 
-
-def test_trains_and_evaluates_through_the_runner(tiny_data):
-    from recbole_mgformer import run_recommender
-
-    result = run_recommender("SGL", "tiny", config_dict={
-        "data_path": str(tiny_data), "epochs": 2, "embedding_size": 8, "show_progress": False, "state": "WARNING",
-        "metrics": ["Recall", "NDCG"], "topk": [20], "valid_metric": "NDCG@20"})
-    assert 0 < result["test_result"]["ndcg@20"] <= 1
