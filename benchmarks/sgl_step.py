@@ -55,8 +55,9 @@ def thread_counts(text):
     return counts
 
 
-def time_steps(models, batches, config, repeats, threads):
-    """Median, min and max seconds of ``len(batches) - 1`` steps per model per repeat, interleaved, on ``threads``."""
+def time_steps(models, start, batches, config, repeats, threads):
+    """Seconds of ``len(batches) - 1`` steps per model per repeat, interleaved, on ``threads``, each model from the
+    weights ``start``."""
     import torch
 
     from benchmarks.step_time import train_step
@@ -64,7 +65,7 @@ def time_steps(models, batches, config, repeats, threads):
     torch.set_num_threads(threads)
     runs = []
     for name, model in models.items():
-        model.load_state_dict(models["RecBole's SGL"].state_dict())  # every thread count from the same start
+        model.load_state_dict(start)
         optimizer = torch.optim.Adam(model.parameters(), lr=config["learning_rate"])
         train_step(model, optimizer, batches[0])  # warm-up: caches, Adam's moments
         runs.append({"name": name, "model": model, "optimizer": optimizer, "seconds": []})
@@ -99,9 +100,10 @@ def main(argv=None):
     models, batches, config = build_pair(args.dataset, args.batch_size, 1 + args.steps, overrides)
     with torch.no_grad():
         losses = [float(model.calculate_loss(batches[0])) for model in models.values()]
+    start = {key: value.clone() for key, value in models["RecBole's SGL"].state_dict().items()}
     records = []
     for threads in args.threads:
-        runs = time_steps(models, batches, config, args.repeats, threads)
+        runs = time_steps(models, start, batches, config, args.repeats, threads)
         base = statistics.median(runs[0]["seconds"])
         records += [{"model": r["name"], "threads": threads,
                      "step_ms_median": round(1e3 * statistics.median(r["seconds"]), 1),
