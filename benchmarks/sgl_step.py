@@ -126,5 +126,6 @@ def main(argv=None):
               f"{r['ratio_to_recbole']} |" for r in records]
     write_table(Path(args.results) / f"sgl_step-{args.dataset}.md", lines, provenance)
 
+
 if __name__ == "__main__":
     main()
