@@ -9,12 +9,13 @@ import sys
 from logging import getLogger
 
 from recbole.config import Config
-from recbole.data import create_dataset, data_preparation
+from recbole.data import data_preparation
 from recbole.utils import init_seed
 
 from recbole_mgformer.compat import init_logger
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.registry import get_model
+from recbole_mgformer.safety import create_dataset, drop_pickle_settings
 from recbole_mgformer.trainer import load_checkpoint
 
 # Keys the Config derives from the others (types, device, process rank, per-split sampling): recomputed, not read.
@@ -35,9 +36,12 @@ class RecordedConfig(Config):
         return {}
 
 
-def recorded_settings(recorded):
-    """The settings a checkpoint's ``config`` records, less the derived keys, as ``config_dict``."""
-    settings = {key: value for key, value in recorded.items() if key not in DERIVED_KEYS}
+def recorded_settings(recorded, source="the checkpoint"):
+    """The settings a checkpoint's ``config`` records, less the derived keys, as ``config_dict``. RecBole's
+    saved-dataset and saved-dataloader settings are dropped (a warning names any that held a value): they name
+    pickles, and a pickle runs code when it loads; the dataset is rebuilt from the atomic files."""
+    settings = drop_pickle_settings({key: value for key, value in recorded.items() if key not in DERIVED_KEYS},
+                                    source)
     path, dataset = settings.get("data_path"), recorded["dataset"]
     if isinstance(path, str) and os.path.basename(os.path.normpath(path)) == dataset:
         settings["data_path"] = os.path.dirname(os.path.normpath(path))  # Config appends the dataset again
@@ -47,12 +51,13 @@ def recorded_settings(recorded):
     return settings
 
 
-def config_from_checkpoint(recorded, config_dict=None):
-    """A Config equal to the one that trained the checkpoint; ``config_dict`` overrides (e.g. ``data_path``)."""
+def config_from_checkpoint(recorded, config_dict=None, source="the checkpoint"):
+    """A Config equal to the one that trained the checkpoint; ``config_dict`` overrides (e.g. ``data_path``).
+    ``source`` (the checkpoint's file) names it in the warnings."""
     if not isinstance(recorded, dict) or "model" not in recorded or "dataset" not in recorded:
         raise ValueError("the checkpoint's 'config' is not a recorded settings dict with 'model' and 'dataset'; "
                          "it was not written by recbole_mgformer or by RecBole with recbole_mgformer imported")
-    settings = {**recorded_settings(recorded), **(config_dict or {})}
+    settings = {**recorded_settings(recorded, source), **(config_dict or {})}
     saved_argv, sys.argv = sys.argv, sys.argv[:1]
     try:
         return RecordedConfig(model=get_model(recorded["model"]), dataset=recorded["dataset"], config_dict=settings)
@@ -65,7 +70,7 @@ def load_data_and_model(model_file, config_dict=None, log=True):
     ``(config, model, dataset, train_data, valid_data, test_data)``. ``config_dict`` overrides recorded
     settings (``{"data_path": ...}`` when the data moved); ``log=False`` skips RecBole's log file."""
     checkpoint = load_checkpoint(str(model_file))
-    config = config_from_checkpoint(checkpoint["config"], config_dict)
+    config = config_from_checkpoint(checkpoint["config"], config_dict, str(model_file))
     init_seed(config["seed"], config["reproducibility"])
     flush_subnormals(config)
     if log:
