@@ -318,8 +318,15 @@ def _install_models():
     ld_init = ldiffrec.LDiffRec.__init__
     numpy_load = numpy.load
 
-    def load_without_pickles(*args, **kwargs):
-        return numpy_load(*args, **{**kwargs, "allow_pickle": False})
+    def load_without_pickles(file, *args, **kwargs):
+        try:
+            return numpy_load(file, *args, **{**kwargs, "allow_pickle": False})
+        except ValueError as error:
+            if "allow_pickle" not in str(error):
+                raise
+            raise UnsafeSettingError(f"{file} holds pickled objects, and loading a pickle runs code; LDiffRec's "
+                                     "item embeddings must be a plain numeric array (numpy.save of a float "
+                                     "array)") from None
 
     @functools.wraps(ld_init)
     def ldiffrec_init(self, config, dataset):

@@ -141,3 +141,17 @@ def test_kd_dagfm_builds_only_its_teacher_networks(tmp_path):
     assert not marker.exists()
     config["teacher"] = "CIN"
     assert type(KD_DAGFM(config, train._dataset).teacher_network).__name__ == "CIN"
+
+
+def test_ldiffrec_refuses_pickled_item_embeddings(tiny_data, tmp_path):
+    import numpy as np
+
+    from conftest import Payload
+
+    marker = tmp_path / "pwned"
+    embeddings = tiny_data / "tiny" / "item_emb.npy"
+    np.save(embeddings, np.array([Payload(marker)], dtype=object), allow_pickle=True)
+    config, _ = build_config("LDiffRec", "tiny", config_dict={**TINY_CONFIG, "data_path": str(tiny_data), "n_cate": 2})
+    with pytest.raises(UnsafeSettingError, match=rf"{embeddings} holds pickled objects"):
+        prepare(config)
+    assert not marker.exists()
