@@ -16,8 +16,9 @@ RecBole 1.2.1 runs code from three kinds of files a user may receive:
   (:func:`refuse_pickle_settings`), and a pickle lying at a default path is never opened.
 
 Also closed, where RecBole's own code reaches them: ``HyperTuning``'s parameter files (hyper_tuning.py:239
-``eval`` of a ``choice`` line), KD_DAGFM's ``teacher`` (kd_dagfm.py:44 ``eval`` of the setting) and LDiffRec's
-``item_emb.npy`` (ldiffrec.py:232, ``numpy.load(allow_pickle=True)``).
+``eval`` of a ``choice`` line), KD_DAGFM's ``teacher`` (kd_dagfm.py:44 ``eval`` of the setting), LDiffRec's
+``item_emb.npy`` (ldiffrec.py:232, ``numpy.load(allow_pickle=True)``) and the pretrained files six models
+``torch.load`` without ``weights_only`` (:data:`PRETRAINED_MODELS`).
 
 :func:`install` applies all of it, once per process, on every stack; :func:`recbole_mgformer.plugin.register`
 calls it (``import recbole_mgformer`` does).
@@ -349,6 +350,47 @@ class _NumpyWithoutPickles:
         return getattr(numpy, name)
 
 
+# RecBole models that torch.load a pretrained model named by a setting, in __init__: module, class.
+PRETRAINED_MODELS = (("general_recommender.convncf", "ConvNCF"), ("general_recommender.nais", "NAIS"),
+                     ("general_recommender.ract", "RaCT"), ("general_recommender.neumf", "NeuMF"),
+                     ("sequential_recommender.s3rec", "S3Rec"), ("context_aware_recommender.kd_dagfm", "KD_DAGFM"))
+
+
+def _install_weights_only_pretraining():
+    """ConvNCF, NAIS, RaCT, NeuMF, S3Rec and KD_DAGFM ``torch.load`` a pretrained file without ``weights_only``
+    (convncf.py:82, nais.py:127, ract.py:75/84, neumf.py:84, s3rec.py:120, kd_dagfm.py:56): torch before 2.6 (or
+    ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD``) unpickles it. Their construction loads weights only."""
+    import torch
+
+    from recbole_mgformer.registry import _anomaly_mode_kept
+
+    torch_load = torch.load
+
+    def load_weights_only(*args, **kwargs):
+        return torch_load(*args, **{**kwargs, "weights_only": True})
+
+    for module_name, class_name in PRETRAINED_MODELS:
+        with _anomaly_mode_kept():
+            cls = getattr(importlib.import_module(f"recbole.model.{module_name}"), class_name)
+        init = cls.__init__
+
+        def weights_only_init(self, *args, _init=init, **kwargs):
+            with _patched_attribute(torch, "load", load_weights_only):
+                _init(self, *args, **kwargs)
+
+        cls.__init__ = functools.wraps(init)(weights_only_init)
+
+
+@contextlib.contextmanager
+def _patched_attribute(owner, name, value):
+    saved = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, saved)
+
+
 def install():
     """Apply everything above, once per process."""
     if _installed:
@@ -357,4 +399,5 @@ def install():
     _install_data()
     _install_hyper_tuning()
     _install_models()
+    _install_weights_only_pretraining()
     _installed.append(True)

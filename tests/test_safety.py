@@ -155,3 +155,23 @@ def test_ldiffrec_refuses_pickled_item_embeddings(tiny_data, tmp_path):
     with pytest.raises(UnsafeSettingError, match=rf"{embeddings} holds pickled objects"):
         prepare(config)
     assert not marker.exists()
+
+
+def test_a_pretrained_file_a_recbole_model_loads_is_weights_only(tiny_data, tmp_path, monkeypatch):
+    """NeuMF (like ConvNCF, NAIS, RaCT, S3Rec, KD_DAGFM) torch.loads its pretrained file without weights_only:
+    torch before 2.6, or this variable on any torch, unpickles it."""
+    import pickle
+
+    from recbole.model.general_recommender.neumf import NeuMF
+
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    marker = tmp_path / "pwned"
+    payload = write_payload(tmp_path / "mf.pth", marker)
+    config, _ = build_config("NeuMF", "tiny", config_dict={**TINY_CONFIG, "data_path": str(tiny_data),
+                                                           "use_pretrain": True, "mf_pretrain_path": str(payload),
+                                                           "mlp_pretrain_path": str(payload)})
+    dataset = create_dataset(config)
+    train, _, _ = data_preparation(config, dataset)
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        NeuMF(config, train._dataset)
+    assert not marker.exists()
