@@ -22,6 +22,7 @@ from recbole_mgformer.records import (
     write_record,
 )
 from recbole_mgformer.registry import get_model
+from recbole_mgformer.safety import UnsafeSettingError, check_literal_strings
 from recbole_mgformer.trainer import plain_value
 from recbole_mgformer.tune.report import (
     best_config_yaml,
@@ -233,6 +234,11 @@ def _prepare_experiment(request, resume, given=()):
         if not (tune.Tuner.can_restore(experiment) and stored.is_file()):
             raise TuneSetupError(f"nothing to resume at {experiment}; start the search without --resume")
         started = json.loads(stored.read_text())
+        parse_space(started["space"], str(stored))  # what the trials will be given is checked as a new search's is
+        try:
+            check_literal_strings(started["overrides"], str(stored))
+        except UnsafeSettingError as error:
+            raise TuneSetupError(str(error)) from None
         changes = resume_changes(started, request, given)
         if changes:
             listed = "; ".join(f"{option}: started with {before!r}, now {now!r}" for option, before, now in changes)

@@ -268,3 +268,26 @@ def test_spaces_of_the_other_papers_fit_their_models_under_their_protocols(model
     assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
     assert request["metric"] == metric and request["mode"] == "max"
     assert ray_space(parse_space(request["space"]), "random")
+
+
+def test_a_resumed_searchs_stored_settings_are_checked_as_a_new_ones(tmp_path):
+    """The search's stored request (recbole_mgformer_tune.json) feeds every resumed trial: code there is refused."""
+    from conftest import eval_payload
+    from recbole_mgformer.tune.search import REQUEST_FILE, _prepare_experiment
+
+    marker = tmp_path / "pwned"
+    experiment = tmp_path / "tune" / "BPR-tiny"
+    experiment.mkdir(parents=True)
+    request = {"experiment": str(experiment), "space": {"learning_rate": {"choice": [0.01]}},
+               "overrides": {"epochs": 1, "learning_rate": eval_payload(marker)}}
+    (experiment / REQUEST_FILE).write_text(json.dumps(request))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("ray.tune.Tuner.can_restore", staticmethod(lambda path: True))
+        with pytest.raises(TuneSetupError, match=rf"{REQUEST_FILE}: setting learning_rate: .*never run as Python"):
+            _prepare_experiment(request, resume=True)
+        request["overrides"]["learning_rate"] = 0.01
+        request["space"] = {"learning_rate": {"choice": [eval_payload(marker)]}}
+        (experiment / REQUEST_FILE).write_text(json.dumps(request))
+        with pytest.raises(TuneSetupError, match="setting learning_rate: .*never run as Python"):
+            _prepare_experiment(request, resume=True)
+    assert not marker.exists()
