@@ -26,8 +26,9 @@ DERIVED_KEYS = frozenset({
 
 
 class RecordedConfig(Config):
-    """A Config rebuilt from recorded values. RecBole's Config ``eval``s every string of ``config_dict`` (to
-    parse command-line values) and reads ``sys.argv``; a checkpoint's strings are data, so neither happens."""
+    """A Config rebuilt from recorded values. RecBole's Config parses every string of ``config_dict`` (command-line
+    values; RecBole ``eval``s them, :mod:`recbole_mgformer.safety` reads them as literals) and reads ``sys.argv``;
+    a checkpoint's strings are data, kept as they were recorded, so neither happens."""
 
     def _load_variable_config_dict(self, config_dict):
         return dict(config_dict or {})

@@ -213,8 +213,9 @@ def _replace_everywhere(originals, replacements):
     """Every module attribute that holds one of ``originals`` (RecBole's function, imported by name into
     recbole.data, recbole.quick_start and others) now holds its replacement, and so will later imports."""
     for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
+        try:
+            namespace = vars(module)
+        except TypeError:  # not a module (a placeholder some packages put in sys.modules)
             continue
         for name, value in list(namespace.items()):
             for original, replacement in zip(originals, replacements):
