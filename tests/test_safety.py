@@ -90,6 +90,9 @@ def test_a_pickle_at_recboles_default_dataset_path_is_never_opened(tiny_data, tm
     assert dataset.inter_num == train.dataset.inter_num + valid.dataset.inter_num + test.dataset.inter_num
     prepare(config)  # the project's path
     assert not marker.exists()
+    import recbole.quick_start.quick_start as recbole_quick_start
+
+    assert recbole_quick_start.create_dataset is safety.create_dataset  # run_recbole's, and load_data_and_model's
 
 
 @pytest.mark.parametrize("key, value", [("dataset_save_path", "PAYLOAD"), ("dataloaders_save_path", "PAYLOAD"),
@@ -175,3 +178,17 @@ def test_a_pretrained_file_a_recbole_model_loads_is_weights_only(tiny_data, tmp_
     with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
         NeuMF(config, train._dataset)
     assert not marker.exists()
+
+
+@pytest.mark.slow
+def test_data_parallel_ranks_never_open_a_pickle_at_the_default_paths(tiny_data, tmp_path):
+    from recbole_mgformer import run_recommender
+    from recbole_mgformer.distributed import free_port
+
+    marker = tmp_path / "pwned"
+    write_payload(tmp_path / "saved" / "tiny-Dataset.pth", marker)
+    write_payload(tmp_path / "saved" / "tiny-for-BPR-dataloader.pth", marker)
+    result = run_recommender("BPR", "tiny", config_dict={**TINY_CONFIG, "epochs": 1, "data_path": str(tiny_data),
+                                                         "checkpoint_dir": str(tmp_path / "saved"), "use_gpu": False},
+                             nproc=2, port=free_port())
+    assert not marker.exists() and result["test_result"]
