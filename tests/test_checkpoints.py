@@ -68,7 +68,8 @@ def test_a_checkpoints_recorded_pickle_path_is_dropped_never_unpickled(tiny_data
 
 
 def test_a_pickle_at_the_default_dataset_path_beside_a_checkpoint_is_never_opened(tiny_data, tmp_path):
-    """RecBole loads ``<checkpoint_dir>/<dataset>-<DatasetClass>.pth`` whenever it exists; a model bundle can ship one."""
+    """RecBole loads ``<checkpoint_dir>/<dataset>-<DatasetClass>.pth`` whenever it exists; a model bundle can ship
+    one."""
     from recbole_mgformer.recommend import recommend
     marker = tmp_path / "pwned"
     checkpoint = trained_checkpoint(tiny_data, tmp_path)

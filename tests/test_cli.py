@@ -55,7 +55,8 @@ def test_an_override_that_is_code_is_refused_and_never_run(tmp_path, capsys):
     from conftest import eval_payload
 
     marker = tmp_path / "pwned"
-    with pytest.raises(SystemExit, match=r"error: --learning_rate=\.\.\.: setting learning_rate: .*never run as Python"):
+    refusal = r"error: --learning_rate=\.\.\.: setting learning_rate: .*never run as Python"
+    with pytest.raises(SystemExit, match=refusal):
         parse_overrides([f"--learning_rate={eval_payload(marker)}"])
     with pytest.raises(SystemExit):
         main(["--model=BPR", "--dataset=ml-100k", "--epochs=1", f"--learning_rate={eval_payload(marker)}"])

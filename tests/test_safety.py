@@ -100,7 +100,8 @@ def test_a_pickle_at_recboles_default_dataset_path_is_never_opened(tiny_data, tm
 def test_settings_that_load_or_write_pickles_are_refused(tiny_data, tmp_path, key, value):
     marker = tmp_path / "pwned"
     payload = str(write_payload(tmp_path / "data.pth", marker))
-    with pytest.raises(UnsafeSettingError, match=rf"{key}=.*loading a pickle runs whatever code it holds.*Remove {key}"):
+    refusal = rf"{key}=.*loading a pickle runs whatever code it holds.*Remove {key}"
+    with pytest.raises(UnsafeSettingError, match=refusal):
         tiny_config(tiny_data, tmp_path, **{key: payload if value == "PAYLOAD" else value})
     assert not marker.exists()
 

@@ -38,7 +38,8 @@ def main(argv=None):
     parser.add_argument("--storage", default="saved/tune", help="Ray's results folder")
     parser.add_argument("--temp-dir", default=None, help="Ray's temporary folder (default <storage>/ray-tmp if "
                                                          "short, else /tmp/ray-recbole-mgformer)")
-    parser.add_argument("--name", default=None, help="experiment name (default <Model>-<dataset>)")
+    parser.add_argument("--name", default=None, help="search name: its Ray folder and its report files "
+                                                     "<name>.md/.json/.yaml (default <Model>-<dataset>)")
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted search, as it started (a changed setting is refused)")
     parser.add_argument("--search-seed", type=int, default=None, help="seed of the search algorithm's draws (0)")
