@@ -147,6 +147,7 @@ def test_an_import_is_done_once_and_missing_sources_say_where_they_go(tmp_path, 
 PUBLISHED = {"gowalla": (29_858, 40_981, 810_128, 217_242), "yelp2018": (31_668, 38_048, 1_237_259, 324_147)}
 
 
+@pytest.mark.slow  # writes and reads back 1 to 1.5 million rows: about a minute each on 2 shared cores
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 @pytest.mark.skipif(not (shared_datasets_dir() / "gowalla").is_dir(), reason="shared gowalla/yelp2018 absent")
 def test_real_splits_have_the_published_counts(tmp_path, name):
