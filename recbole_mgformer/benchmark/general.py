@@ -1,11 +1,17 @@
 """The general (top-k) leaderboard, like the MGFormer paper's Table 2: test Recall@20 / NDCG@20, mean and 95%
-confidence interval over seeds, best in bold, the paper's numbers beside, the best model's gain over the best other
-one, and a paired test of each MGFormer row against the best other model. Rows from the benchmark's equal-budget
-searches (records with ``tuning``) get a section per budget, apart from older runs."""
+confidence interval over seeds, best in bold, published numbers beside (``properties/published/``) with our gap to
+them, the time to fit (:mod:`recbole_mgformer.benchmark.cost`) and a picture of accuracy against it, the best
+model's gain over the best other one, and a paired test of each MGFormer row against the best other model. Rows
+from the benchmark's equal-budget searches (records with ``tuning``) get a section per budget, apart from older
+runs."""
 
 import statistics
+from pathlib import Path
 
+from recbole_mgformer.benchmark.cost import chart_name, cost_chart, cost_points, format_seconds, mean_time_to_fit
+from recbole_mgformer.benchmark.datasets import page_of
 from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS
+from recbole_mgformer.benchmark.published import published_numbers
 from recbole_mgformer.benchmark.stats import (format_p, mean_ci, paired_verdict, per_user_by_seed, relation_text,
                                               verdict_text)
 from recbole_mgformer.model.general_recommender.mgformer import MGFormer
@@ -13,19 +19,6 @@ from recbole_mgformer.records import by_variant
 
 HEADLINE = ("recall@20", "ndcg@20")  # what a finished run prints
 METRICS = ("recall@20", "ndcg@20")
-# The MGFormer paper's Table 2 (Recall@20, NDCG@20) and, for its ablations, Table 3, by variant name,
-# under the protocol of properties/dataset/<name>.yaml.
-PAPER = {
-    "amazon-beauty": {
-        "BPR": (0.1153, 0.0534), "LightGCN": (0.1201, 0.0581), "SGL": (0.1228, 0.0644),
-        "SimGCL": (0.1367, 0.0682), "DirectAU": (0.1465, 0.0710), "MGFormer": (0.1531, 0.0748),
-        "MGFormer structural_encoding=none": (0.1413, 0.0712), "MGFormer degree_mask=none": (0.1501, 0.0739),
-        "MGFormer degree_mask=adjacency": (0.1318, 0.0674), "MGFormer feature_map=elu": (0.1507, 0.0740),
-        "MGFormer feature_map=focused": (0.1514, 0.0742),
-    },
-}
-
-
 def _cell(mean, half, bold):
     text = f"{mean:.4f}" + (f" ± {half:.4f}" if half is not None else "")
     return f"**{text}**" if bold else text
@@ -37,23 +30,31 @@ def _mean_of(group, key, spec, scale=1):
     return format(statistics.mean(values), spec) if values else ""
 
 
-def _columns(paper, best):
-    """(header, cell of a row) of every column; a column no row fills is left out of the table."""
+def _columns(published, best):
+    """(header, cell of a row) of every column; a column no row fills is left out of the table. ``published``: a
+    :class:`~recbole_mgformer.benchmark.published.Published`."""
     def metric(m):
         return lambda row: _cell(*row["stats"][m], bold=row["stats"][m][0] == best[m])
 
-    def paper_cell(index):
-        return lambda row: f"{paper[row['variant']][index]:.4f}" if row["variant"] in paper else ""
+    def published_cell(index):
+        return lambda row: ("" if published.numbers(row["variant"]) is None
+                            else f"{published.numbers(row['variant'])[index]:.4f}")
+
+    def gap_cell(row):
+        gap = published.gap(row["variant"], {m: row["stats"][m][0] for m in METRICS})
+        return "" if gap is None else " / ".join(f"{100 * gap[m]:+.1f}%" for m in METRICS)
 
     return [
         ("model", lambda row: row["variant"]), ("seeds", lambda row: str(len(row["records"]))),
         ("test Recall@20", metric("recall@20")), ("test NDCG@20", metric("ndcg@20")),
         ("valid NDCG@20", lambda row: f"{row['valid']:.4f}"),
-        ("paper Recall@20", paper_cell(0)), ("paper NDCG@20", paper_cell(1)),
+        (f"{published.label} Recall@20", published_cell(0)), (f"{published.label} NDCG@20", published_cell(1)),
+        (f"vs {published.label}", gap_cell),
         ("best epoch", lambda row: _mean_of(row["records"], "best_epoch", ".0f")),
         ("epochs", lambda row: _mean_of(row["records"], "epochs", ".0f")),
         ("s / epoch", lambda row: _mean_of(row["records"], "train_seconds_per_epoch", ".1f")),
         ("minutes", lambda row: _mean_of(row["records"], "seconds", ".1f", scale=1 / 60)),
+        ("fit s", lambda row: format_seconds(mean_time_to_fit(row["records"]))),
         ("parameters", lambda row: f"{row['records'][0]['parameters']:,}" if "parameters" in row["records"][0] else ""),
     ]
 
@@ -177,11 +178,11 @@ def verdict_lines(rows, same_size=True):
     return lines + every_lines + attention_lines + ablation_lines
 
 
-def render_table(rows, paper, tuned=False):
+def render_table(rows, published, tuned=False):
     """The table and the lines under it of one section's rows; ``tuned``: the rows of an equal-budget search, where
     d was searched, so a verdict takes the best other model of any size."""
     best = {m: max(row["stats"][m][0] for row in rows) for m in METRICS}
-    columns = [(header, cell) for header, cell in _columns(paper, best) if any(cell(row) for row in rows)]
+    columns = [(header, cell) for header, cell in _columns(published, best) if any(cell(row) for row in rows)]
     lines = ["| " + " | ".join(header for header, _ in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(row) for _, cell in columns) + " |" for row in rows]
     lines.append("")
@@ -205,16 +206,44 @@ def sections(records):
     return sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or ""))
 
 
+def section_label(budget):
+    return "tuned with the same budget" if budget is not None else "older runs"
+
+
+def cost_sections(records):
+    """``[(section label, rows)]`` of one dataset's records, for its cost picture."""
+    return [(section_label(budget), _rows(group)) for budget, group in sections(records)]
+
+
+def published_lines(published, variants):
+    """The note and sources of the published numbers under a dataset's tables, and the published models that have
+    no row yet; none without published numbers."""
+    if not published.models:
+        return []
+    shown = [v for v in published.models if v in variants]
+    lines = [published.note] if published.note else []
+    if shown:
+        lines.append(f"Sources ({published.label}; \"vs {published.label}\": ours / {published.label} - 1, Recall@20 "
+                     "/ NDCG@20): " + "; ".join(published.source_text(v) for v in shown) + ".")
+    missing = [v for v in published.models if v not in variants]
+    if missing:
+        lines.append(f"{published.label.capitalize()}, no row of ours yet: " + "; ".join(
+            f"{published.source_text(v)}, {published.numbers(v)[0]:.4f} / {published.numbers(v)[1]:.4f}"
+            for v in missing) + ".")
+    return [line for text in lines for line in ("", text)]
+
+
 def render_dataset(dataset, records):
     """One markdown table like the paper's Table 2 for one dataset's records (a table per section)."""
     lines = [f"## {dataset}", ""]
     parts = sections(records)
+    published = published_numbers(dataset)
     for budget, group in parts:
         if budget is not None:
             lines += [f"### Tuned with the same budget: {budget}", ""]
         elif len(parts) > 1:
             lines += ["### Older runs, not from an equal-budget search", ""]
-        lines += render_table(_rows(group), PAPER.get(dataset, {}), tuned=budget is not None)
+        lines += render_table(_rows(group), published, tuned=budget is not None)
         while lines[-1] == "":  # one blank line before the notes under a table
             lines.pop()
         searches = sorted({(r["variant"], r["tuning"]["search"]) for r in group if r.get("tuning")})
@@ -225,10 +254,28 @@ def render_dataset(dataset, records):
             lines += ["", "Tuned for this dataset, over each model's defaults: "
                       + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned) + "."]
         lines.append("")
+    while lines[-1] == "":
+        lines.pop()
+    lines += published_lines(published, {r["variant"] for r in records})
+    if cost_points(cost_sections(records)):
+        chart = chart_name(dataset, page_of(dataset))
+        lines += ["", f"Cost: test NDCG@20 against the time to fit (\"fit s\"), every row a point: [{chart}]({chart}).",
+                  "", f"![{dataset}: test NDCG@20 against the time to fit]({chart})"]
     machines = sorted({(r["machine"], r["commit"]) for r in records})
-    lines += ["Runs: " + "; ".join(f"{m} at {c}" for m, c in machines)
+    lines += ["", "Runs: " + "; ".join(f"{m} at {c}" for m, c in machines)
               + f"; seeds {sorted({r['seed'] for r in records})}.", ""]
     return "\n".join(lines)
+
+
+def render_costs(by_dataset, folder):
+    """``<folder>/cost.png`` (``cost-<dataset>.png`` for a dataset not the page's own) per dataset whose rows have a
+    time to fit; returns the paths written."""
+    written = []
+    for dataset in sorted(by_dataset):
+        points = cost_points(cost_sections(by_dataset[dataset]))
+        if points:
+            written.append(cost_chart(dataset, points, Path(folder) / chart_name(dataset, page_of(dataset))))
+    return written
 
 
 def render_page(by_dataset, runs_shown):
@@ -242,6 +289,10 @@ def render_page(by_dataset, runs_shown):
              "behind; else level), and an \"Against each model:\" line (equal-budget searches) sets it against "
              "every other model by the same test (mean difference, p); an \"Attention:\" line compares an MGFormer "
              "row with the same entry without attention, an \"Ablation:\" line a Table 3 ablation with the MGFormer "
-             "it changes. Protocols: `properties/dataset/<dataset>.yaml`. Paper columns: the MGFormer paper's Table 2, "
-             "and its Table 3 for MGFormer's ablations.", ""]
+             "it changes. Protocols: `properties/dataset/<dataset>.yaml`. Paper or published columns: "
+             "`properties/published/<dataset>.yaml`, with their sources and how they were selected under each table; "
+             "\"vs\" is ours / theirs - 1. \"fit s\": seconds to fit, the model's construction (where recorded) and "
+             "its training up to and including the best epoch, without validation or the epochs after the best, "
+             "on the machines of the \"Runs:\" line (often two runs sharing two cores: orders of magnitude, not a "
+             "speed benchmark).", ""]
     return "\n".join(lines + [render_dataset(dataset, by_dataset[dataset]) for dataset in sorted(by_dataset)])

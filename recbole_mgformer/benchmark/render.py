@@ -1,6 +1,7 @@
 """Every table from its records: each dataset's runs (``<results>/runs/<dataset>/*.json``) go into the table
 of their kind on the dataset's page, ``<results>/<page>/leaderboard.md``, followed by the page's hand-written
-``notes.md``; general tables also get ``popularity.md`` and a chart per dataset. A folder inside ``<results>``
+``notes.md``; general tables also get ``popularity.md`` and a chart per dataset, and a picture of accuracy against
+the time to fit per dataset (``cost.png``). A folder inside ``<results>``
 with a ``runs/`` of its own (``results/exploration``) is rendered the same way."""
 
 import json
@@ -69,6 +70,7 @@ def render_results(results):
         written.append(leaderboard)
         if kind == "general":
             written.append(render_popularity(by_dataset, folder))
+            written += general.render_costs(by_dataset, folder)
     for nested in sorted(p.parent for p in results.glob("*/runs") if p.is_dir()):
         written += render_results(nested)
     return [path for path in written if path is not None]

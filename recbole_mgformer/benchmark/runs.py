@@ -154,6 +154,7 @@ class Run:
             # training and evaluation of every process the run took, the data preparation left out
             "seconds": round(sum(timer.train_seconds) + sum(timer.valid_seconds) + test_seconds, 1),
             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+            "build_seconds": getattr(model, "build_seconds", None),  # the model's construction (benchmark.cost)
             "device": str(config["device"]), "machine": machine(), "matmul_precision": matmul_precision(model),
             "commit": commit, "versions": package_versions(), "command": self.command, "settings": self.extra,
             "config": plain_value({k: v for k, v in config.final_config_dict.items() if not k.startswith("_")}),

@@ -122,7 +122,9 @@ def validate_dataset_files(config):
         )
     benchmarks = config["benchmark_filename"] or []
     names = [f"{dataset}.{suffix}" for suffix in ATOMIC_SUFFIXES]
-    names += [f"{dataset}.{part}.inter" for part in benchmarks]
+    # a file read twice (benchmark_filename: [train, test, test], validation on the test set) is checked once: its
+    # rows are not repeats of one another
+    names += list(dict.fromkeys(f"{dataset}.{part}.inter" for part in benchmarks))
     present = [name for name in names if os.path.isfile(os.path.join(data_path, name))]
     if not any(name.endswith(".inter") for name in present):
         raise FileNotFoundError(

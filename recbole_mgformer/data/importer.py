@@ -4,11 +4,18 @@
         ../shared/datasets/amazon-beauty/train.txt ../shared/datasets/amazon-beauty/test.txt
     python -m recbole_mgformer.data.importer --format pairs --name mine --output dataset \\
         --train train.tsv --valid valid.tsv --test test.tsv
+    python -m recbole_mgformer.data.importer --format npz --name gowalla --output dataset \\
+        --train ../shared/datasets/gowalla/train.npz --test ../shared/datasets/gowalla/test.npz --valid-share 0.1
 
 Formats, one record per line (blank lines are skipped):
   selfrec   ``uid:i1 i2 i3``   (SELFRec)
   lightgcn  ``u i1 i2 i3``     (LightGCN, NGCF)
   pairs     ``user item``      (tab or spaces)
+  npz       a scipy sparse users x items matrix per split (LightGCN's public splits as Turbo-CF ships them):
+            ``--train`` and ``--test`` matrices, the validation set carved from the training one
+            (``--valid-share``, ``--valid-seed``: :func:`carve_validation`), or ``--valid test``: the test set
+            again, for numbers that select on test as the published tables do; row and column indices are the
+            user and item tokens
 
 Given input files, it writes one ``<name>.inter`` for RecBole to split, with a ``timestamp`` column that is
 each interaction's position in its user's history across the files in the order given (these formats carry
@@ -26,7 +33,8 @@ from pathlib import Path
 
 from recbole_mgformer.data.atomic import decoded_lines
 
-FORMATS = ("selfrec", "lightgcn", "pairs")
+FORMATS = ("selfrec", "lightgcn", "pairs")  # one record a line
+NPZ = "npz"
 SPLITS = ("train", "valid", "test")
 
 
@@ -143,9 +151,82 @@ def import_presplit(fmt, splits, name, output, encoding="utf-8"):
     return summary
 
 
+def carve_validation(train, share, seed):
+    """``(train, valid)``: of each user's ``n`` training items, ``round(share * n)`` drawn at random with
+    ``seed`` move to ``valid``, at least 1 where ``n >= 2`` and never the user's last one, so every user keeps
+    a training item and a user with one keeps it (and has no validation item). Both CSR, users x items."""
+    if not 0 < share < 1:
+        raise ValueError(f"valid share {share!r} must lie strictly between 0 and 1 (e.g. 0.1)")
+    import numpy as np
+    import scipy.sparse as sp
+
+    train = sp.csr_matrix(train, copy=True)
+    train.sum_duplicates()
+    train.sort_indices()  # a fixed order of each user's items before the draw: reproducible from the seed
+    counts = np.diff(train.indptr)
+    take = np.where(counts >= 2, np.maximum(1, np.floor(share * counts + 0.5)), 0).astype(np.int64)
+    take = np.minimum(take, np.maximum(counts - 1, 0))
+    rows = np.repeat(np.arange(train.shape[0]), counts)  # (nnz,) user of each entry, ascending
+    order = np.lexsort((np.random.default_rng(seed).random(train.nnz), rows))  # by user, random within
+    rank = np.empty(train.nnz, dtype=np.int64)
+    rank[order] = np.arange(train.nnz) - np.repeat(train.indptr[:-1], counts)  # position in the user's draw
+    in_valid = rank < take[rows]
+
+    def part(mask):
+        return sp.csr_matrix((train.data[mask], (rows[mask], train.indices[mask])), shape=train.shape)
+
+    return part(~in_valid), part(in_valid)
+
+
+def _pairs_of(matrix):
+    """``(user, item)`` tokens of a sparse matrix's entries, by user then item."""
+    import scipy.sparse as sp
+
+    matrix = sp.csr_matrix(matrix)
+    matrix.sort_indices()
+    coo = matrix.tocoo()
+    return list(zip(coo.row.tolist(), coo.col.tolist()))
+
+
+def _load_npz(path):
+    import scipy.sparse as sp
+
+    try:
+        return sp.load_npz(path)
+    except (OSError, ValueError, KeyError) as error:  # load_npz reads arrays only, never pickles (allow_pickle=False)
+        raise ValueError(f"{path}: not a scipy sparse .npz matrix ({error}); give the split as saved by "
+                         "scipy.sparse.save_npz (users x items)") from None
+
+
+def import_npz(train, test, name, output, valid_share=0.1, valid_seed=0):
+    """``<name>.train.inter`` / ``.valid.inter`` / ``.test.inter`` from two sparse ``.npz`` matrices (users x
+    items, one entry per interaction): the test matrix exactly, the validation set carved from the training one
+    (:func:`carve_validation`), or, with ``valid_share="test"``, no validation file: the dataset's config then
+    reads the test file as its validation set (``benchmark_filename: [train, test, test]``)."""
+    train_matrix, test_matrix = _load_npz(train), _load_npz(test)
+    if train_matrix.shape != test_matrix.shape:
+        raise ValueError(f"{train} is {train_matrix.shape[0]} x {train_matrix.shape[1]} but {test} is "
+                         f"{test_matrix.shape[0]} x {test_matrix.shape[1]}: the splits must share their users and "
+                         "items (row = user, column = item)")
+    splits = {"train": train_matrix, "test": test_matrix}
+    if valid_share != "test":
+        splits["train"], splits["valid"] = carve_validation(train_matrix, float(valid_share), valid_seed)
+    folder = Path(output) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    summary, everything = ImportSummary(), []
+    for split in (s for s in SPLITS if s in splits):  # test last: its file marks a finished import
+        pairs = _pairs_of(splits[split])
+        target = folder / f"{name}.{split}.inter"
+        _write(target, pairs, with_position=False)
+        summary.files.append(target)
+        everything += pairs
+    _summarise(summary, everything)
+    return summary
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--format", required=True, choices=FORMATS)
+    parser.add_argument("--format", required=True, choices=FORMATS + (NPZ,))
     parser.add_argument("--name", required=True, help="dataset name: files go to OUTPUT/NAME/NAME.*.inter")
     parser.add_argument("--output", default="dataset", help="RecBole's data_path (default: dataset)")
     parser.add_argument("--encoding", default="utf-8", help="encoding of the input files (default utf-8, e.g. "
@@ -153,7 +234,13 @@ def main(argv=None):
     parser.add_argument("inputs", nargs="*", help="files merged, in this order, into one NAME.inter")
     for split in SPLITS:
         parser.add_argument(f"--{split}", help=f"the {split} file of a pre-split dataset")
+    parser.add_argument("--valid-share", default="0.1",
+                        help="npz: the share of each user's training items carved out as validation (default "
+                             "0.1), or 'test': validate on the test set, as the published numbers select")
+    parser.add_argument("--valid-seed", type=int, default=0, help="npz: seed of the validation draw (default 0)")
     args = parser.parse_args(argv)
+    if args.format == NPZ:
+        return _main_npz(parser, args)
     splits = {s: getattr(args, s) for s in SPLITS}
     if args.inputs and any(splits.values()):
         parser.error("give either input files to merge or --train/--valid/--test, not both")
@@ -165,6 +252,24 @@ def main(argv=None):
         else:
             summary = import_presplit(args.format, splits, args.name, args.output, args.encoding)
     except (SourceFormatError, ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(summary)
+    return 0
+
+
+def _main_npz(parser, args):
+    if args.inputs or args.valid or not (args.train and args.test):
+        parser.error("--format npz takes --train and --test matrices (the validation set is carved: --valid-share)")
+    share = args.valid_share
+    if share != "test":
+        try:
+            share = float(share)
+        except ValueError:
+            parser.error(f"--valid-share {share!r}: give a share such as 0.1, or 'test'")
+    try:
+        summary = import_npz(args.train, args.test, args.name, args.output, share, args.valid_seed)
+    except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(summary)

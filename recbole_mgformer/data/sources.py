@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from recbole_mgformer.data.atomic import ATOMIC_SUFFIXES
-from recbole_mgformer.data.importer import import_merged
+from recbole_mgformer.data.importer import NPZ, import_merged, import_npz
 from recbole_mgformer.defaults import dataset_config_file
 
 # name -> (source format, folder under datasets/, files merged in this order)
@@ -20,6 +20,13 @@ SOURCES = {
     "amazon-beauty": ("selfrec", "amazon-beauty", ("train.txt", "test.txt")),
     "amazon-beauty-loo": ("selfrec", "amazon-beauty", ("train.txt", "test.txt")),
 }
+# LightGCN's public splits: name -> (folder under datasets/, how validation is made: a share of each user's training
+# items carved out with seed 0, or "test": the published protocol, which selects on the test set)
+NPZ_SOURCES = {
+    "gowalla": ("gowalla", 0.1), "gowalla-full": ("gowalla", "test"),
+    "yelp2018": ("yelp2018", 0.1), "yelp2018-full": ("yelp2018", "test"),
+}
+NPZ_SEED = 0
 
 
 def shared_datasets_dir():
@@ -74,12 +81,15 @@ def ensure_dataset(name, data_path):
     """Import ``name`` into ``data_path`` from the shared folder if it is a known source and not there yet,
     or copy the files of its ``dataset_source``.
 
-    Returns the atomic file's path, or None for datasets this module does not know (left to RecBole).
+    Returns the atomic file's path (the test file of a pre-split dataset), or None for datasets this module does
+    not know (left to RecBole).
     """
     target = Path(data_path) / name / f"{name}.inter"
     source = dataset_source(name)
     if source is not None:
         return target if target.is_file() else copy_source(name, source, data_path)
+    if name in NPZ_SOURCES:
+        return ensure_npz_dataset(name, data_path)
     if name not in SOURCES:
         return None
     fmt, folder, files = SOURCES[name]
@@ -87,13 +97,31 @@ def ensure_dataset(name, data_path):
         return target
     source = shared_datasets_dir() / folder
     inputs = [source / f for f in files]
+    _missing_sources(name, target.parent, folder, fmt, inputs)
+    summary = import_merged(fmt, inputs, name, data_path)
+    getLogger().info(f"imported {name}: {summary}")
+    return target
+
+
+def _missing_sources(name, where, folder, fmt, inputs):
     missing = [str(p) for p in inputs if not p.is_file()]
     if missing:
         raise FileNotFoundError(
-            f"dataset {name!r} is not in {target.parent} and its source files are missing: {', '.join(missing)}. "
+            f"dataset {name!r} is not in {where} and its source files are missing: {', '.join(missing)}. "
             f"Put them there, set RECBOLE_MGFORMER_SHARED to the folder holding datasets/{folder}/, or import "
             f"them yourself with `python -m recbole_mgformer.data.importer --format {fmt} --name {name} ...`"
         )
-    summary = import_merged(fmt, inputs, name, data_path)
+
+
+def ensure_npz_dataset(name, data_path):
+    """``<name>.train.inter`` (and ``.valid.inter`` where validation is carved) and ``.test.inter`` from the
+    shared ``train.npz`` / ``test.npz``, unless the test file, written last, is there; returns its path."""
+    folder, validation = NPZ_SOURCES[name]
+    target = Path(data_path) / name / f"{name}.test.inter"
+    if target.is_file():
+        return target
+    inputs = [shared_datasets_dir() / folder / f for f in ("train.npz", "test.npz")]
+    _missing_sources(name, target.parent, folder, NPZ, inputs)
+    summary = import_npz(*inputs, name, data_path, valid_share=validation, valid_seed=NPZ_SEED)
     getLogger().info(f"imported {name}: {summary}")
     return target

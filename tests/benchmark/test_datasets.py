@@ -12,6 +12,12 @@ def test_each_shipped_dataset_names_its_table_and_page():
     assert page_of("amazon-beauty") == "amazon-beauty" and page_of("ml-100k-seq") == "sequential"
     assert page_of("tiny") == "tiny" and table_kind("tiny") == "general"  # no config: a general page of its own
     assert [training_share(f"ml-100k-ctx-{rho}") for rho in ("0.2", "0.4", "0.6", "0.8")] == [0.2, 0.4, 0.6, 0.8]
+    # LightGCN's splits: the carved and the select-on-test variant share a general page
+    for name in ("gowalla", "yelp2018"):
+        assert kinds[name] == kinds[f"{name}-full"] == "general"
+        assert page_of(name) == page_of(f"{name}-full") == name
+        check_model_fits("LightGCN", name)
+        check_model_fits("LightGCN", f"{name}-full")
 
 
 def test_an_unknown_table_is_refused_with_the_choices(dataset_configs):

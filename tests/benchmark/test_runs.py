@@ -31,6 +31,7 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
     kept = load_checkpoint(tmp_path / "saved" / "tiny" / "mgformer-embedding-size-8-seed0.pth")
     assert kept["epoch"] == written["best_epoch"]  # the record names the epoch whose model was tested
     assert written["train_seconds_per_epoch"] > 0 and written["test_seconds"] > 0
+    assert written["build_seconds"] > 0  # MGFormer's SVD: part of the time to fit (benchmark.cost)
     for key in ("commit", "machine", "versions", "device", "valid", "test", "seed"):
         assert key in written
     assert "[2/2] MGFormer embedding_size=8 on tiny, seed 0: test recall@20" in capsys.readouterr().out
