@@ -251,10 +251,15 @@ def init_logger(config):
 
     RecBole creates ``./log/<model>`` by checking and then creating it, so two runs of one model started at
     the same moment (two benchmark seeds side by side) can both see it missing and one dies with
-    ``FileExistsError``. Creating the folder first, idempotently, closes that window."""
+    ``FileExistsError``. Creating the folder first, idempotently, closes that window. RecBole names the file
+    ``<model>-<dataset>-<local time>-<config hash>.log``: two runs of one config started in the same second
+    wrote into one file, so the time here carries the process id and a random suffix."""
     import os
+    import secrets
 
-    from recbole.utils import init_logger as recbole_init_logger
+    import recbole.utils.logger as recbole_logger
 
     os.makedirs(os.path.join("log", str(config["model"])), exist_ok=True)
-    recbole_init_logger(config)
+    started = f"{recbole_logger.get_local_time()}-{os.getpid()}-{secrets.token_hex(2)}"
+    with _patched(recbole_logger, "get_local_time", lambda: started):
+        recbole_logger.init_logger(config)
