@@ -78,9 +78,10 @@ def checkpoint_damage(path):
 
 
 def run_file_name(directory, model):
-    """``<model>-<local time>-<process id>-<random>.pth``: RecBole's ``<model>-<local time>.pth`` gave two runs of
-    one model started in the same second one file, and the second run's weights replaced the first's."""
-    return os.path.join(directory, f"{model}-{get_local_time()}-{os.getpid()}-{secrets.token_hex(2)}.pth")
+    """``<model>-<local time>-<process id>-<4 random digits>.pth``: RecBole's ``<model>-<local time>.pth`` gave two
+    runs of one model started in the same second one file, and the second run's weights replaced the first's. The
+    name still ends in a digit, as RecBole's did (``<model>-*[0-9].pth`` finds it and not its ``.latest.pth``)."""
+    return os.path.join(directory, f"{model}-{get_local_time()}-{os.getpid()}-{secrets.randbelow(10 ** 4):04d}.pth")
 
 
 def claim_file(path):
@@ -93,7 +94,7 @@ def claim_file(path):
             with open(candidate, "x"):
                 return candidate
         except FileExistsError:
-            candidate = f"{stem}-{secrets.token_hex(3)}{suffix}"
+            candidate = f"{stem}-{secrets.randbelow(10 ** 6):06d}{suffix}"
 
 
 def check_model_state(model, checkpoint, source="the checkpoint"):
