@@ -18,7 +18,7 @@ from recbole.trainer import Trainer
 from recbole.utils import get_local_time
 
 from recbole_mgformer.distributed import DistributedTrainerMixin
-from recbole_mgformer.vocabulary import dataset_vocabulary
+from recbole_mgformer.vocabulary import check_dataset, check_training_split, dataset_vocabulary
 
 
 def plain_value(value):
@@ -157,6 +157,7 @@ class SafeCheckpointMixin:
     resumed_run_state = None  # the ``run_state`` of the checkpoint training resumed from, if it had one
     resumed_random_state = None  # and its ``random_state``
     vocabulary = None  # recbole_mgformer.vocabulary.dataset_vocabulary of the data ``fit`` trains on
+    resumed_checkpoint = None  # (path, vocabulary) of the checkpoint training resumed from, checked by ``fit``
     unclaimed_file = None  # the name __init__ chose, claimed by the first write to it
 
     def __init__(self, config, model):
@@ -172,7 +173,9 @@ class SafeCheckpointMixin:
         saved_model_file = kwargs.pop("saved_model_file", self.saved_model_file)
         run_state = kwargs.pop("run_state", None)  # plain values a caller keeps with the weights, in one write
         random_state = kwargs.pop("random_state", None)  # recbole_mgformer.random_state's tensors and values
-        if self.unclaimed_file and os.path.normpath(saved_model_file) == os.path.normpath(self.unclaimed_file):
+        # A data-parallel run's ranks agreed on the name, and its machines may share the folder: no claim there.
+        if (self.unclaimed_file and self.config["single_spec"]
+                and os.path.normpath(saved_model_file) == os.path.normpath(self.unclaimed_file)):
             saved_model_file = self.saved_model_file = claim_file(saved_model_file)
             self.unclaimed_file = None
         state = {
@@ -224,10 +227,16 @@ class SafeCheckpointMixin:
         self.optimizer.load_state_dict(checkpoint["optimizer"])
         self.resumed_run_state = checkpoint.get("run_state")
         self.resumed_random_state = checkpoint.get("random_state")
+        self.resumed_checkpoint = (resume_file, checkpoint.get("vocabulary"))
         self.logger.info(f"Checkpoint loaded. Resume training from epoch {self.start_epoch}")
 
     def fit(self, train_data, valid_data=None, verbose=True, saved=True, show_progress=False, callback_fn=None):
-        self.vocabulary = dataset_vocabulary(getattr(train_data, "_dataset", None))  # kept in every checkpoint
+        train_dataset = getattr(train_data, "_dataset", None)
+        self.vocabulary = dataset_vocabulary(train_dataset)  # kept in every checkpoint
+        resumed_file, resumed_vocabulary = self.resumed_checkpoint or (None, None)
+        if resumed_vocabulary and self.vocabulary:  # continuing on other data would mix two numberings
+            check_dataset({"vocabulary": resumed_vocabulary}, train_dataset, resumed_file)
+            check_training_split({"vocabulary": resumed_vocabulary}, train_dataset, resumed_file)
         best_valid_score, best_valid_result = super().fit(train_data, valid_data, verbose, saved, show_progress,
                                                           callback_fn)
         if best_valid_result is None and valid_data and saved:

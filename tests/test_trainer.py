@@ -189,3 +189,16 @@ def test_a_claimed_name_gets_a_suffix_beside_it(tmp_path):
     assert claim_file(str(path)) == str(path) and path.exists()
     other = Path(claim_file(str(path)))
     assert other != path and other.parent == tmp_path and other.name.startswith("BPR-x-") and other.suffix == ".pth"
+
+
+def test_resuming_on_data_whose_rows_were_reordered_is_refused(tiny_setup, tiny_data):
+    # The old code continued training the checkpoint's rows as if they were the reordered data's users and items.
+    _, _, trainer, (train, valid, _) = tiny_setup("BPR", epochs=1)
+    trainer.fit(train, valid, saved=True, show_progress=False)
+    inter = tiny_data / "tiny" / "tiny.inter"
+    header, *rows = inter.read_text().splitlines()
+    inter.write_text("\n".join([header, *reversed(rows)]) + "\n")
+    _, _, resumed, (train, valid, _) = tiny_setup("BPR", epochs=3)
+    resumed.resume_checkpoint(trainer.saved_model_file)
+    with pytest.raises(ValueError, match=r"was trained on other data .* users renumbered"):
+        resumed.fit(train, valid, saved=True, show_progress=False)
