@@ -174,7 +174,8 @@ class SafeCheckpointMixin:
         run_state = kwargs.pop("run_state", None)  # plain values a caller keeps with the weights, in one write
         random_state = kwargs.pop("random_state", None)  # recbole_mgformer.random_state's tensors and values
         # A data-parallel run's ranks agreed on the name, and its machines may share the folder: no claim there.
-        if (self.unclaimed_file and self.config["single_spec"]
+        # RecBole's own Trainer runs this method too (recbole_mgformer.compat), without this class's attributes.
+        if (getattr(self, "unclaimed_file", None) and self.config["single_spec"]
                 and os.path.normpath(saved_model_file) == os.path.normpath(self.unclaimed_file)):
             saved_model_file = self.saved_model_file = claim_file(saved_model_file)
             self.unclaimed_file = None
@@ -192,7 +193,7 @@ class SafeCheckpointMixin:
             state["run_state"] = plain_value(run_state)
         if random_state is not None:
             state["random_state"] = random_state
-        if self.vocabulary is not None:
+        if getattr(self, "vocabulary", None) is not None:
             state["vocabulary"] = self.vocabulary
         save_atomically(state, saved_model_file)
         if verbose:
