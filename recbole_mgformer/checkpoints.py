@@ -9,12 +9,13 @@ import sys
 from logging import getLogger
 
 from recbole.config import Config
-from recbole.data import create_dataset, data_preparation
+from recbole.data import data_preparation
 from recbole.utils import init_seed
 
 from recbole_mgformer.compat import init_logger
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.registry import get_model
+from recbole_mgformer.safety import create_dataset, drop_pickle_settings
 from recbole_mgformer.trainer import check_model_state, load_checkpoint
 from recbole_mgformer.vocabulary import check_dataset, check_training_split
 
@@ -26,8 +27,9 @@ DERIVED_KEYS = frozenset({
 
 
 class RecordedConfig(Config):
-    """A Config rebuilt from recorded values. RecBole's Config ``eval``s every string of ``config_dict`` (to
-    parse command-line values) and reads ``sys.argv``; a checkpoint's strings are data, so neither happens."""
+    """A Config rebuilt from recorded values. RecBole's Config parses every string of ``config_dict`` (command-line
+    values; RecBole ``eval``s them, :mod:`recbole_mgformer.safety` reads them as literals) and reads ``sys.argv``;
+    a checkpoint's strings are data, kept as they were recorded, so neither happens."""
 
     def _load_variable_config_dict(self, config_dict):
         return dict(config_dict or {})
@@ -36,9 +38,12 @@ class RecordedConfig(Config):
         return {}
 
 
-def recorded_settings(recorded):
-    """The settings a checkpoint's ``config`` records, less the derived keys, as ``config_dict``."""
-    settings = {key: value for key, value in recorded.items() if key not in DERIVED_KEYS}
+def recorded_settings(recorded, source="the checkpoint"):
+    """The settings a checkpoint's ``config`` records, less the derived keys, as ``config_dict``. RecBole's
+    saved-dataset and saved-dataloader settings are dropped (a warning names any that held a value): they name
+    pickles, and a pickle runs code when it loads; the dataset is rebuilt from the atomic files."""
+    settings = drop_pickle_settings({key: value for key, value in recorded.items() if key not in DERIVED_KEYS},
+                                    source)
     path, dataset = settings.get("data_path"), recorded["dataset"]
     if isinstance(path, str) and os.path.basename(os.path.normpath(path)) == dataset:
         settings["data_path"] = os.path.dirname(os.path.normpath(path))  # Config appends the dataset again
@@ -48,12 +53,13 @@ def recorded_settings(recorded):
     return settings
 
 
-def config_from_checkpoint(recorded, config_dict=None):
-    """A Config equal to the one that trained the checkpoint; ``config_dict`` overrides (e.g. ``data_path``)."""
+def config_from_checkpoint(recorded, config_dict=None, source="the checkpoint"):
+    """A Config equal to the one that trained the checkpoint; ``config_dict`` overrides (e.g. ``data_path``).
+    ``source`` (the checkpoint's file) names it in the warnings."""
     if not isinstance(recorded, dict) or "model" not in recorded or "dataset" not in recorded:
         raise ValueError("the checkpoint's 'config' is not a recorded settings dict with 'model' and 'dataset'; "
                          "it was not written by recbole_mgformer or by RecBole with recbole_mgformer imported")
-    settings = {**recorded_settings(recorded), **(config_dict or {})}
+    settings = {**recorded_settings(recorded, source), **(config_dict or {})}
     saved_argv, sys.argv = sys.argv, sys.argv[:1]
     try:
         return RecordedConfig(model=get_model(recorded["model"]), dataset=recorded["dataset"], config_dict=settings)
@@ -71,7 +77,7 @@ def load_data_and_model(model_file, config_dict=None, log=True):
     the model the config names (:func:`recbole_mgformer.trainer.check_model_state`). Otherwise a ValueError names
     the difference."""
     checkpoint = load_checkpoint(str(model_file))
-    config = config_from_checkpoint(checkpoint["config"], config_dict)
+    config = config_from_checkpoint(checkpoint["config"], config_dict, str(model_file))
     recorded_class, model_class = checkpoint.get("model_class"), get_model(config["model"])
     if recorded_class is not None and recorded_class != model_class.__name__:
         raise ValueError(f"{model_file} holds the weights of a {recorded_class} model, but its config names "

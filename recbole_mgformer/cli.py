@@ -9,23 +9,29 @@ import argparse
 import sys
 
 import yaml
-from recbole.config import Config
 
 from recbole_mgformer.quick_start import run_recommender
+from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
 
 
 def parse_overrides(arguments):
-    """``["--key=value", ...]`` -> ``{key: value}``, values parsed as YAML like RecBole's config files."""
-    loader = Config._build_yaml_loader(None)
+    """``["--key=value", ...]`` -> ``{key: value}``, values parsed as YAML like RecBole's config files (a safe
+    loader), and a string value that is Python code (``--lr="__import__('os')..."``) refused: RecBole's Config
+    would ``eval`` it, this project reads it as a literal (:func:`recbole_mgformer.safety.literal_setting`)."""
     overrides = {}
     for argument in arguments:
         key, sep, raw = argument[2:].partition("=") if argument.startswith("--") else ("", "", "")
         if not key or not sep:
             raise SystemExit(f"error: cannot read argument {argument!r}; write config overrides as --key=value")
         try:
-            overrides[key] = yaml.load(raw, Loader=loader) if raw else None
+            overrides[key] = load_yaml(raw) if raw else None
         except yaml.YAMLError as error:
             raise SystemExit(f"error: the value of --{key} is not valid YAML: {error}") from None
+        if isinstance(overrides[key], str):
+            try:
+                literal_setting(key, overrides[key])
+            except UnsafeSettingError as error:
+                raise SystemExit(f"error: --{key}=...: {error}") from None
     return overrides
 
 

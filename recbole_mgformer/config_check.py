@@ -7,6 +7,8 @@
   RecBole's YAML defaults, the model's and the dataset's YAML files (RecBole's and this project's), the keys
   RecBole's own code and the model's and trainer's classes read (``config["key"]`` in their source), the keys
   Config adds itself, the data-parallel settings, and the user's escape hatch ``extra_config_keys: [my_key]``.
+- :func:`recbole_mgformer.safety.refuse_pickle_settings`: RecBole's saved-dataset and saved-dataloader settings
+  (``dataset_save_path``, ``save_dataset``, ...) are errors: they load or write pickles, which run code.
 - :func:`check_finite`: a NaN or infinite number anywhere in the config is an error naming the key.
 - :func:`check_sizes`: an epoch count, batch size, width or patience below 1 (``--epochs=0``,
   ``embedding_size: 0``) or a learning rate <= 0 is an error; RecBole trains nothing or a zero-width model and
@@ -29,6 +31,7 @@ import yaml
 from recbole.utils import dataset_arguments, evaluation_arguments, general_arguments, training_arguments
 
 from recbole_mgformer.defaults import dataset_config_file, model_config_file
+from recbole_mgformer.safety import SafeLoader, refuse_pickle_settings
 
 ESCAPE_KEY = "extra_config_keys"
 RECBOLE_DIR = Path(recbole.__file__).resolve().parent
@@ -55,7 +58,7 @@ class ConfigKeyError(ValueError):
 @functools.lru_cache(maxsize=None)
 def yaml_keys(path):
     with open(path, encoding="utf-8") as handle:
-        content = yaml.load(handle, Loader=yaml.FullLoader)  # RecBole's loader
+        content = yaml.load(handle, Loader=SafeLoader)  # RecBole's float resolver, no Python objects
     return frozenset(str(k) for k in content) if isinstance(content, dict) else frozenset()
 
 
@@ -233,6 +236,7 @@ def check_device(config):
 def check_config(config, model_class, trainer_class=None, config_files=None):
     """All checks of this module, in the order a user would want to hear of them."""
     check_known_keys(config, model_class, trainer_class, config_files)
+    refuse_pickle_settings(config)
     check_finite(config)
     check_sizes(config)
     check_device(config)

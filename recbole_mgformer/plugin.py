@@ -13,7 +13,9 @@ or from code that imports only a submodule). Afterwards, with no RecBole file ed
 - ``recbole.quick_start.load_data_and_model`` reads weights-only checkpoints (this project's, and RecBole's
   own trainers' after :mod:`recbole_mgformer.compat`): RecBole's version expects a pickled Config, which
   ``torch.load(weights_only=True)`` refuses. It is installed when ``recbole.quick_start`` is first imported
-  (that module imports Ray, which training does not need).
+  (that module imports Ray, which training does not need);
+- nothing RecBole loads runs code (:mod:`recbole_mgformer.safety`): settings are read as literals, never
+  ``eval``-ed, YAML with a safe loader, and datasets and splits are built from the atomic files, never unpickled.
 """
 
 import importlib
@@ -146,11 +148,12 @@ def register():
     """Make RecBole's own functions find and load this project's models; safe to call more than once."""
     if _registered:
         return
-    from recbole_mgformer import compat
+    from recbole_mgformer import compat, safety
 
     compat.apply()
     _alias_model_modules()
     _install_trainers()
     _install_model_defaults()
+    safety.install()
     _after_import("recbole.quick_start.quick_start", _install_loader)
     _registered.append(True)

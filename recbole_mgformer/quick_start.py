@@ -13,7 +13,7 @@ from logging import getLogger
 from pathlib import Path
 
 import torch.distributed as dist
-from recbole.data import create_dataset, data_preparation
+from recbole.data import data_preparation
 from recbole.utils import init_seed, set_color
 
 from recbole_mgformer.compat import init_logger
@@ -29,6 +29,7 @@ from recbole_mgformer.distributed import (
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.registry import get_model, get_trainer
 from recbole_mgformer.resume import LATEST_SUFFIX, fit_resumably, forget_resume_state
+from recbole_mgformer.safety import create_dataset
 
 
 @contextlib.contextmanager

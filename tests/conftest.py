@@ -1,6 +1,7 @@
 """Shared fixtures: a small generated RecBole dataset, and a scratch working directory so RecBole's
 ./log, ./log_tensorboard and ./saved never land in the checkout."""
 
+import pickle
 import shutil
 import subprocess
 import sys
@@ -145,3 +146,27 @@ def held_elsewhere(path):
     finally:
         holder.kill()
         holder.wait()
+
+
+# ------------------------------------------------------------------------------------------------ payloads
+
+
+class Payload:
+    """A pickle payload: unpickling it opens ``path`` for writing, which creates the file."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+def write_payload(file, marker):
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_bytes(pickle.dumps(Payload(marker)))
+    return file
+
+
+def eval_payload(marker):
+    """A setting RecBole's ``eval`` runs: it creates ``marker`` and evaluates to 0.01."""
+    return f"__import__('builtins').open({str(marker)!r}, 'w') and 0.01"

@@ -6,7 +6,7 @@ import torch
 from recbole_mgformer import run_recommender
 from recbole_mgformer.checkpoints import config_from_checkpoint, load_data_and_model
 from recbole_mgformer.trainer import plain_value
-from conftest import TINY_CONFIG
+from conftest import TINY_CONFIG, write_payload
 
 
 def test_the_rebuilt_config_equals_the_recorded_one(tiny_setup):
@@ -89,3 +89,49 @@ def test_checkpoints_keep_vocabularies_and_model_class_as_plain_values(bpr_check
     assert state["model_class"] == "BPR" and vocabulary["users"][:3] == ["[PAD]", "u0", "u1"]
     assert all(isinstance(token, str) for token in vocabulary["users"] + vocabulary["items"])
     assert vocabulary["train"]["interactions"] > 0 and len(vocabulary["train"]["sha256"]) == 64
+
+
+def trained_checkpoint(tiny_data, tmp_path, **recorded):
+    """A BPR checkpoint of one epoch, whose recorded config then also holds ``recorded``: what a received file can
+    carry (it still loads with ``torch.load(weights_only=True)``)."""
+    settings = {**TINY_CONFIG, "epochs": 1, "data_path": str(tiny_data), "checkpoint_dir": str(tmp_path / "saved")}
+    run_recommender("BPR", "tiny", config_dict=settings)
+    (checkpoint,) = (tmp_path / "saved").glob("BPR-*.pth")
+    state = torch.load(checkpoint, weights_only=True)
+    state["config"].update(recorded)
+    torch.save(state, checkpoint)
+    return checkpoint
+
+
+@pytest.mark.parametrize("key", ["dataset_save_path", "dataloaders_save_path"])
+def test_a_checkpoints_recorded_pickle_path_is_dropped_never_unpickled(tiny_data, tmp_path, caplog, key):
+    marker = tmp_path / "pwned"
+    payload = write_payload(tmp_path / "bundle" / "data.pth", marker)
+    checkpoint = trained_checkpoint(tiny_data, tmp_path, **{key: str(payload), "save_dataset": True})
+    config, model, dataset, *_ = load_data_and_model(str(checkpoint), log=False)
+    assert not marker.exists()
+    assert config[key] is None and not config["save_dataset"]
+    assert f"{checkpoint}: ignored the recorded {key}=" in caplog.text and "save_dataset=True" in caplog.text
+    assert dataset.inter_num > 0 and model.user_embedding.weight.shape[0] == dataset.user_num
+
+
+def test_a_pickle_at_the_default_dataset_path_beside_a_checkpoint_is_never_opened(tiny_data, tmp_path):
+    """RecBole loads ``<checkpoint_dir>/<dataset>-<DatasetClass>.pth`` whenever it exists; a model bundle can ship
+    one."""
+    from recbole_mgformer.recommend import recommend
+    marker = tmp_path / "pwned"
+    checkpoint = trained_checkpoint(tiny_data, tmp_path)
+    write_payload(tmp_path / "saved" / "tiny-Dataset.pth", marker)
+    write_payload(tmp_path / "saved" / "tiny-for-BPR-dataloader.pth", marker)
+    assert len(recommend(str(checkpoint), ["u1"], k=3)["u1"]) == 3
+    assert not marker.exists()
+
+
+def test_a_pickle_path_the_user_passes_on_loading_is_refused(tiny_data, tmp_path):
+    from recbole_mgformer.safety import UnsafeSettingError
+    marker = tmp_path / "pwned"
+    payload = write_payload(tmp_path / "data.pth", marker)
+    checkpoint = trained_checkpoint(tiny_data, tmp_path)
+    with pytest.raises(UnsafeSettingError, match="dataset_save_path=.*Remove dataset_save_path"):
+        load_data_and_model(str(checkpoint), {"dataset_save_path": str(payload)}, log=False)
+    assert not marker.exists()

@@ -48,3 +48,27 @@ def test_summary_shows_top_k_metrics_or_every_metric_the_run_computed():
     labelled = {"best_valid_result": {"auc": 0.77231, "logloss": 0.5868}, "test_result": {"auc": 0.7721, "logloss": 0.59}}
     assert format_summary("CSA", "ml-100k", labelled).splitlines()[1:] == [
         "  valid auc 0.7723  logloss 0.5868", "  test  auc 0.7721  logloss 0.5900"]
+
+
+def test_an_override_that_is_code_is_refused_and_never_run(tmp_path, capsys):
+    """RecBole's Config evals string settings; ``--learning_rate=<code>`` ran it and trained with its value."""
+    from conftest import eval_payload
+
+    marker = tmp_path / "pwned"
+    refusal = r"error: --learning_rate=\.\.\.: setting learning_rate: .*never run as Python"
+    with pytest.raises(SystemExit, match=refusal):
+        parse_overrides([f"--learning_rate={eval_payload(marker)}"])
+    with pytest.raises(SystemExit):
+        main(["--model=BPR", "--dataset=ml-100k", "--epochs=1", f"--learning_rate={eval_payload(marker)}"])
+    assert not marker.exists()
+
+
+def test_run_py_refuses_code_in_an_override_before_training(tmp_path):
+    from conftest import eval_payload
+
+    marker = tmp_path / "pwned"
+    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), "--model=BPR", "--dataset=ml-100k", "--epochs=1",
+                                f"--learning_rate={eval_payload(marker)}"], capture_output=True, text=True,
+                               cwd=tmp_path)
+    assert completed.returncode != 0 and "never run as Python" in completed.stderr
+    assert "Traceback" not in completed.stderr and not marker.exists()

@@ -110,6 +110,14 @@ def test_the_tuning_command_rejects_a_misspelled_fixed_setting(tiny_data, tmp_pa
                             data_path=str(tiny_data), storage_dir=tmp_path / "tune")
 
 
+@pytest.mark.parametrize("setting", [{"save_dataset": True}, {"dataset_save_path": "bundle/ml-100k-Dataset.pth"}])
+def test_the_tuning_command_refuses_recboles_pickle_settings_before_any_trial(tiny_data, tmp_path, setting):
+    (key,) = setting
+    with pytest.raises(tuning.TuneSetupError, match=rf"{key}=.*loading a pickle runs whatever code it holds"):
+        tuning.make_request("BPR", "tiny", {"embedding_size": {"choice": [8]}}, config_dict=setting,
+                            data_path=str(tiny_data), storage_dir=tmp_path / "tune")
+
+
 def test_a_search_space_may_use_extra_config_keys(tiny_data, tmp_path):
     request = tuning.make_request("BPR", "tiny", {"my_key": {"choice": [1, 2]}},
                                   config_dict={"extra_config_keys": ["my_key"]}, data_path=str(tiny_data),

@@ -18,9 +18,11 @@ Each trial trains through :func:`recbole_mgformer.quick_start.prepare` and the t
 ``run_recommender``, reports the validation metric after every evaluation with its last epoch as a checkpoint (``--resume``
 continues each unfinished trial from there), and ASHA stops poor trials early.
 Any other ``--key=value`` is a fixed config setting for every trial. The command writes
-``results/tuning/<Model>-<dataset>.md`` (all trials, best first, failed ones with their error, and the test
-metrics of the best configuration retrained once), ``.json`` beside it, and ``<Model>-<dataset>.yaml``:
-the best configuration, for ``run.py --config_files``. Ray's results go to ``saved/tune/<Model>-<dataset>/``.
+``results/tuning/<name>.md`` (all trials, best first, failed ones with their error, and the test metrics of the
+best configuration retrained once), ``.json`` beside it, and ``<name>.yaml``: the best configuration, for
+``run.py --config_files``; ``<name>`` is the search's ``--name`` (``<Model>-<dataset>`` by default), and a report
+of another search is never replaced. Ray's results go to ``saved/tune/<name>/``. ``--resume`` continues a search
+as it started: a space, ``--samples`` or setting that differs from the search's is refused, naming it.
 """
 
 from recbole_mgformer.tune.cli import main

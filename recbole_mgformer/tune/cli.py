@@ -19,10 +19,13 @@ def main(argv=None):
     parser.add_argument("--space", default=None,
                         help="search space YAML (default properties/hyper/<dataset>/<Model>.yaml where the dataset "
                              "has its own, else properties/hyper/<Model>.yaml)")
-    parser.add_argument("--search", choices=SEARCHES, default="random", help="search algorithm (default random)")
-    parser.add_argument("--samples", type=int, default=10, help="trials drawn by random/hyperopt search")
-    parser.add_argument("--scheduler", choices=("asha", "fifo"), default="asha", help="asha stops poor trials early")
-    parser.add_argument("--grace-period", type=int, default=10, help="evaluations before ASHA may stop a trial")
+    # None: the default of a new search, or on --resume the value the search started with
+    parser.add_argument("--search", choices=SEARCHES, default=None, help="search algorithm (default random)")
+    parser.add_argument("--samples", type=int, default=None, help="trials drawn by random/hyperopt search (default 10)")
+    parser.add_argument("--scheduler", choices=("asha", "fifo"), default=None,
+                        help="asha (default) stops poor trials early")
+    parser.add_argument("--grace-period", type=int, default=None,
+                        help="evaluations before ASHA may stop a trial (default 10)")
     parser.add_argument("--cpus-per-trial", type=float, default=1)
     parser.add_argument("--gpus-per-trial", type=float, default=0, help="fractions share a GPU, e.g. 0.25")
     parser.add_argument("--address", default=None, help="join this Ray cluster (e.g. auto, or host:6379)")
@@ -30,13 +33,16 @@ def main(argv=None):
     parser.add_argument("--num-gpus", type=int, default=None, help="GPUs of the Ray started here (default all)")
     parser.add_argument("--data_path", default=None, help="RecBole's data_path (default dataset)")
     parser.add_argument("--config_files", default=None, help="space-separated YAML files for every trial")
-    parser.add_argument("--results", default="results/tuning", help="folder of <Model>-<dataset>.md/.json/.yaml")
+    parser.add_argument("--results", default="results/tuning",
+                        help="folder of <name>.md/.json/.yaml, the search's report (default name <Model>-<dataset>)")
     parser.add_argument("--storage", default="saved/tune", help="Ray's results folder")
     parser.add_argument("--temp-dir", default=None, help="Ray's temporary folder (default <storage>/ray-tmp if "
                                                          "short, else /tmp/ray-recbole-mgformer)")
-    parser.add_argument("--name", default=None, help="experiment name (default <Model>-<dataset>)")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted search")
-    parser.add_argument("--search-seed", type=int, default=0, help="seed of the search algorithm's draws")
+    parser.add_argument("--name", default=None, help="search name: its Ray folder and its report files "
+                                                     "<name>.md/.json/.yaml (default <Model>-<dataset>)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted search, as it started (a changed setting is refused)")
+    parser.add_argument("--search-seed", type=int, default=None, help="seed of the search algorithm's draws (0)")
     parser.add_argument("--no-retrain", action="store_true", help="skip retraining the best configuration")
     parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Ray Tune's progress output")
     parser.add_argument("--render", nargs="+", metavar="RECORD", default=None,

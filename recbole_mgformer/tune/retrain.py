@@ -4,10 +4,8 @@ import logging
 import os
 from pathlib import Path
 
-import yaml
-from recbole.config import Config
-
 from recbole_mgformer.quick_start import run_recommender
+from recbole_mgformer.safety import load_yaml
 from recbole_mgformer.trainer import plain_value
 from recbole_mgformer.tune.trials import _ray_gpu_ids, error_line
 
@@ -16,10 +14,9 @@ def best_settings(request, params):
     """The best configuration as one standalone config: the config files' settings, the fixed settings and the
     searched values, later ones winning, as RecBole merges them; a ``data_path`` only where the search was given
     one, as it was given (a relative path stays relative to where ``run.py`` runs)."""
-    loader = Config._build_yaml_loader(None)
     settings = {}
     for path in request["config_files"]:
-        settings.update(yaml.load(Path(path).read_text(), Loader=loader) or {})
+        settings.update(load_yaml(Path(path).read_text()) or {})
     settings.update(request["overrides"])
     given = request["data_path_given"]  # the path as the user gave it; True in records before 2026-11-27
     if given:

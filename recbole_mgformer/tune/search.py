@@ -22,6 +22,7 @@ from recbole_mgformer.records import (
     write_record,
 )
 from recbole_mgformer.registry import get_model
+from recbole_mgformer.safety import UnsafeSettingError, check_literal_strings
 from recbole_mgformer.trainer import plain_value
 from recbole_mgformer.tune.report import (
     best_config_yaml,
@@ -80,6 +81,10 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         model = get_model(model).__name__
     except ValueError as error:
         raise TuneSetupError(str(error)) from None
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise TuneSetupError(f"--samples {samples!r}: a search draws at least 1 sample; give --samples 1 or more")
+    if name is not None and (not str(name).strip() or Path(str(name)).name != str(name) or str(name) in (".", "..")):
+        raise TuneSetupError(f"--name {name!r}: give a plain folder name (no '/'), e.g. --name {model}-{dataset}-wide")
     raw, source = load_space(space, model, dataset)
     parsed = parse_space(raw, source)
     overrides = dict(config_dict or {})
@@ -196,8 +201,31 @@ def _fit(tuner):
             signal.signal(signal.SIGINT, handler)
 
 
-def _prepare_experiment(request, resume):
-    """Check the experiment folder against ``resume``; on resume, the stored request wins over the new one."""
+# What a resumed search keeps from its start: request field -> the option that sets it. Ray restores the trials,
+# space and sample count it started with, so a resumed search cannot take another value of any of them.
+RESUMED_FIELDS = {"model": "--model", "dataset": "--dataset", "space": "--space", "search": "--search",
+                  "samples": "--samples", "scheduler": "--scheduler", "grace_period": "--grace-period",
+                  "search_seed": "--search-seed", "overrides": "--key=value settings",
+                  "config_files": "--config_files", "data_path": "--data_path"}
+ALWAYS_COMPARED = ("model", "dataset")  # they name the search (its default --name)
+
+
+def resume_changes(stored, request, given):
+    """``[(option, started with, now)]`` for each field of ``request`` that differs from the ``stored`` one the
+    search started with; ``given`` holds the fields the user set for this run (the others take the stored ones)."""
+    changes = []
+    for field, option in RESUMED_FIELDS.items():
+        if field not in ALWAYS_COMPARED and field not in given:
+            continue
+        now = json.loads(json.dumps(plain_value(request[field])))  # as the stored request holds it
+        if now != stored.get(field, now):
+            changes.append((option, stored.get(field), now))
+    return changes
+
+
+def _prepare_experiment(request, resume, given=()):
+    """Check the experiment folder against ``resume``; on resume, the stored request wins over the new one, and
+    a setting ``given`` for this run that differs from the stored one is refused (Ray would silently keep the old)."""
     from ray import tune
 
     experiment = Path(request["experiment"])
@@ -205,7 +233,20 @@ def _prepare_experiment(request, resume):
     if resume:
         if not (tune.Tuner.can_restore(experiment) and stored.is_file()):
             raise TuneSetupError(f"nothing to resume at {experiment}; start the search without --resume")
-        return json.loads(stored.read_text())
+        started = json.loads(stored.read_text())
+        parse_space(started["space"], str(stored))  # what the trials will be given is checked as a new search's is
+        try:
+            check_literal_strings(started["overrides"], str(stored))
+        except UnsafeSettingError as error:
+            raise TuneSetupError(str(error)) from None
+        changes = resume_changes(started, request, given)
+        if changes:
+            listed = "; ".join(f"{option}: started with {before!r}, now {now!r}" for option, before, now in changes)
+            raise TuneSetupError(
+                f"the search at {experiment} cannot change on --resume ({listed}): a resumed search continues the "
+                f"trials it started. Drop {', '.join(option for option, _, _ in changes)} to resume it as it "
+                "started, or start a new search with another --name")
+        return started
     if tune.Tuner.can_restore(experiment):
         raise TuneSetupError(f"{experiment} already holds a search; --resume continues it, --name starts "
                              "another beside it (or delete that folder to start over)")
@@ -218,35 +259,69 @@ def _store_request(request):
     stored.write_text(json.dumps(request, indent=2) + "\n")  # unsorted: the space keeps its order
 
 
+def report_paths(request, results_dir=None, stem=None):
+    """``{md, json, yaml: path}`` of the search's report, named after it (``stem``, else its ``--name``); a
+    TuneSetupError where one of them belongs to another search (its record names another experiment), before
+    anything runs."""
+    folder = Path(results_dir or "results/tuning").resolve()
+    stem = stem or request["name"]
+    paths = {suffix: folder / f"{stem}.{suffix}" for suffix in ("md", "json", "yaml")}
+    existing = [path for path in paths.values() if path.exists()]
+    if not existing:
+        return paths
+    try:
+        owner = json.loads(paths["json"].read_text())["request"]["experiment"]
+    except (OSError, ValueError, KeyError, TypeError):
+        owner = None
+    if owner != request["experiment"]:
+        raise TuneSetupError(
+            f"{existing[0]} is the report of another search ({owner or 'no search record beside it'}), not of "
+            f"{request['experiment']}; give this search its own report with another --name (or --results folder), "
+            "or move those files away")
+    return paths
+
+
 def tune_recommender(model, dataset, space=None, *, config_files=None, config_dict=None, data_path=None,
-                     search="random", samples=10, scheduler="asha", grace_period=10, cpus_per_trial=1,
+                     search=None, samples=None, scheduler=None, grace_period=None, cpus_per_trial=1,
                      gpus_per_trial=0, address=None, num_cpus=None, num_gpus=None, results_dir=None,
-                     storage_dir=None, temp_dir=None, name=None, resume=False, search_seed=0, retrain_best=True,
+                     storage_dir=None, temp_dir=None, name=None, resume=False, search_seed=None, retrain_best=True,
                      verbose=1, stem=None):
     """Search hyperparameters of ``model`` on ``dataset`` with Ray Tune; returns a summary dict.
 
     ``space``: a YAML file or mapping (``properties/hyper/<Model>.yaml`` when None), see the module's docstring.
     ``config_files``/``config_dict``: fixed settings of every trial, as in ``run_recommender``; ``data_path``:
-    RecBole's data folder (``dataset``). ``search``: ``random`` (``samples`` draws, each over every grid point),
-    ``grid`` (every combination of the listed values) or ``hyperopt`` (TPE, ``pip install hyperopt==0.2.5``).
-    ``scheduler``: ``asha`` stops poor trials after ``grace_period`` evaluations; ``fifo`` never.
+    RecBole's data folder (``dataset``). ``search``: ``random`` (default; ``samples`` draws, 10 by default, each
+    over every grid point), ``grid`` (every combination of the listed values) or ``hyperopt`` (TPE,
+    ``pip install hyperopt==0.2.5``).
+    ``scheduler``: ``asha`` (default) stops poor trials after ``grace_period`` (10) evaluations; ``fifo`` never.
     ``cpus_per_trial``/``gpus_per_trial`` (fractions allowed) share the machine, or the Ray cluster at
     ``address`` (``auto`` for a local ``ray start``); ``num_cpus``/``num_gpus`` cap a Ray started here.
     ``storage_dir``: Ray's results (``saved/tune``), the experiment ``name`` (``<Model>-<dataset>``) inside;
     ``temp_dir``: Ray's temporary folder (see :func:`default_temp_dir`). ``resume``: continue an interrupted
-    search from its folder; finished and failed trials stay, unfinished ones continue from their last epoch.
-    ``results_dir`` (``results/tuning``) receives ``<Model>-<dataset>.md``, ``.json`` and the best ``.yaml``.
-    ``retrain_best``: train the best configuration once more for its test metrics. ``stem``: the name of the
-    written files (``<Model>-<dataset>``).
+    search from its folder; finished and failed trials stay, unfinished ones continue from their last epoch. The
+    settings left None take the values the search started with; one given that differs is refused
+    (:func:`resume_changes`). ``results_dir`` (``results/tuning``) receives ``<name>.md``, ``.json`` and the best
+    ``.yaml``, named after the search (``<Model>-<dataset>`` by default); files there of another search are never
+    replaced. ``retrain_best``: train the best configuration once more for its test metrics. ``stem``: the name of
+    the written files (the search's name).
 
     The summary holds ``request``, ``rows`` (all trials, best first), ``best`` (a row or None), ``best_yaml``,
     ``retrained`` (``run_recommender``'s dict or None), ``interrupted``, ``markdown`` (the page's path).
     """
     import ray
 
-    request = make_request(model, dataset, space, config_files, config_dict, data_path, search, samples, scheduler,
-                           grace_period, search_seed, name, storage_dir)
-    request = _prepare_experiment(request, resume)
+    settings = {key: value for key, value in (config_dict or {}).items() if key != "data_path"}
+    given = {field for field, value in (("space", space), ("search", search), ("samples", samples),
+                                        ("scheduler", scheduler), ("grace_period", grace_period),
+                                        ("search_seed", search_seed), ("config_files", config_files),
+                                        ("overrides", settings or None),
+                                        ("data_path", data_path or (config_dict or {}).get("data_path")))
+             if value is not None}
+    request = make_request(model, dataset, space, config_files, config_dict, data_path, search or "random",
+                           10 if samples is None else samples, scheduler or "asha",
+                           10 if grace_period is None else grace_period, search_seed or 0, name, storage_dir)
+    request = _prepare_experiment(request, resume, given)
+    paths = report_paths(request, results_dir, stem)
     started = _init_ray(address, num_cpus, num_gpus, temp_dir or default_temp_dir(request["storage"]))
     try:
         _check_resources(cpus_per_trial, gpus_per_trial)
@@ -267,10 +342,7 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
             ray.shutdown()
     summary["provenance"] = {"commit": commit, "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M"),
                              "versions": {**package_versions(), "ray": ray.__version__}}
-    folder = Path(results_dir or "results/tuning").resolve()
-    stem = stem or f"{request['model']}-{request['dataset']}"
-    paths = {suffix: folder / f"{stem}.{suffix}" for suffix in ("md", "json", "yaml")}
-    folder.mkdir(parents=True, exist_ok=True)
+    paths["md"].parent.mkdir(parents=True, exist_ok=True)
     if best is not None:
         summary["best_yaml"] = display_path(paths["yaml"])
         paths["yaml"].write_text(best_config_yaml(request, best, summary["best_yaml"]))

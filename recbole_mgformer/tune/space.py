@@ -2,15 +2,16 @@
 and turned into Ray Tune's ``param_space``."""
 
 import difflib
+import math
 import numbers
 from pathlib import Path
 
 import yaml
-from recbole.config import Config
 
 from recbole_mgformer.config_check import known_keys
 from recbole_mgformer.defaults import properties_dir
 from recbole_mgformer.registry import get_model
+from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
 
 DISTRIBUTIONS = {
     "choice": "a non-empty list of values, e.g. {choice: [32, 64, 128]}",
@@ -45,7 +46,7 @@ def load_space(space, model, dataset=None):
         raise TuneSetupError(f"search space {path} does not exist; spaces ship for {', '.join(shipped)} "
                              "(write one as `key: {choice: [...]}` per line and pass it with --space)")
     try:
-        raw = yaml.load(path.read_text(), Loader=Config._build_yaml_loader(None))  # reads 1e-4 as a float
+        raw = load_yaml(path.read_text())  # reads 1e-4 as a float, as RecBole's config files
     except yaml.YAMLError as error:
         raise TuneSetupError(f"search space {path} is not valid YAML: {error}") from None
     return raw, str(path)
@@ -56,7 +57,9 @@ def _is_number(value):
 
 
 def _bounds_ok(name, args):
-    if not (isinstance(args, list) and len(args) == 2 and all(_is_number(a) for a in args) and args[0] < args[1]):
+    if not (isinstance(args, list) and len(args) == 2 and all(_is_number(a) for a in args)):
+        return False
+    if not all(math.isfinite(a) for a in args) or not args[0] < args[1]:  # .inf, .nan: no distribution
         return False
     if name == "loguniform":
         return args[0] > 0
@@ -81,9 +84,29 @@ def parse_space(raw, source="the space"):
             raise TuneSetupError(f"{source}: {key} uses unknown distribution {name!r}; choose one of {allowed}")
         ok = (isinstance(args, list) and len(args) > 0) if name in ("choice", "grid") else _bounds_ok(name, args)
         if not ok:
-            raise TuneSetupError(f"{source}: {key}: {name} takes {DISTRIBUTIONS[name]}; got {args!r}")
+            raise TuneSetupError(f"{source}: {key}: {name} takes {DISTRIBUTIONS[name]}; got {args!r}"
+                                 + ("; the bounds must be finite numbers" if _non_finite(args) else ""))
+        if name in ("choice", "grid"):
+            _check_values(key, args, source)
         parsed[str(key)] = (name, list(args))
     return parsed
+
+
+def _non_finite(args):
+    return isinstance(args, list) and any(_is_number(a) and not math.isfinite(a) for a in args)
+
+
+def _check_values(key, values, source):
+    """A listed value becomes a trial's setting: a string is read as RecBole reads settings, and refused where it
+    is code (:func:`recbole_mgformer.safety.literal_setting`); a number must be finite."""
+    for value in values:
+        if isinstance(value, str):
+            try:
+                literal_setting(key, value)
+            except UnsafeSettingError as error:
+                raise TuneSetupError(f"{source}: {error}") from None
+        elif _is_number(value) and not math.isfinite(value):
+            raise TuneSetupError(f"{source}: {key}: {value!r} is not a finite number; list finite values")
 
 
 def check_keys(parsed, config, model, source="the space"):

@@ -181,6 +181,73 @@ def test_a_failing_trial_is_recorded_and_the_others_complete(ray_session, tiny_d
     assert summary["retrained"] is None and (tmp_path / "results" / "MGFormer-tiny.yaml").is_file()
 
 
+def test_samples_below_one_is_an_error_and_leaves_nothing_behind(tiny_data, tiny_yaml, tmp_path, capsys):
+    arguments = ["--model", "BPR", "--dataset", "tiny", f"--data_path={tiny_data}", f"--config_files={tiny_yaml}",
+                 "--storage", str(tmp_path / "tune"), "--results", str(tmp_path / "results")]
+    for samples in ("0", "-2"):
+        assert main(arguments + ["--samples", samples]) == 2
+        assert f"--samples {samples}: a search draws at least 1 sample" in capsys.readouterr().err
+    assert not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
+
+
+def test_a_name_that_is_a_path_is_an_error(tiny_data, tmp_path):
+    with pytest.raises(TuneSetupError, match=r"--name '\.\./x': give a plain folder name"):
+        make_request("BPR", "tiny", {"learning_rate": {"choice": [0.01]}}, data_path=str(tiny_data), name="../x")
+
+
+def small_search(tmp_path, tiny_data, tiny_yaml, *extra, storage="tune", epochs=1):
+    """``python -m recbole_mgformer.tune`` of BPR on the tiny data, ``epochs`` a trial: its exit status."""
+    space = tmp_path / "bpr-space.yaml"
+    if not space.exists():
+        space.write_text("learning_rate: {choice: [0.01, 0.001]}\n")
+    return main(["--model", "BPR", "--dataset", "tiny", "--space", str(space), f"--data_path={tiny_data}",
+                 f"--config_files={tiny_yaml}", "--storage", str(tmp_path / storage), "--results",
+                 str(tmp_path / "results"), "--verbose", "0", "--no-retrain", f"--epochs={epochs}", *extra])
+
+
+def test_each_search_writes_its_own_report_and_never_another_searchs(ray_session, tiny_data, tiny_yaml, tmp_path,
+                                                                     capsys):
+    results = tmp_path / "results"
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1") == 0
+    first = {path.name: path.read_text() for path in results.iterdir()}
+    assert set(first) == {"BPR-tiny.md", "BPR-tiny.json", "BPR-tiny.yaml"}
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "2", "--name", "BPR-tiny-wide") == 0
+    assert {path.name for path in results.iterdir()} == set(first) | {"BPR-tiny-wide.md", "BPR-tiny-wide.json",
+                                                                      "BPR-tiny-wide.yaml"}
+    assert {name: (results / name).read_text() for name in first} == first  # the first search's report is intact
+    assert "Search: random, 2 sample(s)" in (results / "BPR-tiny-wide.md").read_text()
+    # a search of the same name kept elsewhere (another --storage) does not take over the report either
+    capsys.readouterr()
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1", storage="elsewhere") == 2
+    error = capsys.readouterr().err
+    assert f"{results / 'BPR-tiny.md'} is the report of another search ({tmp_path / 'tune' / 'BPR-tiny'})" in error
+    assert "another --name (or --results folder)" in error and not (tmp_path / "elsewhere").exists()
+    assert {name: (results / name).read_text() for name in first} == first
+
+
+def test_resume_refuses_a_changed_space_sample_count_or_setting_and_names_it(ray_session, tiny_data, tiny_yaml,
+                                                                            tmp_path, capsys):
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1") == 0
+    capsys.readouterr()
+    other_space = tmp_path / "other-space.yaml"
+    other_space.write_text("learning_rate: {choice: [0.1]}\n")
+    for extra, epochs, option, before, now in [
+        (["--samples", "3"], 1, "--samples", "1", "3"),
+        (["--space", str(other_space)], 1, "--space", "{'learning_rate': {'choice': [0.01, 0.001]}}",
+         "{'learning_rate': {'choice': [0.1]}}"),
+        ([], 2, "--key=value settings", "{'epochs': 1}", "{'epochs': 2}"),
+        (["--search-seed", "7"], 1, "--search-seed", "0", "7"),
+    ]:
+        assert small_search(tmp_path, tiny_data, tiny_yaml, "--resume", *extra, epochs=epochs) == 2
+        error = capsys.readouterr().err
+        assert f"cannot change on --resume ({option}: started with {before}, now {now})" in error
+        assert f"Drop {option} to resume it as it started, or start a new search with another --name" in error
+    # the same command, or one that leaves the settings out, resumes (the search is finished: nothing to train)
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1", "--resume") == 0
+    assert main(["--model", "BPR", "--dataset", "tiny", "--storage", str(tmp_path / "tune"), "--results",
+                 str(tmp_path / "results"), "--verbose", "0", "--no-retrain", "--resume"]) == 0
+
+
 @pytest.mark.skipif(__import__("importlib").util.find_spec("hyperopt") is None,
                     reason="hyperopt is not installed (pip install hyperopt==0.2.5, or make test installs it)")
 def test_hyperopt_search_draws_inside_the_space(ray_session, tiny_data, tiny_yaml, tmp_path):
@@ -201,3 +268,26 @@ def test_spaces_of_the_other_papers_fit_their_models_under_their_protocols(model
     assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
     assert request["metric"] == metric and request["mode"] == "max"
     assert ray_space(parse_space(request["space"]), "random")
+
+
+def test_a_resumed_searchs_stored_settings_are_checked_as_a_new_ones(tmp_path):
+    """The search's stored request (recbole_mgformer_tune.json) feeds every resumed trial: code there is refused."""
+    from conftest import eval_payload
+    from recbole_mgformer.tune.search import REQUEST_FILE, _prepare_experiment
+
+    marker = tmp_path / "pwned"
+    experiment = tmp_path / "tune" / "BPR-tiny"
+    experiment.mkdir(parents=True)
+    request = {"experiment": str(experiment), "space": {"learning_rate": {"choice": [0.01]}},
+               "overrides": {"epochs": 1, "learning_rate": eval_payload(marker)}}
+    (experiment / REQUEST_FILE).write_text(json.dumps(request))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("ray.tune.Tuner.can_restore", staticmethod(lambda path: True))
+        with pytest.raises(TuneSetupError, match=rf"{REQUEST_FILE}: setting learning_rate: .*never run as Python"):
+            _prepare_experiment(request, resume=True)
+        request["overrides"]["learning_rate"] = 0.01
+        request["space"] = {"learning_rate": {"choice": [eval_payload(marker)]}}
+        (experiment / REQUEST_FILE).write_text(json.dumps(request))
+        with pytest.raises(TuneSetupError, match="setting learning_rate: .*never run as Python"):
+            _prepare_experiment(request, resume=True)
+    assert not marker.exists()

@@ -162,3 +162,38 @@ def test_spaces_reach_the_weak_regularisation_dense_data_needs(model, key, floor
 
     raw, _ = load_space(None, model)
     assert raw[key]["loguniform"][0] <= floor
+
+
+@pytest.mark.parametrize("text", ["uniformity_weight: {uniform: [0.1, .inf]}\n",
+                                  "uniformity_weight: {loguniform: [0.1, .inf]}\n",
+                                  "uniformity_weight: {uniform: [-.inf, 1.0]}\n",
+                                  "uniformity_weight: {uniform: [.nan, 1.0]}\n",
+                                  "n_heads: {randint: [1, .inf]}\n"])
+def test_a_non_finite_bound_is_an_error_naming_the_key(text, tmp_path):
+    from recbole_mgformer.tune.space import load_space
+
+    raw, source = load_space(write_space(tmp_path, text), "MGFormer")
+    key = next(iter(raw))
+    with pytest.raises(TuneSetupError, match=rf"{re.escape(source)}: {key}: .* takes .*; the bounds must be finite"):
+        parse_space(raw, source)
+
+
+def test_a_listed_value_that_is_not_finite_is_an_error_naming_the_key():
+    with pytest.raises(TuneSetupError, match=r"space.yaml: uniformity_weight: inf is not a finite number"):
+        parse_space({"uniformity_weight": {"choice": [0.5, float("inf")]}}, "space.yaml")
+
+
+def test_a_space_value_that_is_code_fails_before_any_trial_and_never_runs(tiny_data, tmp_path, capsys):
+    """A trial's values reach RecBole's Config as settings; it evaluated this one, and the trial 'succeeded'."""
+    from conftest import eval_payload
+
+    marker = tmp_path / "pwned"
+    space = write_space(tmp_path, yaml.safe_dump({"learning_rate": {"choice": [eval_payload(marker)]}}))
+    with pytest.raises(TuneSetupError, match=rf"{re.escape(str(space))}: setting learning_rate: .*never run as Python"):
+        make_request("MGFormer", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
+    assert main(["--model", "MGFormer", "--dataset", "tiny", "--space", str(space), f"--data_path={tiny_data}",
+                 "--storage", str(tmp_path / "tune"), "--results", str(tmp_path / "results")]) == 2
+    assert "never run as Python" in capsys.readouterr().err
+    assert not marker.exists() and not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
+    # legitimate strings (RecBole's own values, a list written as a string) still search
+    assert parse_space({"feature_map": {"choice": ["elu", "relu"]}, "mlp": {"grid": ["[64,64]", "none"]}})
