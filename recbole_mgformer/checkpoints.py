@@ -16,7 +16,8 @@ from recbole_mgformer.compat import init_logger
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.registry import get_model
 from recbole_mgformer.safety import create_dataset, drop_pickle_settings
-from recbole_mgformer.trainer import load_checkpoint
+from recbole_mgformer.trainer import check_model_state, load_checkpoint
+from recbole_mgformer.vocabulary import check_dataset, check_training_split
 
 # Keys the Config derives from the others (types, device, process rank, per-split sampling): recomputed, not read.
 DERIVED_KEYS = frozenset({
@@ -69,9 +70,19 @@ def config_from_checkpoint(recorded, config_dict=None, source="the checkpoint"):
 def load_data_and_model(model_file, config_dict=None, log=True):
     """RecBole's ``load_data_and_model`` for weights-only checkpoints, with the same return value:
     ``(config, model, dataset, train_data, valid_data, test_data)``. ``config_dict`` overrides recorded
-    settings (``{"data_path": ...}`` when the data moved); ``log=False`` skips RecBole's log file."""
+    settings (``{"data_path": ...}`` when the data moved); ``log=False`` skips RecBole's log file.
+
+    The data must be the data the checkpoint trained on: users and items numbered alike
+    (:func:`recbole_mgformer.vocabulary.check_dataset`) and the same training split; the weights must be those of
+    the model the config names (:func:`recbole_mgformer.trainer.check_model_state`). Otherwise a ValueError names
+    the difference."""
     checkpoint = load_checkpoint(str(model_file))
     config = config_from_checkpoint(checkpoint["config"], config_dict, str(model_file))
+    recorded_class, model_class = checkpoint.get("model_class"), get_model(config["model"])
+    if recorded_class is not None and recorded_class != model_class.__name__:
+        raise ValueError(f"{model_file} holds the weights of a {recorded_class} model, but its config names "
+                         f"{config['model']}: the file was edited or assembled from two runs; use the checkpoint "
+                         f"that {config['model']} wrote, or retrain")
     init_seed(config["seed"], config["reproducibility"])
     flush_subnormals(config)
     if log:
@@ -81,10 +92,13 @@ def load_data_and_model(model_file, config_dict=None, log=True):
 
     dataset = create_dataset(config)
     logger.info(dataset)
+    check_dataset(checkpoint, dataset, model_file)
     train_data, valid_data, test_data = data_preparation(config, dataset)
+    check_training_split(checkpoint, train_data._dataset, model_file)
 
     init_seed(config["seed"], config["reproducibility"])
-    model = get_model(config["model"])(config, train_data._dataset).to(config["device"])
+    model = model_class(config, train_data._dataset).to(config["device"])
+    check_model_state(model, checkpoint, model_file)
     model.load_state_dict(checkpoint["state_dict"])
     model.load_other_parameter(checkpoint.get("other_parameter"))
     return config, model, dataset, train_data, valid_data, test_data

@@ -189,8 +189,9 @@ def _repair_torch_weights_only_checkpoints():
     from recbole.trainer import Trainer
 
     from recbole_mgformer.trainer import SafeCheckpointMixin, load_checkpoint
+    from recbole_mgformer.vocabulary import dataset_vocabulary
 
-    recbole_evaluate = Trainer.evaluate
+    recbole_evaluate, recbole_fit = Trainer.evaluate, Trainer.fit
     for name in ("_save_checkpoint", "_load_model_state", "resume_checkpoint"):
         ORIGINALS.setdefault(f"Trainer.{name}", getattr(Trainer, name, None))
         setattr(Trainer, name, getattr(SafeCheckpointMixin, name))
@@ -203,6 +204,14 @@ def _repair_torch_weights_only_checkpoints():
         return recbole_evaluate(self, eval_data, load_best_model=False, show_progress=show_progress)
 
     _replace(Trainer, "evaluate", evaluate)
+
+    def fit(self, train_data, *args, **kwargs):
+        # the vocabularies _save_checkpoint keeps (SafeCheckpointMixin.fit sets them for this project's trainers)
+        if not isinstance(self, SafeCheckpointMixin):
+            self.vocabulary = dataset_vocabulary(getattr(train_data, "_dataset", None))
+        return recbole_fit(self, train_data, *args, **kwargs)
+
+    _replace(Trainer, "fit", fit)
 
 
 # ------------------------------------------------------------------------------------------------ hyperopt >= 0.2.7
@@ -251,10 +260,15 @@ def init_logger(config):
 
     RecBole creates ``./log/<model>`` by checking and then creating it, so two runs of one model started at
     the same moment (two benchmark seeds side by side) can both see it missing and one dies with
-    ``FileExistsError``. Creating the folder first, idempotently, closes that window."""
+    ``FileExistsError``. Creating the folder first, idempotently, closes that window. RecBole names the file
+    ``<model>-<dataset>-<local time>-<config hash>.log``: two runs of one config started in the same second
+    wrote into one file, so the time here carries the process id and a random suffix."""
     import os
+    import secrets
 
-    from recbole.utils import init_logger as recbole_init_logger
+    import recbole.utils.logger as recbole_logger
 
     os.makedirs(os.path.join("log", str(config["model"])), exist_ok=True)
-    recbole_init_logger(config)
+    started = f"{recbole_logger.get_local_time()}-{os.getpid()}-{secrets.token_hex(2)}"
+    with _patched(recbole_logger, "get_local_time", lambda: started):
+        recbole_logger.init_logger(config)

@@ -10,6 +10,9 @@
 - :func:`recbole_mgformer.safety.refuse_pickle_settings`: RecBole's saved-dataset and saved-dataloader settings
   (``dataset_save_path``, ``save_dataset``, ...) are errors: they load or write pickles, which run code.
 - :func:`check_finite`: a NaN or infinite number anywhere in the config is an error naming the key.
+- :func:`check_sizes`: an epoch count, batch size, width or patience below 1 (``--epochs=0``,
+  ``embedding_size: 0``) or a learning rate <= 0 is an error; RecBole trains nothing or a zero-width model and
+  reports metrics as if it had (it refuses ``topk`` <= 0 itself).
 - :func:`check_device`: ``device: cuda`` without a usable GPU is an error, ``use_gpu: True`` a warning;
   ``device: cpu`` (or ``use_gpu: False``) is honoured where RecBole would take the GPU anyway.
 """
@@ -177,6 +180,31 @@ def check_finite(config):
                              f"(e.g. --{key}=0.5 or `{key}: 0.5` in a config file)")
 
 
+# Settings that count something a run cannot do zero times or with zero width.
+POSITIVE_INTEGER_KEYS = ("epochs", "train_batch_size", "eval_batch_size", "embedding_size", "hidden_size", "n_heads",
+                         "stopping_step")
+POSITIVE_NUMBER_KEYS = ("learning_rate",)
+
+
+def check_sizes(config):
+    """Reject impossible counts and sizes before a run starts: ``--epochs=0`` trained nothing and reported the
+    untrained model's metrics, ``embedding_size: 0`` trained a model of zero width."""
+    for key in POSITIVE_INTEGER_KEYS:
+        value = config.final_config_dict.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"config value {key} is {value!r}: it must be a whole number of at least 1 "
+                             f"(e.g. --{key}=10 or `{key}: 10` in a config file)")
+    for key in POSITIVE_NUMBER_KEYS:
+        value = config.final_config_dict.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"config value {key} is {value!r}: it must be a number above 0 "
+                             f"(e.g. --{key}=0.001 or `{key}: 0.001` in a config file)")
+
+
 def _wants(config, key):
     return config.external_config_dict.get(key)
 
@@ -210,4 +238,5 @@ def check_config(config, model_class, trainer_class=None, config_files=None):
     check_known_keys(config, model_class, trainer_class, config_files)
     refuse_pickle_settings(config)
     check_finite(config)
+    check_sizes(config)
     check_device(config)

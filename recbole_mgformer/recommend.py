@@ -5,7 +5,9 @@
     python -m recbole_mgformer.recommend --checkpoint saved/BPR-....pth --export-embeddings embeddings/
 
 The checkpoint loads with ``torch.load(weights_only=True)``; the dataset is rebuilt from the config it records
-(``--data_path`` when the data moved), so the ids match the ones the model trained on. Each user's items of
+(``--data_path`` when the data moved), so the ids match the ones the model trained on: the checkpoint keeps the
+user and item vocabularies it trained with, and data that numbers them otherwise (rows reordered, added or removed)
+stops with the change named (:mod:`recbole_mgformer.vocabulary`). Each user's items of
 the training split are excluded (``--exclude seen``: every item of the user in the dataset). The ranking is
 the one RecBole's full-sort evaluator computes (``recbole.utils.case_study.full_sort_topk``).
 

@@ -8,14 +8,17 @@ only state dicts and plain values, and every load goes through :func:`load_check
 import functools
 import numbers
 import os
+import secrets
 import socket
 import zipfile
 
 import numpy
 import torch
 from recbole.trainer import Trainer
+from recbole.utils import get_local_time
 
 from recbole_mgformer.distributed import DistributedTrainerMixin
+from recbole_mgformer.vocabulary import check_dataset, check_training_split, dataset_vocabulary
 
 
 def plain_value(value):
@@ -74,6 +77,51 @@ def checkpoint_damage(path):
     return f"its entry {broken} fails its checksum" if broken else None
 
 
+def run_file_name(directory, model):
+    """``<model>-<local time>-<process id>-<4 random digits>.pth``: RecBole's ``<model>-<local time>.pth`` gave two
+    runs of one model started in the same second one file, and the second run's weights replaced the first's. The
+    name still ends in a digit, as RecBole's did (``<model>-*[0-9].pth`` finds it and not its ``.latest.pth``)."""
+    return os.path.join(directory, f"{model}-{get_local_time()}-{os.getpid()}-{secrets.randbelow(10 ** 4):04d}.pth")
+
+
+def claim_file(path):
+    """Create ``path`` empty, atomically, so no other run takes the name; when it exists already (another run's
+    file), a name beside it with a random suffix instead. Returns the claimed path."""
+    stem, suffix = os.path.splitext(path)
+    candidate = path
+    while True:
+        try:
+            with open(candidate, "x"):
+                return candidate
+        except FileExistsError:
+            candidate = f"{stem}-{secrets.randbelow(10 ** 6):06d}{suffix}"
+
+
+def check_model_state(model, checkpoint, source="the checkpoint"):
+    """Refuse another model's weights: a recorded ``model_class`` other than ``model``'s, or ``state_dict`` names or
+    shapes that differ. Keys alone do not tell models apart: BPR's weights have LightGCN's names and shapes."""
+    recorded, name = checkpoint.get("model_class"), type(model).__name__
+    if recorded is not None and recorded != name:
+        raise ValueError(f"{source} holds the weights of a {recorded} model, not of {name} (the model its config or "
+                         f"this run names); load it as {recorded}, or use a checkpoint of {name}")
+    expected = {key: tuple(value.shape) for key, value in model.state_dict().items()}
+    found = {key: tuple(value.shape) for key, value in checkpoint["state_dict"].items()}
+    problems = []
+    missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
+    if missing:
+        problems.append(f"missing {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}")
+    if unexpected:
+        problems.append(f"unexpected {', '.join(unexpected[:3])}{', ...' if len(unexpected) > 3 else ''}")
+    reshaped = [f"{key} {found[key]} there, {expected[key]} here" for key in sorted(set(found) & set(expected))
+                if found[key] != expected[key]]
+    if reshaped:
+        problems.append(f"other shapes: {'; '.join(reshaped[:3])}{'; ...' if len(reshaped) > 3 else ''}")
+    if problems:
+        raise ValueError(f"{source} does not hold {name}'s parameters ({'; '.join(problems)}): it was written by "
+                         f"{recorded or 'another model'} or with other sizes or data; load it with the model and "
+                         "settings that trained it")
+
+
 def save_atomically(state, path):
     """``torch.save`` through a temporary file, so a reader never sees half a checkpoint: not after a crash,
     and not while the first process of each machine writes its copy into a checkpoint_dir they share."""
@@ -108,6 +156,15 @@ class SafeCheckpointMixin:
 
     resumed_run_state = None  # the ``run_state`` of the checkpoint training resumed from, if it had one
     resumed_random_state = None  # and its ``random_state``
+    vocabulary = None  # recbole_mgformer.vocabulary.dataset_vocabulary of the data ``fit`` trains on
+    resumed_checkpoint = None  # (path, vocabulary) of the checkpoint training resumed from, checked by ``fit``
+    unclaimed_file = None  # the name __init__ chose, claimed by the first write to it
+
+    def __init__(self, config, model):
+        super().__init__(config, model)
+        if getattr(self, "saved_model_file", None):  # trainers without epochs (decision trees) save no .pth
+            directory = os.path.dirname(self.saved_model_file)
+            self.saved_model_file = self.unclaimed_file = run_file_name(directory, config["model"])
 
     def _save_checkpoint(self, epoch, verbose=True, **kwargs):
         # The first process of each machine writes (RecBole's rule), so machines need not share a disk.
@@ -116,8 +173,15 @@ class SafeCheckpointMixin:
         saved_model_file = kwargs.pop("saved_model_file", self.saved_model_file)
         run_state = kwargs.pop("run_state", None)  # plain values a caller keeps with the weights, in one write
         random_state = kwargs.pop("random_state", None)  # recbole_mgformer.random_state's tensors and values
+        # A data-parallel run's ranks agreed on the name, and its machines may share the folder: no claim there.
+        # RecBole's own Trainer runs this method too (recbole_mgformer.compat), without this class's attributes.
+        if (getattr(self, "unclaimed_file", None) and self.config["single_spec"]
+                and os.path.normpath(saved_model_file) == os.path.normpath(self.unclaimed_file)):
+            saved_model_file = self.saved_model_file = claim_file(saved_model_file)
+            self.unclaimed_file = None
         state = {
             "config": plain_value(self.config.final_config_dict),
+            "model_class": type(self.model).__name__,
             "epoch": epoch,
             "cur_step": self.cur_step,
             "best_valid_score": float(self.best_valid_score),
@@ -129,11 +193,14 @@ class SafeCheckpointMixin:
             state["run_state"] = plain_value(run_state)
         if random_state is not None:
             state["random_state"] = random_state
+        if getattr(self, "vocabulary", None) is not None:
+            state["vocabulary"] = self.vocabulary
         save_atomically(state, saved_model_file)
         if verbose:
             self.logger.info(f"Saving current: {saved_model_file}")
 
-    def _load_model_state(self, checkpoint):
+    def _load_model_state(self, checkpoint, source="the checkpoint"):
+        check_model_state(self.model, checkpoint, source)
         self.model.load_state_dict(checkpoint["state_dict"])
         self.model.load_other_parameter(checkpoint.get("other_parameter"))
 
@@ -157,13 +224,20 @@ class SafeCheckpointMixin:
         self.start_epoch = checkpoint["epoch"] + 1
         self.cur_step = checkpoint["cur_step"]
         self.best_valid_score = checkpoint["best_valid_score"]
-        self._load_model_state(checkpoint)
+        self._load_model_state(checkpoint, resume_file)
         self.optimizer.load_state_dict(checkpoint["optimizer"])
         self.resumed_run_state = checkpoint.get("run_state")
         self.resumed_random_state = checkpoint.get("random_state")
+        self.resumed_checkpoint = (resume_file, checkpoint.get("vocabulary"))
         self.logger.info(f"Checkpoint loaded. Resume training from epoch {self.start_epoch}")
 
     def fit(self, train_data, valid_data=None, verbose=True, saved=True, show_progress=False, callback_fn=None):
+        train_dataset = getattr(train_data, "_dataset", None)
+        self.vocabulary = dataset_vocabulary(train_dataset)  # kept in every checkpoint
+        resumed_file, resumed_vocabulary = self.resumed_checkpoint or (None, None)
+        if resumed_vocabulary and self.vocabulary:  # continuing on other data would mix two numberings
+            check_dataset({"vocabulary": resumed_vocabulary}, train_dataset, resumed_file)
+            check_training_split({"vocabulary": resumed_vocabulary}, train_dataset, resumed_file)
         best_valid_score, best_valid_result = super().fit(train_data, valid_data, verbose, saved, show_progress,
                                                           callback_fn)
         if best_valid_result is None and valid_data and saved:
@@ -175,7 +249,7 @@ class SafeCheckpointMixin:
     def evaluate(self, eval_data, load_best_model=True, model_file=None, show_progress=False):
         if eval_data and load_best_model:
             checkpoint_file = model_file or self.saved_model_file
-            self._load_model_state(load_checkpoint(checkpoint_file, self.device))
+            self._load_model_state(load_checkpoint(checkpoint_file, self.device), checkpoint_file)
             self.logger.info(f"Loading model structure and parameters from {checkpoint_file}")
         return super().evaluate(eval_data, load_best_model=False, show_progress=show_progress)
 

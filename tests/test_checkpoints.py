@@ -43,6 +43,54 @@ def test_the_runner_checkpoint_reloads_with_its_test_result(tiny_data, tmp_path)
                        torch.load(checkpoint, weights_only=True)["state_dict"]["user_embedding.weight"])
 
 
+@pytest.fixture
+def bpr_checkpoint(tiny_data, tmp_path):
+    settings = {**TINY_CONFIG, "epochs": 1, "data_path": str(tiny_data), "checkpoint_dir": str(tmp_path / "saved")}
+    run_recommender("BPR", "tiny", config_dict=settings)
+    (checkpoint,) = (tmp_path / "saved").glob("BPR-*.pth")
+    return checkpoint
+
+
+def test_a_checkpoint_whose_config_names_another_model_is_refused(bpr_checkpoint, tmp_path):
+    # BPR's parameters have LightGCN's names and shapes: the old code loaded them into LightGCN silently.
+    state = torch.load(bpr_checkpoint, weights_only=True)
+    state["config"]["model"] = "LightGCN"
+    edited = tmp_path / "edited.pth"
+    torch.save(state, edited)
+    with pytest.raises(ValueError, match="holds the weights of a BPR model, but its config names LightGCN"):
+        load_data_and_model(str(edited), log=False)
+
+
+def test_weights_of_other_names_or_shapes_are_refused_with_the_difference(bpr_checkpoint, tmp_path):
+    state = torch.load(bpr_checkpoint, weights_only=True)
+    for key in ("model_class", "vocabulary"):  # as an old checkpoint: names and shapes decide
+        del state[key]
+    state["state_dict"]["item_embedding.weight"] = state["state_dict"]["item_embedding.weight"][:, :4]
+    state["state_dict"]["bias"] = torch.zeros(1)
+    edited = tmp_path / "edited.pth"
+    torch.save(state, edited)
+    with pytest.warns(UserWarning, match="no user and item vocabularies"), pytest.raises(
+            ValueError, match=r"does not hold BPR's parameters \(unexpected bias; other shapes: item_embedding.weight "
+                              r"\(\d+, 4\) there, \(\d+, 8\) here\)"):
+        load_data_and_model(str(edited), log=False)
+
+
+def test_resuming_another_models_weights_is_refused(bpr_checkpoint, tiny_setup):
+    state = torch.load(bpr_checkpoint, weights_only=True)
+    _, _, trainer, _ = tiny_setup("BPR", epochs=1)
+    state["model_class"] = "LightGCN"
+    with pytest.raises(ValueError, match="holds the weights of a LightGCN model, not of BPR"):
+        trainer._load_model_state(state, "edited.pth")
+
+
+def test_checkpoints_keep_vocabularies_and_model_class_as_plain_values(bpr_checkpoint):
+    state = torch.load(bpr_checkpoint, weights_only=True)
+    vocabulary = state["vocabulary"]
+    assert state["model_class"] == "BPR" and vocabulary["users"][:3] == ["[PAD]", "u0", "u1"]
+    assert all(isinstance(token, str) for token in vocabulary["users"] + vocabulary["items"])
+    assert vocabulary["train"]["interactions"] > 0 and len(vocabulary["train"]["sha256"]) == 64
+
+
 def trained_checkpoint(tiny_data, tmp_path, **recorded):
     """A BPR checkpoint of one epoch, whose recorded config then also holds ``recorded``: what a received file can
     carry (it still loads with ``torch.load(weights_only=True)``)."""

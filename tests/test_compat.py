@@ -217,3 +217,18 @@ def test_the_log_folder_exists_before_recboles_check_so_runs_started_together_ca
     logging.getLogger().handlers.clear()
     assert seen[os.path.join("log", "BPR")] is True
     assert any(name.startswith("BPR-tiny-") for name in os.listdir(os.path.join("log", "BPR")))
+
+
+def test_two_runs_of_one_config_started_in_the_same_second_log_to_two_files(tiny_data, monkeypatch):
+    # RecBole names the log <model>-<dataset>-<time>-<config hash>.log: the second run appended to the first's.
+    import logging
+    import os
+
+    import recbole.utils.logger as recbole_logger
+
+    monkeypatch.setattr(recbole_logger, "get_local_time", lambda: "Nov-28-2026_04-00-00")
+    config = recbole_config("BPR", "tiny", data_path=str(tiny_data))
+    for _ in range(2):
+        compat.init_logger(config)
+        logging.getLogger().handlers.clear()
+    assert len(os.listdir(os.path.join("log", "BPR"))) == 2

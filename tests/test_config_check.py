@@ -151,6 +151,27 @@ def test_run_py_rejects_nan_before_training():
         cli.main(["--model=MGFormer", "--dataset=ml-100k", "--uniformity_weight=nan"])
 
 
+@pytest.mark.parametrize("setting", [{"epochs": 0}, {"epochs": -1}, {"embedding_size": 0}, {"train_batch_size": -64},
+                                     {"eval_batch_size": 0}, {"stopping_step": 0}, {"epochs": 2.5}, {"epochs": True}])
+def test_impossible_counts_and_sizes_are_rejected_with_their_key(setting):
+    # --epochs=0 "trained" and reported the untrained model's metrics; embedding_size=0 trained a zero-width model
+    ((key, value),) = setting.items()
+    with pytest.raises(ValueError, match=rf"{key} is {re.escape(repr(value))}: it must be a whole number of at "
+                                         rf"least 1 \(e.g. --{key}=10"):
+        build_config("MGFormer", "ml-100k", config_dict=setting)
+
+
+@pytest.mark.parametrize("value", [0, -0.001])
+def test_a_learning_rate_of_zero_or_below_is_rejected(value):
+    with pytest.raises(ValueError, match=rf"learning_rate is {value!r}: it must be a number above 0"):
+        build_config("BPR", "ml-100k", config_dict={"learning_rate": value})
+
+
+def test_run_py_rejects_zero_epochs_before_training():
+    with pytest.raises(ValueError, match="epochs is 0"):
+        cli.main(["--model=BPR", "--dataset=ml-100k", "--epochs=0"])
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without a GPU")
 def test_device_cuda_without_a_gpu_is_an_error():
     with pytest.raises(ValueError, match=r"device: cuda asks for a GPU, but torch.cuda.is_available\(\) is False.*"

@@ -151,3 +151,15 @@ def test_recbole_hyper_tuning_searches_a_project_model(tmp_path, name):
     tuner.run()
     assert len(tuner.params2result) == 2 and tuner.best_params["learning_rate"] in (0.001, 0.01)
     assert all(result["model"] == name for result in tuner.params2result.values())
+
+
+def test_run_recboles_checkpoint_keeps_the_vocabularies_load_data_and_model_checks(tmp_path):
+    # RecBole's own Trainer writes through this project's _save_checkpoint, and keeps the data's vocabularies too.
+    from recbole.quick_start import run_recbole
+
+    dataset, files, settings = settings_for("BPR", tmp_path / "data")
+    settings["checkpoint_dir"] = str(tmp_path / "saved")
+    run_recbole(model="BPR", dataset=dataset, config_file_list=files, config_dict=settings)
+    (checkpoint,) = (tmp_path / "saved").glob("BPR-*.pth")
+    state = torch.load(checkpoint, weights_only=True)
+    assert state["model_class"] == "BPR" and len(state["vocabulary"]["users"]) > 1

@@ -119,3 +119,68 @@ def test_sequential_and_context_checkpoints_get_a_clear_error(tmp_path):
     (checkpoint,) = (tmp_path / "saved").glob("GRU4Rec-*.pth")
     with pytest.raises(ValueError, match="sequential model.*recommend supports general models"):
         recommend(checkpoint, ["u1"])
+
+
+def copied_data(checkpoint, folder, edit):
+    """The tiny dataset the checkpoint trained on, copied to ``folder`` with its .inter lines passed through
+    ``edit(header, rows) -> rows``; returns the data_path to give ``recommend``."""
+    source = checkpoint.parent.parent / "data" / "tiny" / "tiny.inter"
+    header, *rows = source.read_text().splitlines()
+    (folder / "tiny").mkdir(parents=True)
+    (folder / "tiny" / "tiny.inter").write_text("\n".join([header, *edit(rows)]) + "\n")
+    return str(folder)
+
+
+def test_reordered_rows_stop_recommend_with_the_renumbering_named(checkpoints, tmp_path):
+    # Sorting the rows by item renumbers users and items (RecBole numbers them in order of first appearance);
+    # the old code read the checkpoint's embeddings for other users and items without a word.
+    data_path = copied_data(checkpoints["BPR"], tmp_path / "data", lambda rows: sorted(rows, key=lambda r: r[::-1]))
+    with pytest.raises(ValueError, match=r"users renumbered \('u\d+' id \d+ then, \d+ now.*the rows were reordered"):
+        recommend(checkpoints["BPR"], ["u0"], k=5, data_path=data_path)
+
+
+def test_a_user_added_to_the_data_is_named_not_a_size_mismatch(checkpoints, tmp_path, capsys):
+    data_path = copied_data(checkpoints["MGFormer"], tmp_path / "data",
+                            lambda rows: rows + [f"newcomer\ti{i}" for i in range(0, 30, 3)])
+    with pytest.raises(ValueError, match=r"1 users added \('newcomer'\).*Restore the data files"):
+        recommend(checkpoints["MGFormer"], ["u0"], k=5, data_path=data_path)
+    assert main(["--checkpoint", str(checkpoints["MGFormer"]), "--export-embeddings", str(tmp_path / "emb"),
+                 "--data_path", data_path]) == 2
+    assert "1 users added" in capsys.readouterr().err and not (tmp_path / "emb").exists()
+
+
+def test_rows_moved_between_splits_with_the_same_numbering_are_refused(checkpoints, tmp_path):
+    # Rotate the rows of u39 (the last user) whose item appeared before: every token keeps its id, but the
+    # random split follows the row order, so other items of u39 are its training items.
+    def swap(rows):
+        rows, seen, plain = list(rows), set(), []
+        for i, row in enumerate(rows):
+            user, item = row.split("\t")
+            if user == "u39" and item in seen:
+                plain.append(i)
+            seen |= {user, item}
+        moved = [rows[i] for i in plain]
+        for i, row in zip(plain, moved[1:] + moved[:1]):
+            rows[i] = row
+        return rows
+
+    data_path = copied_data(checkpoints["BPR"], tmp_path / "data", swap)
+    with pytest.raises(ValueError, match="training split rebuilt from .* is not the one the model trained on"):
+        recommend(checkpoints["BPR"], ["u0"], k=5, data_path=data_path)
+
+
+def test_the_same_data_copied_elsewhere_recommends_alike(checkpoints, tmp_path):
+    data_path = copied_data(checkpoints["BPR"], tmp_path / "data", lambda rows: rows)
+    assert recommend(checkpoints["BPR"], ["u0", "u7"], k=5, data_path=data_path) == \
+        recommend(checkpoints["BPR"], ["u0", "u7"], k=5)
+
+
+def test_a_checkpoint_without_vocabularies_still_recommends_with_a_warning(checkpoints, tmp_path):
+    state = torch.load(checkpoints["BPR"], weights_only=True)
+    assert state["vocabulary"]["users"][1:4] == ["u0", "u1", "u2"] and state["model_class"] == "BPR"
+    for key in ("vocabulary", "model_class"):
+        del state[key]
+    old = tmp_path / "old.pth"
+    torch.save(state, old)
+    with pytest.warns(UserWarning, match="records no user and item vocabularies"):
+        assert recommend(old, ["u0"], k=5) == recommend(checkpoints["BPR"], ["u0"], k=5)

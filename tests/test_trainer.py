@@ -1,7 +1,9 @@
+from pathlib import Path
+
 import pytest
 import torch
 
-from recbole_mgformer.trainer import load_checkpoint, plain_value, save_atomically
+from recbole_mgformer.trainer import claim_file, load_checkpoint, plain_value, save_atomically
 
 
 def full_scores(model, test):
@@ -151,3 +153,52 @@ def test_changed_settings_names_training_keys_only():
     recorded = {"learning_rate": 0.005, "embedding_size": 64, "device": "cpu", "epochs": 30, "old_key": 1}
     current = {"learning_rate": 0.001, "embedding_size": 64, "device": "cuda", "epochs": 300, "new_key": 2}
     assert changed_settings(recorded, current) == {"learning_rate": (0.005, 0.001)}
+
+
+def test_two_runs_started_in_the_same_second_keep_both_checkpoints(tiny_setup, monkeypatch):
+    # RecBole named both <model>-<time>.pth: the second run's weights replaced the first's.
+    import recbole.trainer.trainer as recbole_trainer
+
+    import recbole_mgformer.trainer as trainer_module
+
+    for module in (recbole_trainer, trainer_module):
+        monkeypatch.setattr(module, "get_local_time", lambda: "Nov-28-2026_04-00-00")
+    trainers = [tiny_setup("BPR", seed=seed)[2] for seed in (1, 2)]
+    for trainer in trainers:
+        trainer._save_checkpoint(0, verbose=False)
+    first, second = (Path(trainer.saved_model_file) for trainer in trainers)
+    assert first != second and first.name.startswith("BPR-Nov-28-2026_04-00-00-")
+    for trainer, path in zip(trainers, (first, second)):
+        assert torch.equal(load_checkpoint(str(path))["state_dict"]["user_embedding.weight"],
+                           trainer.model.user_embedding.weight)
+
+
+def test_a_taken_run_name_is_never_replaced(tiny_setup, tmp_path):
+    trainer = tiny_setup("BPR")[2]
+    Path(trainer.saved_model_file).write_bytes(b"another run's weights")  # took the name in the same instant
+    taken = trainer.saved_model_file
+    trainer._save_checkpoint(0, verbose=False)
+    assert Path(taken).read_bytes() == b"another run's weights"
+    assert trainer.saved_model_file != taken and load_checkpoint(trainer.saved_model_file)["epoch"] == 0
+    trainer._save_checkpoint(1, verbose=False)  # its own file from then on
+    assert load_checkpoint(trainer.saved_model_file)["epoch"] == 1
+
+
+def test_a_claimed_name_gets_a_suffix_beside_it(tmp_path):
+    path = tmp_path / "BPR-x.pth"
+    assert claim_file(str(path)) == str(path) and path.exists()
+    other = Path(claim_file(str(path)))
+    assert other != path and other.parent == tmp_path and other.name.startswith("BPR-x-") and other.suffix == ".pth"
+
+
+def test_resuming_on_data_whose_rows_were_reordered_is_refused(tiny_setup, tiny_data):
+    # The old code continued training the checkpoint's rows as if they were the reordered data's users and items.
+    _, _, trainer, (train, valid, _) = tiny_setup("BPR", epochs=1)
+    trainer.fit(train, valid, saved=True, show_progress=False)
+    inter = tiny_data / "tiny" / "tiny.inter"
+    header, *rows = inter.read_text().splitlines()
+    inter.write_text("\n".join([header, *reversed(rows)]) + "\n")
+    _, _, resumed, (train, valid, _) = tiny_setup("BPR", epochs=3)
+    resumed.resume_checkpoint(trainer.saved_model_file)
+    with pytest.raises(ValueError, match=r"was trained on other data .* users renumbered"):
+        resumed.fit(train, valid, saved=True, show_progress=False)

@@ -20,9 +20,14 @@ from recbole_mgformer.evaluation import ndcg_by_user
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import display_path, git_commit, machine, package_versions, write_record
 from recbole_mgformer.resume import fit_resumably, forget_resume_state
-from recbole_mgformer.trainer import plain_value
+from recbole_mgformer.trainer import RUNTIME_KEYS, plain_value
 
 ROOT = Path(__file__).resolve().parents[2]
+# Settings that change where and how a run computes, not its result: the resume's runtime keys (less ``epochs``,
+# which a benchmark run's result depends on), the GPU flag a device implies, evaluation batching, and RecBole's
+# saved-data paths.
+UNCOMPARED_KEYS = (RUNTIME_KEYS - {"epochs"}) | {"use_gpu", "eval_batch_size", "save_dataset", "dataset_save_path",
+                                                 "save_dataloaders", "dataloaders_save_path"}
 
 
 def tuned_config_files(tuned, config_files):
@@ -48,6 +53,19 @@ def matmul_precision(model):
 
 def record_path(runs_dir, dataset, variant, seed):
     return Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
+
+
+def record_config(config):
+    """A run's settings as its record keeps them (``config``), RecBole's private keys left out."""
+    return plain_value({key: value for key, value in config.final_config_dict.items() if not key.startswith("_")})
+
+
+def settings_changes(recorded, current):
+    """``{key: (recorded, current)}`` of the settings that differ between a record's ``config`` and a run's, the
+    :data:`UNCOMPARED_KEYS` aside. A key only one side has is not compared: a setting added to a model or to
+    RecBole after a record was written is not a change of the record's run."""
+    keys = (set(recorded) & set(current)) - UNCOMPARED_KEYS
+    return {key: (recorded[key], current[key]) for key in sorted(keys) if recorded[key] != current[key]}
 
 
 def move_record(path, folder):
@@ -108,9 +126,32 @@ class Run:
         return f"{self.variant} on {self.dataset}, seed {self.seed}"
 
     def check_config(self):
-        """Build the run's config alone: an unknown key or a bad value fails now, not hours into the benchmark."""
-        build_config(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
-                     {**self.extra, **self.overrides, "seed": self.seed})
+        """Build the run's config alone: an unknown key or a bad value fails now, not hours into the benchmark,
+        and so does a record of this run trained with other settings (:meth:`check_record`)."""
+        config, _ = build_config(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
+                                 {**self.extra, **self.overrides, "seed": self.seed})
+        self.check_record(record_config(config))
+
+    def check_record(self, settings):
+        """A ValueError when this run's record exists with other ``settings``: skipping the run would keep the old
+        run in the table under the new command. A record a new equal-budget search replaces moves aside when the
+        run starts instead; a record without ``config`` (written before records kept it) cannot be compared and
+        counts as this run, as before."""
+        if not self.record_path.exists():
+            return
+        record = json.loads(self.record_path.read_text())
+        tuning = self.tuning
+        if "config" not in record or (tuning and record.get("tuning") != tuning):
+            return
+        changed = settings_changes(record["config"], settings)
+        if changed:
+            shown = "; ".join(f"{key}: {old!r} there, {new!r} here" for key, (old, new) in list(changed.items())[:5])
+            more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+            raise ValueError(
+                f"{self.record_path} records {self.label} trained with other settings ({shown}{more}); the "
+                "benchmark would skip this run and keep the old one in its table. To rerun with these settings, move "
+                f"the record (and its .users.json.gz) to {self.results / 'exploration' / 'runs' / self.dataset}/ "
+                "or delete it; to keep it, rerun with the settings it records")
 
     def setup(self, checkpoint):
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
@@ -157,7 +198,7 @@ class Run:
             "build_seconds": getattr(model, "build_seconds", None),  # the model's construction (benchmark.cost)
             "device": str(config["device"]), "machine": machine(), "matmul_precision": matmul_precision(model),
             "commit": commit, "versions": package_versions(), "command": self.command, "settings": self.extra,
-            "config": plain_value({k: v for k, v in config.final_config_dict.items() if not k.startswith("_")}),
+            "config": record_config(config),
         }
         write_record(self.record_path, record)
         forget_resume_state(checkpoint)

@@ -62,6 +62,19 @@ def decoded_lines(path, encoding=None):
                 ) from None
 
 
+def _check_token_spacing(path, number, names, values, token_columns, token_seq_columns, seq_separator):
+    """Whitespace around a token makes another token (' 196' is not '196': another user), so it is an error."""
+    for i in token_columns + token_seq_columns:
+        parts = [values[i]] if i in token_columns else values[i].split(seq_separator)
+        padded = next((part for part in parts if part and part != part.strip()), None)
+        if padded is not None:
+            raise AtomicFileError(
+                f"{path}:{number}: column {i + 1} ({names[i]}) holds {padded!r}, with whitespace around the token: "
+                f"RecBole would read it as a token apart from {padded.strip()!r} (another user or item); remove the "
+                "spaces around the values of that line (and of any other line that has them)"
+            )
+
+
 def validate_atomic_file(path, separator="\t", seq_separator=" ", encoding=None, pair_fields=None, seen_pairs=None):
     """Raise :class:`AtomicFileError` at the first malformed line of a RecBole atomic file; returns its number
     of data rows and of rows whose ``pair_fields`` values (e.g. user and item) came before, in this file or in
@@ -77,6 +90,8 @@ def validate_atomic_file(path, separator="\t", seq_separator=" ", encoding=None,
     if pair_fields and all(field in names for field in pair_fields):
         pair_columns = [names.index(field) for field in pair_fields]
     seen_pairs = set() if seen_pairs is None else seen_pairs
+    token_columns = [i for i, t in enumerate(types) if t == "token"]
+    token_seq_columns = [i for i, t in enumerate(types) if t == "token_seq"]
     float_columns = [i for i, t in enumerate(types) if t == "float"]
     float_seq_columns = [i for i, t in enumerate(types) if t == "float_seq"]
     rows = repeated = 0
@@ -103,6 +118,7 @@ def validate_atomic_file(path, separator="\t", seq_separator=" ", encoding=None,
                 f"{path}:{number}: column {i + 1} is declared float in the header but holds {values[i]!r}; "
                 "declare it ':token' or fix the value"
             ) from None
+        _check_token_spacing(path, number, names, values, token_columns, token_seq_columns, seq_separator)
         rows += 1
         if pair_columns:
             pair = tuple(values[i] for i in pair_columns)

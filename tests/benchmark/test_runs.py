@@ -256,3 +256,43 @@ def test_a_model_of_another_kind_stops_the_command_before_any_run(tmp_path, caps
         main(["--models", "BPR,EAGPS", "--datasets", "ml-100k-seq", "--results", str(tmp_path / "results")])
     assert "BPR is a general model, but the runs of ml-100k-seq go into a sequential table" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
+
+
+def test_a_rerun_with_other_settings_is_refused_never_skipped(tiny_data, tmp_path, capsys):
+    # The old benchmark skipped the run because its record existed, and the table kept the 1-epoch run.
+    one, three = tmp_path / "one.yaml", tmp_path / "three.yaml"
+    one.write_text("epochs: 1\n")
+    three.write_text("epochs: 3\n")
+    args = tiny_benchmark_args("BPR", tiny_data, tmp_path, epochs=1)
+    args = [a for a in args if not a.startswith("--epochs")]
+    assert main([*args, "--config_files", str(one)]) == 0
+    record = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
+    before = record.read_text()
+    with pytest.raises(SystemExit) as stopped:
+        main([*args, "--config_files", str(three)])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert "bpr-seed0.json records BPR on tiny, seed 0 trained with other settings (epochs: 1 there, 3 here)" in error
+    assert "exploration/runs/tiny/" in error and record.read_text() == before
+    assert main([*args, "--config_files", str(one), "--state=INFO"]) == 0  # the log level changes no result
+    assert "record exists, skipped" in capsys.readouterr().out
+
+
+def test_a_record_without_its_config_counts_as_the_run_as_before(tiny_data, tmp_path, capsys):
+    # Records written before they kept their config (most of results/runs/) cannot be compared: kept, skipped.
+    args = tiny_benchmark_args("BPR", tiny_data, tmp_path, epochs=1)
+    assert main(args) == 0
+    path = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
+    record = json.loads(path.read_text())
+    del record["config"]
+    path.write_text(json.dumps(record))
+    assert main([a if not a.startswith("--epochs") else "--epochs=2" for a in args]) == 0
+    assert "record exists, skipped" in capsys.readouterr().out and json.loads(path.read_text()) == record
+
+
+def test_settings_changes_ignore_runtime_keys_and_keys_one_side_lacks():
+    from recbole_mgformer.benchmark.runs import settings_changes
+
+    recorded = {"epochs": 1, "device": "cuda", "use_gpu": True, "data_path": "/a", "eval_batch_size": 4096, "old": 1}
+    current = {"epochs": 3, "device": "cpu", "use_gpu": False, "data_path": "/b", "eval_batch_size": 256, "new": 2}
+    assert settings_changes(recorded, current) == {"epochs": (1, 3)}

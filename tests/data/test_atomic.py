@@ -11,6 +11,11 @@ from recbole_mgformer.data import AtomicFileError, validate_atomic_file
     ("user_id:token item_id:token\n1 2\n", r":1: column 1 header 'user_id:token item_id:token'"),
     ("user_id:token\titem_id:token\trating:float\n1\t2\t4\n1\t3\tfive\n", r":3: column 3 is declared float.*'five'"),
     ("", r":1: the file is empty"),
+    # ' 196' and '196' would be two users: the old validator let them through
+    ("user_id:token\titem_id:token\n196\t2\n 196\t3\n", r"bad.inter:3: column 1 \(user_id\) holds ' 196', with "
+                                                          r"whitespace around the token.*apart from '196'"),
+    ("user_id:token\titem_id:token\n1\t2 \n", r":2: column 2 \(item_id\) holds '2 '"),
+    ("user_id:token\ttags:token_seq\n1\ta\u00a0 b\n", r":2: column 2 \(tags\) holds 'a\\xa0'"),
 ])
 def test_malformed_files_name_the_file_line_and_fix(tmp_path, content, message):
     path = tmp_path / "bad.inter"
