@@ -13,6 +13,8 @@ RecBole's ``TraditionalTrainer`` with a fake loss, as RecBole's EASE) and scores
 ``filter_batch_size``.
 """
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -74,11 +76,16 @@ def top_right_singular_vectors(matrix, k, seed, model, key="k"):
 
 
 def torch_sparse(matrix, dtype=torch.float32):
-    """A scipy sparse matrix as a coalesced torch sparse COO tensor (``torch.sparse.mm`` on CPU and GPU)."""
-    matrix = sp.coo_matrix(sp.csr_matrix(matrix))  # CSR first: sorted and without duplicates, as coalesced COO is
-    indices = torch.from_numpy(np.vstack([matrix.row, matrix.col]).astype(np.int64))
-    return torch.sparse_coo_tensor(indices, torch.from_numpy(matrix.data).to(dtype), matrix.shape,
-                                   is_coalesced=True, check_invariants=False)
+    """A scipy sparse matrix as a torch sparse CSR tensor: ``torch.sparse.mm`` with a contiguous dense right-hand
+    side runs several times faster with CSR than with COO on the CPU, and works on the GPU too."""
+    matrix = sp.csr_matrix(matrix)
+    matrix.sum_duplicates()
+    with warnings.catch_warnings():  # "sparse CSR tensor support is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(torch.from_numpy(matrix.indptr.astype(np.int64)),
+                                       torch.from_numpy(matrix.indices.astype(np.int64)),
+                                       torch.from_numpy(matrix.data).to(dtype), size=matrix.shape,
+                                       check_invariants=False)
 
 
 # ------------------------------------------------------------------------------------------------ operators
@@ -101,9 +108,10 @@ class ItemGraph(nn.Module):
             self.register_buffer("matrix_t", torch_sparse(matrix.T), persistent=False)  # (items, items)
 
     def forward(self, x):  # (block, items) -> (block, items)
+        x_t = x.T.contiguous()  # (items, block)
         if self.factored:
-            return torch.sparse.mm(self.factor_t, torch.sparse.mm(self.factor, x.T)).T
-        return torch.sparse.mm(self.matrix_t, x.T).T
+            return torch.sparse.mm(self.factor_t, torch.sparse.mm(self.factor, x_t)).T
+        return torch.sparse.mm(self.matrix_t, x_t).T
 
 
 class LowRankFilter(nn.Module):
@@ -166,6 +174,7 @@ class ClosedFormRecommender(GeneralRecommender):
         # RecBole's trainer needs a parameter to optimise; it is never used (RecBole's EASE does the same).
         self.fake_loss = nn.Parameter(torch.zeros(1))
         self.interactions = binary_interactions(dataset)  # (users, items) scipy CSR, on the CPU
+        self._cached_block = None  # (block number, its scores)
         self.fit(self.interactions, config)
 
     def fit(self, interactions, config):
@@ -185,9 +194,30 @@ class ClosedFormRecommender(GeneralRecommender):
         rows = self.interactions[users.cpu().numpy()].toarray()
         return torch.from_numpy(rows).float().to(self.fake_loss.device)
 
+    def score_block(self, block):
+        """Scores (filter_batch_size x items, fewer in the last block) of users ``block * filter_batch_size`` on.
+        The last block stays cached: RecBole's full-sort evaluation asks for a few users at a time, in id order
+        (eval_batch_size // items of them: one at a time on 40,000 items), and each sparse product costs about
+        the same for one user as for a thousand."""
+        if self._cached_block is None or self._cached_block[0] != block:
+            start = block * self.filter_batch_size
+            users = torch.arange(start, min(start + self.filter_batch_size, self.n_users))
+            self._cached_block = (block, self.filter_rows(self.user_rows(users)))
+        return self._cached_block[1]
+
     def score_users(self, users):  # (n,) -> (n, items)
-        blocks = [self.filter_rows(self.user_rows(block)) for block in torch.split(users, self.filter_batch_size)]
-        return torch.cat(blocks) if blocks else torch.zeros(0, self.n_items, device=self.fake_loss.device)
+        users = users.cpu()
+        blocks = torch.div(users, self.filter_batch_size, rounding_mode="floor")
+        scores = torch.empty(len(users), self.n_items, device=self.fake_loss.device)
+        for block in torch.unique(blocks).tolist():  # ascending: one computation per block
+            rows = (blocks == block).nonzero().squeeze(1)
+            offsets = (users[rows] - block * self.filter_batch_size).to(scores.device)
+            scores[rows.to(scores.device)] = self.score_block(block)[offsets]
+        return scores
+
+    def _apply(self, fn, *args, **kwargs):
+        self._cached_block = None  # a move to another device or dtype
+        return super()._apply(fn, *args, **kwargs)
 
     @torch.no_grad()
     def full_sort_predict(self, interaction):

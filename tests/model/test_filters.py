@@ -85,3 +85,12 @@ def test_runs_one_fit_and_its_checkpoint_reloads_to_the_same_ranking(checkpoints
 def test_fits_ml_100k_above_popularity_with_the_papers_defaults(ml100k_pop, name):
     result = run_recommender(name, "ml-100k", config_dict=QUIET, saved=False)
     assert result["test_result"]["ndcg@20"] > ml100k_pop["test_result"]["ndcg@20"]
+
+
+def test_cached_blocks_score_users_in_any_order_as_filtering_them_directly(tiny_setup):
+    _, model, _, _ = tiny_setup("GFCF", k=8, filter_batch_size=4)
+    users = torch.tensor([9, 2, 3, 17, 2, 40, 0, 9])
+    first, again = model.score_users(users), model.score_users(users.flip(0))
+    direct = model.filter_rows(model.user_rows(users))
+    torch.testing.assert_close(first, direct)
+    torch.testing.assert_close(again, direct.flip(0))
