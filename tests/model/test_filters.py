@@ -94,3 +94,8 @@ def test_cached_blocks_score_users_in_any_order_as_filtering_them_directly(tiny_
     direct = model.filter_rows(model.user_rows(users))
     torch.testing.assert_close(first, direct)
     torch.testing.assert_close(again, direct.flip(0))
+
+
+def test_the_fit_time_is_kept_since_the_trainers_epoch_does_not_include_it(tiny_setup):
+    _, model, _, _ = tiny_setup("TurboCF")
+    assert 0 < model.fit_seconds < 60
