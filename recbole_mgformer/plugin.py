@@ -3,10 +3,11 @@
 ``import recbole_mgformer`` calls :func:`register` (idempotent; call it yourself after a ``del sys.modules``
 or from code that imports only a submodule). Afterwards, with no RecBole file edited:
 
-- ``recbole.utils.get_model("MGFormer")`` finds MGFormer, SimGCL, XSimGCL, DirectAU, EAGPS and CSA: RecBole's
-  ``get_model`` asks ``importlib.util.find_spec("recbole.model.<type>.<name>")``, which answers from
-  ``sys.modules``, so each project model module is aliased there under RecBole's name (before RecBole's
-  search reaches ``exlib_recommender``, which would import lightgbm and xgboost);
+- ``recbole.utils.get_model("MGFormer")`` finds MGFormer, SimGCL, XSimGCL, DirectAU, the training-free filters
+  (GFCF, BSPM, TurboCF, ChebyCF), EAGPS and CSA: RecBole's ``get_model`` asks
+  ``importlib.util.find_spec("recbole.model.<type>.<name>")``, which answers from ``sys.modules``, so each
+  project model module is aliased there under RecBole's name (before RecBole's search reaches
+  ``exlib_recommender``, which would import lightgbm and xgboost);
 - RecBole's ``Config`` also loads the project's ``properties/model/<Name>.yaml`` defaults, so
   ``run_recbole(model="MGFormer")`` and ``HyperTuning`` train with the same defaults as ``run_recommender``;
 - ``recbole.utils.get_trainer`` finds the project's trainers (CSA's step decay);

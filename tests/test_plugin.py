@@ -14,7 +14,9 @@ from recbole_mgformer import plugin
 from recbole_mgformer.registry import get_model as project_get_model
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_MODELS = ["MGFormer", "SimGCL", "XSimGCL", "DirectAU", "EAGPS", "CSA"]
+PROJECT_MODELS = ["MGFormer", "SimGCL", "XSimGCL", "DirectAU", "EAGPS", "CSA", "GFCF", "BSPM", "TurboCF", "ChebyCF"]
+# the training-free filters' singular vectors, fewer than the tiny dataset's 40 users
+FILTER_SETTINGS = {"GFCF": {"k": 8}, "BSPM": {"factor_dim": 8}, "TurboCF": {}, "ChebyCF": {"eta": 8}}
 
 
 def write_sequences(folder, name="tinyseq", n_users=24, n_items=30, length=9):
@@ -57,7 +59,8 @@ def settings_for(model, folder):
             **QUIET, **SEQUENTIAL, "data_path": str(write_sequences(folder))}
     if model == "CSA":
         return "toyctx", [], {**QUIET, **CONTEXT, "data_path": str(write_context(folder))}
-    return "tiny", [], {**TINY_CONFIG, "epochs": 1, "data_path": str(write_interactions(folder))}
+    return "tiny", [], {**TINY_CONFIG, "epochs": 1, "data_path": str(write_interactions(folder)),
+                        **FILTER_SETTINGS.get(model, {})}
 
 
 @pytest.fixture(autouse=True)

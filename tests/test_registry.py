@@ -3,12 +3,14 @@ import sys
 
 import pytest
 
-from recbole_mgformer.model.general_recommender import DirectAU, MGFormer, SGL, SimGCL, XSimGCL
+from recbole_mgformer.model.general_recommender import BSPM, GFCF, ChebyCF, DirectAU, MGFormer, SGL, SimGCL, TurboCF, \
+    XSimGCL
 from recbole_mgformer.registry import available_models, get_model, get_trainer
 from recbole_mgformer.trainer import SafeCheckpointMixin
 
 
-@pytest.mark.parametrize("cls", [MGFormer, SimGCL, XSimGCL, DirectAU, SGL], ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cls", [MGFormer, SimGCL, XSimGCL, DirectAU, SGL, GFCF, BSPM, TurboCF, ChebyCF],
+                         ids=lambda cls: cls.__name__)
 def test_project_models_resolve_first_and_case_insensitively(cls):
     assert get_model(cls.__name__) is cls
     assert get_model(cls.__name__.lower()) is cls
@@ -30,7 +32,8 @@ def test_unknown_model_lists_the_available_ones():
 def test_every_trainer_writes_safe_checkpoints():
     from recbole.utils import ModelType
 
-    for model_type, name in [(ModelType.GENERAL, "MGFormer"), (ModelType.GENERAL, "LightGCN"), (ModelType.TRADITIONAL, "Pop")]:
+    for model_type, name in [(ModelType.GENERAL, "MGFormer"), (ModelType.GENERAL, "LightGCN"), (ModelType.TRADITIONAL, "Pop"),
+                             (ModelType.TRADITIONAL, "GFCF")]:
         assert issubclass(get_trainer(model_type, name), SafeCheckpointMixin)
 
 

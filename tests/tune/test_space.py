@@ -11,7 +11,7 @@ from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_spac
 from recbole_mgformer.tune.search import default_temp_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ["MGFormer", "SimGCL", "XSimGCL", "DirectAU", "LightGCN", "SGL", "BPR"]
+MODELS = ["MGFormer", "SimGCL", "XSimGCL", "DirectAU", "LightGCN", "SGL", "BPR", "GFCF", "BSPM", "TurboCF", "ChebyCF"]
 
 
 def write_space(folder, text, name="space.yaml"):
