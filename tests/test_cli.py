@@ -1,3 +1,4 @@
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,22 @@ def test_summary_shows_top_k_metrics_or_every_metric_the_run_computed():
     labelled = {"best_valid_result": {"auc": 0.77231, "logloss": 0.5868}, "test_result": {"auc": 0.7721, "logloss": 0.59}}
     assert format_summary("CSA", "ml-100k", labelled).splitlines()[1:] == [
         "  valid auc 0.7723  logloss 0.5868", "  test  auc 0.7721  logloss 0.5900"]
+
+
+@pytest.mark.parametrize("config_text, arguments, message", [
+    ("epochs: 1\n\tembedding_size: 8\n", [], r"error: .*bad.yaml:2:1: not valid YAML .*indent with spaces"),
+    ("- epochs: 1\n", [], r"error: .*bad.yaml: a config file must be a mapping of settings"),
+    ("epochs: 1\n", ["--dataset=../tiny"], r"error: dataset '../tiny' is not a dataset name"),
+    ("epochs: 1\n", ["--embeding_size=8"], r"error: unknown config key 'embeding_size'"),
+])
+def test_bad_input_ends_run_py_with_its_message_and_no_traceback(tiny_data, tmp_path, capsys, config_text, arguments,
+                                                                  message):
+    config_file = tmp_path / "bad.yaml"
+    config_file.write_text(config_text)
+    with pytest.raises(SystemExit) as stop:
+        main(["--model=BPR", "--dataset=tiny", f"--data_path={tiny_data}", f"--config_files={config_file}",
+              *arguments])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and "Traceback" not in err
+    assert not (tmp_path / "saved").exists()
