@@ -108,9 +108,10 @@ class Run:
         return f"{self.variant} on {self.dataset}, seed {self.seed}"
 
     def check_config(self):
-        """Build the run's config alone: an unknown key or a bad value fails now, not hours into the benchmark."""
-        build_config(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
-                     {**self.extra, **self.overrides, "seed": self.seed})
+        """Build the run's config alone (returned): an unknown key or a bad value fails now, not hours into the
+        benchmark."""
+        return build_config(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
+                     {**self.extra, **self.overrides, "seed": self.seed})[0]
 
     def setup(self, checkpoint):
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
