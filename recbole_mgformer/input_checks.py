@@ -4,6 +4,7 @@ output paths (never silently replacing a file or a non-empty folder). Each failu
 and the fix."""
 
 import contextlib
+import numbers
 import os
 import sys
 from pathlib import Path
@@ -78,10 +79,72 @@ def read_config_file(path):
     return settings
 
 
-def check_config_files(paths):
-    """:func:`read_config_file` of each of ``paths``: every problem is found before RecBole reads them."""
-    for path in paths or ():
-        read_config_file(path)
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)  # numpy's scalars too (a tuning draw)
+
+
+SHAPES = {"eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "group_by": "user", "mode": "full"}}
+
+
+def setting_type_error(key, value, default):
+    """Why ``value`` cannot be ``key``'s setting, given its default; None when it can. Only shapes RecBole cannot
+    use at all: text or a list where a number goes, a non-mapping where a mapping goes, top-k that are not
+    whole numbers, metrics RecBole does not know."""
+    if value is None:
+        return None
+    if key == "topk":
+        values = value if isinstance(value, list) else [value]
+        if not values or not all(isinstance(k, numbers.Integral) and not isinstance(k, bool) and k > 0 for k in values):
+            return f"takes whole numbers above 0 (e.g. [10, 20]), not {value!r}"
+        return None
+    if key == "metrics":
+        from recbole.evaluator.register import metrics_dict
+
+        unknown = [m for m in (value if isinstance(value, list) else [value]) if str(m).lower() not in metrics_dict]
+        if unknown:
+            return f"names {', '.join(map(repr, unknown))}, not among RecBole's metrics ({', '.join(metrics_dict)})"
+        return None
+    default = SHAPES.get(key, default)
+    if _is_number(default) and not _is_number(value):
+        return f"takes a number (default {default}), not {value!r}"
+    if isinstance(default, dict) and not isinstance(value, dict):
+        return f"takes a mapping like {default}, not {value!r}"
+    return None
+
+
+def _raise_type_error(key, problem):
+    raise ValueError(f"setting {key} {problem}; fix it in your config file or on the command line (--{key}=...)")
+
+
+def check_user_settings(config_file_list=None, config_dict=None):
+    """The settings whose wrong shape RecBole's Config itself fails on (topk, metrics, eval_args), checked before
+    it is built."""
+    settings = {}
+    for path in config_file_list or ():
+        settings.update(read_config_file(path))
+    settings.update(config_dict or {})
+    for key, value in settings.items():
+        problem = setting_type_error(key, value, None)
+        if problem:
+            _raise_type_error(key, problem)
+
+
+def recbole_defaults():
+    """RecBole's general settings (``recbole/properties/overall.yaml``), whose types are fixed for every model (a
+    model's own options may take a number or a word, e.g. ``residual_scale: learned``)."""
+    import recbole
+
+    return read_config_file(Path(recbole.__file__).parent / "properties" / "overall.yaml")
+
+
+def check_setting_types(config):
+    """Every general setting of a type RecBole would fail on deep in a run (``--learning_rate=abc``: a TypeError
+    at the first step) is an error naming it, before any data is read."""
+    defaults = recbole_defaults()
+    for key, value in config.final_config_dict.items():
+        problem = setting_type_error(key, value, defaults.get(key))
+        if problem:
+            _raise_type_error(key, problem)
 
 
 def check_dataset_name(dataset):
@@ -91,15 +154,25 @@ def check_dataset_name(dataset):
     if (not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
             or os.path.isabs(name) or name != name.strip()):
         raise ValueError(f"dataset {name!r} is not a dataset name: it must be the name of a folder under "
-                         "data_path, without '/', '..' or surrounding spaces (--dataset, --datasets); for files in /some/where/<name>/ "
-                         "pass --dataset=<name> --data_path=/some/where")
+                         "data_path, without '/', '..' or surrounding spaces (--dataset, --datasets); for files in "
+                         "/some/where/<name>/ pass --dataset=<name> --data_path=/some/where")
     return name
+
+
+def _check_parents(path, option):
+    """The first existing folder above ``path`` must be a folder, not a file."""
+    for parent in Path(path).absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise FileExistsError(f"{option} {path}: {parent} is a file, not a folder; name a path in a folder")
+            return
 
 
 def refuse_existing(path, option, overwrite=False):
     """Stop before ``option`` (e.g. ``--output``) writes over an existing file (allowed with ``overwrite``) or
-    a folder (never)."""
+    a folder (never), or below a file."""
     path = Path(path)
+    _check_parents(path, option)
     if path.is_dir():
         raise FileExistsError(f"{option} {path}: a folder is there; name a file inside it, e.g. {path / 'top.csv'}")
     if path.exists() and not overwrite:
@@ -112,6 +185,7 @@ def refuse_nonempty_folder(folder, option, overwrite=False, replaced=()):
     """Stop before ``option`` writes into a folder that holds files already (allowed with ``overwrite``: then only
     the files named in ``replaced`` are replaced) or onto a file."""
     folder = Path(folder)
+    _check_parents(folder, option)
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"{option} {folder}: a file is there, not a folder; name a new folder")
     if folder.is_dir() and any(folder.iterdir()) and not overwrite:

@@ -68,6 +68,9 @@ def test_outputs_never_replace_a_file_or_fill_a_non_empty_folder_unasked(tmp_pat
         refuse_nonempty_folder(tmp_path, "--export-embeddings", replaced=("users.txt",))
     with pytest.raises(FileExistsError, match="a file is there, not a folder"):
         refuse_nonempty_folder(existing, "--export-embeddings", overwrite=True)
+    for refuse in (refuse_existing, refuse_nonempty_folder):
+        with pytest.raises(FileExistsError, match="top.csv is a file, not a folder"):
+            refuse(existing / "sub" / "x", "--output", overwrite=True)
     (tmp_path / "empty").mkdir()
     refuse_nonempty_folder(tmp_path / "empty", "--export-embeddings")
     refuse_nonempty_folder(tmp_path / "new", "--export-embeddings")
@@ -93,7 +96,8 @@ def test_a_spawned_child_needs_no_main_file(monkeypatch):
 
 
 def test_a_data_parallel_launch_works_from_a_script_read_on_standard_input(tmp_path):
-    script = "import operator\nfrom recbole_mgformer.distributed import launch\nprint('sum', launch(operator.add, 2, (10,)))\n"
+    script = ("import operator\nfrom recbole_mgformer.distributed import launch\n"
+              "print('sum', launch(operator.add, 2, (10,)))\n")
     completed = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path,
                                timeout=600)
     assert completed.returncode == 0, completed.stderr[-2000:]
@@ -107,3 +111,26 @@ def test_a_file_error_on_a_users_path_is_a_message(tmp_path, capsys):
     with pytest.raises(SystemExit), user_errors():
         write_record(tmp_path / "a-file" / "sub" / "r.json", {})  # pathlib's mkdir raises, called from the package
     assert "error: [Errno 20] Not a directory:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"learning_rate": "abc"}, "setting learning_rate takes a number \\(default 0.001\\), not 'abc'"),
+    ({"epochs": [3]}, "setting epochs takes a number"),
+    ({"topk": "abc"}, "setting topk takes whole numbers above 0"),
+    ({"topk": [10, 0]}, "setting topk takes whole numbers above 0"),
+    ({"metrics": ["Recall", "Recal"]}, "setting metrics names 'Recal', not among RecBole's metrics"),
+    ({"eval_args": "abc"}, "setting eval_args takes a mapping"),
+])
+def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting, message):
+    from recbole_mgformer.quick_start import build_config
+
+    with pytest.raises(ValueError, match=message):
+        build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data), **setting})
+
+
+def test_a_models_own_option_may_take_a_word_where_its_default_is_a_number(tiny_data):
+    from recbole_mgformer.quick_start import build_config
+
+    config, _ = build_config("MGFormer", "tiny", config_dict={"data_path": str(tiny_data), "residual_scale": "learned",
+                                                              "topk": 20, "metrics": "Recall"})
+    assert config["residual_scale"] == "learned"
