@@ -199,7 +199,8 @@ def main(argv=None):
     parser.add_argument("--export-embeddings", metavar="DIR", help="write user and item representations to DIR")
     parser.add_argument("--data_path", help="RecBole's data folder, when it moved since training")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing --output file, or the files of a non-empty --export-embeddings folder")
+                        help="replace an existing --output file, or the files of a non-empty --export-embeddings "
+                             "folder")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning, module="recbole")  # pandas 2's notes on RecBole's code
     if not args.users and not args.export_embeddings:

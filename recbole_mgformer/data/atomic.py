@@ -39,11 +39,13 @@ INVISIBLE = {"\ufeff": "a byte-order mark (U+FEFF), as when files saved with one
 
 
 def _check_invisible(path, number, line, separator):
-    """A character that prints as nothing would make a token that looks like another one (``\ufeff196``)."""
+    """A character that prints as nothing makes a token that looks like another one (U+FEFF then 196 prints as
+    user 196 but is a user of its own)."""
     for char, what in INVISIBLE.items():
         if char in line:
-            raise AtomicFileError(f"{path}:{number}: column {line[:line.index(char)].count(separator) + 1} holds {what}; "
-                                  "remove it (a byte-order mark may only start the file)")
+            column = line[:line.index(char)].count(separator) + 1
+            raise AtomicFileError(f"{path}:{number}: column {column} holds {what}; remove it (a byte-order mark may "
+                                  "only start the file)")
 
 
 def decoded_lines(path, encoding=None):
