@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's package, as in the subprocesses (environment())
 OUTCOMES = ("clear error", "recovery", "accepted", "traceback", "hang", "code execution", "data loss", "silent-wrong")
 BAD = ("traceback", "hang", "code execution", "data loss", "silent-wrong")
 MARKER = "PWNED"  # what an eval or unpickling payload writes
@@ -520,21 +521,27 @@ def kill_cases(space):
     results = []
     reference(space)
     repeats = 1 if space.quick else 3
+    timed = {}  # each command's uninterrupted duration and test line, so a kill lands inside it
     epochs = [f"--epochs={4 if space.quick else 6}", "--stopping_step=100"]
     for index in range(repeats):
         folder = space.case_dir("kill-run")
         earlier = folder / "saved" / "BPR-earlier-run.pth"  # another run's file: must survive
         earlier.parent.mkdir(parents=True)
         earlier.write_bytes(b"an earlier run's checkpoint")
-        delay = round(space.rng.uniform(3, 15 if space.quick else 25), 1)
         command = [sys.executable, str(ROOT / "run.py"), "--model=BPR", "--dataset=tiny", f"--data_path={space.data}",
                    f"--config_files={space.config}", *epochs]
+        if "run.py" not in timed:
+            began = time.monotonic()
+            clean = run_command(command, space.case_dir("kill-run-clean"), space.timeout)
+            timed["run.py"] = (time.monotonic() - began, test_metrics(clean))
+        delay = round(space.rng.uniform(0.2, 0.9) * timed["run.py"][0], 1)
         killed = wait_killed(start(command, folder), delay)
         latest = sorted((folder / "saved").glob("*.latest.pth"))
         rerun = command + ([f"--resume_file={latest[-1]}"] if latest else [])
         ran = run_command(rerun, folder, space.timeout)
         verdict = classify(ran)
-        verdict = "recovery" if verdict == "accepted" else verdict
+        if verdict == "accepted":  # resumed or started again, it must end as the uninterrupted run did
+            verdict = "recovery" if test_metrics(ran) == timed["run.py"][1] else "silent-wrong"
         if earlier.read_bytes() != b"an earlier run's checkpoint":
             verdict = "data loss"
         how = f"killed after {delay} s" if killed else f"finished before {delay} s"
@@ -542,10 +549,14 @@ def kill_cases(space):
                               verdict, last_line(ran)))
     for index in range(min(repeats, 2)):
         folder = space.case_dir("kill-benchmark")
-        delay = round(space.rng.uniform(5, 20 if space.quick else 30), 1)
         command = [sys.executable, "-m", "recbole_mgformer.benchmark", "--models", "BPR,LightGCN", "--datasets",
                    "tiny", "--seeds", "0", "--data_path", str(space.data), "--config_files", str(space.config),
                    "--results", "results", "--checkpoint_dir", "saved", *epochs]
+        if "benchmark" not in timed:
+            began = time.monotonic()
+            run_command(command, space.case_dir("kill-benchmark-clean"), space.timeout)
+            timed["benchmark"] = (time.monotonic() - began, None)
+        delay = round(space.rng.uniform(0.2, 0.9) * timed["benchmark"][0], 1)
         killed = wait_killed(start(command, folder), delay)
         ran = run_command(command, folder, space.timeout)
         verdict = classify(ran)
@@ -557,13 +568,13 @@ def kill_cases(space):
     for index in range(1 if space.quick else 2):
         folder = space.case_dir("kill-tune")
         (folder / "space.yaml").write_text("learning_rate: {grid: [0.001, 0.01]}\n")
-        delay = round(space.rng.uniform(20, 60), 1)
+        delay = round(space.rng.uniform(12, 30), 1)  # Ray starts in about 10 s here
         command = [sys.executable, "-m", "recbole_mgformer.tune", "--model", "BPR", "--dataset", "tiny",
                    "--space", "space.yaml", "--search", "grid", "--data_path", str(space.data),
                    "--config_files", str(space.config), "--results", "results", "--storage", str(folder / "tune"),
                    "--verbose", "0", "--no-retrain", "--num-cpus", "1", *epochs]
         killed = wait_killed(start(command, folder), delay)
-        ran = run_command(command + (["--resume"] if killed else []), folder, 2 * space.timeout)
+        ran = run_command(command + ["--resume"], folder, 2 * space.timeout)
         verdict = classify(ran)
         if verdict == "accepted":
             verdict = "recovery" if list((folder / "results").glob("*.json")) else "silent-wrong"

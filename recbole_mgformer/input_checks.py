@@ -137,12 +137,16 @@ def recbole_defaults():
     return read_config_file(Path(recbole.__file__).parent / "properties" / "overall.yaml")
 
 
-def check_setting_types(config):
-    """Every general setting of a type RecBole would fail on deep in a run (``--learning_rate=abc``: a TypeError
-    at the first step) is an error naming it, before any data is read."""
+def check_setting_types(config, model_defaults=None):
+    """Every setting of a type RecBole would fail on deep in a run (``--learning_rate=abc``: a TypeError at the
+    first step) is an error naming it, before any data is read. A model's own option whose default is a number
+    may take a word (``residual_scale: learned``), never a list or a mapping (``embedding_size: [8]``)."""
     defaults = recbole_defaults()
+    model_defaults = {**config.internal_config_dict, **(model_defaults or {})}
     for key, value in config.final_config_dict.items():
         problem = setting_type_error(key, value, defaults.get(key))
+        if not problem and key not in defaults and isinstance(value, (list, dict)):
+            problem = setting_type_error(key, value, model_defaults.get(key))
         if problem:
             _raise_type_error(key, problem)
 

@@ -26,7 +26,9 @@ from recbole_mgformer.distributed import (
     DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, make_shared_folders,
     shard_evaluation,
 )
-from recbole_mgformer.input_checks import check_dataset_name, check_setting_types, check_user_settings
+from recbole_mgformer.input_checks import (
+    check_dataset_name, check_setting_types, check_user_settings, read_config_file,
+)
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.registry import get_model, get_trainer
 from recbole_mgformer.resume import LATEST_SUFFIX, fit_resumably, forget_resume_state
@@ -56,7 +58,7 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     with _argv_hidden():
         config = DistributedConfig(model=model_class, dataset=dataset, config_file_list=files, config_dict=config_dict)
     check_config(config, model_class, get_trainer(config["MODEL_TYPE"], model_class.__name__), config_file_list)
-    check_setting_types(config)
+    check_setting_types(config, read_config_file(defaults[0]) if defaults[0] else None)
     return config, model_class
 
 
