@@ -574,11 +574,12 @@ def kill_cases(space):
                    "--config_files", str(space.config), "--results", "results", "--storage", str(folder / "tune"),
                    "--verbose", "0", "--no-retrain", "--num-cpus", "1", *epochs]
         killed = wait_killed(start(command, folder), delay)
-        ran = run_command(command + ["--resume"], folder, 2 * space.timeout)
+        started = (folder / "tune" / "BPR-tiny").exists()  # killed before Ray saved anything: nothing to resume
+        ran = run_command(command + (["--resume"] if started else []), folder, 2 * space.timeout)
         verdict = classify(ran)
         if verdict == "accepted":
             verdict = "recovery" if list((folder / "results").glob("*.json")) else "silent-wrong"
-        how = f"killed after {delay} s, resumed" if killed else f"finished before {delay} s, rerun"
+        how = f"{'killed after' if killed else 'finished before'} {delay} s, {'resumed' if started else 'rerun'}"
         results.append(Result("kill and rerun", f"tune {how}", verdict, last_line(ran)))
     return results
 
