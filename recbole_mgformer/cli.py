@@ -10,6 +10,7 @@ import sys
 
 import yaml
 
+from recbole_mgformer.input_checks import user_errors
 from recbole_mgformer.quick_start import run_recommender
 from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
 
@@ -68,19 +69,20 @@ def main(argv=None):
     distributed.add_argument("--offset", "--group_offset", type=int, default=0,
                              help="global rank of this machine's first process (default 0)")
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-    result = run_recommender(
-        args.model,
-        args.dataset,
-        config_file_list=args.config_files.split() if args.config_files else None,
-        config_dict=parse_overrides(rest),
-        resume_file=args.resume_file,
-        nproc=args.nproc,
-        world_size=args.world_size,
-        ip=args.ip,
-        port=args.port,
-        offset=args.offset,
-        tuned=args.tuned,
-    )
+    with user_errors():  # bad input: its message, no traceback
+        result = run_recommender(
+            args.model,
+            args.dataset,
+            config_file_list=args.config_files.split() if args.config_files else None,
+            config_dict=parse_overrides(rest),
+            resume_file=args.resume_file,
+            nproc=args.nproc,
+            world_size=args.world_size,
+            ip=args.ip,
+            port=args.port,
+            offset=args.offset,
+            tuned=args.tuned,
+        )
     print(format_summary(args.model, args.dataset, result))
     return result
 

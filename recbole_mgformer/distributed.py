@@ -202,10 +202,13 @@ def launch(worker, nproc, args):
     """
     import torch.multiprocessing as mp
 
+    from recbole_mgformer.input_checks import main_file_hidden_when_unreadable
+
     context = mp.get_context("spawn")
     queue = context.SimpleQueue()
     try:
-        mp.spawn(_spawned, args=(worker, args, queue), nprocs=nproc, join=True)
+        with main_file_hidden_when_unreadable():  # a script read from standard input
+            mp.spawn(_spawned, args=(worker, args, queue), nprocs=nproc, join=True)
     except mp.ProcessRaisedException as error:
         raise RuntimeError(f"distributed training failed on local rank {error.error_index} "
                            f"(any other local ranks were stopped):\n{error}") from None

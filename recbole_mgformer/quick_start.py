@@ -27,6 +27,9 @@ from recbole_mgformer.distributed import (
     DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, make_shared_folders,
     shard_evaluation,
 )
+from recbole_mgformer.input_checks import (
+    check_dataset_name, check_setting_types, check_user_settings, read_config_file,
+)
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.registry import get_model, get_trainer
 from recbole_mgformer.resume import LATEST_SUFFIX, fit_resumably, forget_resume_state
@@ -47,13 +50,17 @@ def _argv_hidden():
 def build_config(model, dataset, config_file_list=None, config_dict=None):
     """A RecBole Config: RecBole's defaults < project model YAML < project dataset YAML
     < ``config_file_list`` < ``config_dict``, checked by :func:`recbole_mgformer.config_check.check_config`
-    (unknown keys, non-finite numbers, a GPU that is not there)."""
+    (unknown keys, non-finite numbers, a GPU that is not there); a dataset name with a path in it, or a config
+    file that is not a YAML mapping, is an error naming it first (:mod:`recbole_mgformer.input_checks`)."""
+    check_dataset_name(dataset)
+    check_user_settings(config_file_list, config_dict)  # config files named by file and line, then topk, metrics
     model_class = get_model(model)
     defaults = [model_config_file(model_class.__name__), dataset_config_file(dataset)]
     files = [f for f in defaults if f] + list(config_file_list or [])
     with _argv_hidden():
         config = DistributedConfig(model=model_class, dataset=dataset, config_file_list=files, config_dict=config_dict)
     check_config(config, model_class, get_trainer(config["MODEL_TYPE"], model_class.__name__), config_file_list)
+    check_setting_types(config, read_config_file(defaults[0]) if defaults[0] else None)
     return config, model_class
 
 

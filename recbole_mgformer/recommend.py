@@ -30,6 +30,7 @@ from recbole.data.interaction import Interaction
 from recbole.utils import ModelType
 
 from recbole_mgformer.checkpoints import load_data_and_model
+from recbole_mgformer.input_checks import refuse_existing, refuse_nonempty_folder
 
 EXCLUDE = ("train", "seen", "none")
 
@@ -126,6 +127,9 @@ def representations(model, dataset):
     return users.detach().float().cpu(), items.detach().float().cpu()
 
 
+EXPORTED = ("users.npy", "items.npy", "users.txt", "items.txt", "meta.json")
+
+
 def export_embeddings(model, dataset, folder):
     """Writes ``users.npy``/``items.npy`` (one row per token, padding dropped), ``users.txt``/``items.txt``
     (the tokens, line i = row i) and ``meta.json``; returns the meta dict. ``meta["dot_product_scores"]``
@@ -167,6 +171,16 @@ def write(result, output):
         raise ValueError(f"--output {output}: write .csv or .json")
 
 
+def check_outputs(args):
+    """Before the checkpoint loads: nothing the command writes may replace a file unasked (``--overwrite``)."""
+    if args.output:
+        refuse_existing(args.output, "--output", args.overwrite)
+        if Path(args.output).suffix not in (".csv", ".json"):
+            raise ValueError(f"--output {args.output}: write .csv or .json")
+    if args.export_embeddings:
+        refuse_nonempty_folder(args.export_embeddings, "--export-embeddings", args.overwrite, EXPORTED)
+
+
 def render(result):
     lines = [f"{'user':<10} {'rank':>4}  {'item':<10} {'score':>10}"]
     for user, items in result.items():
@@ -186,11 +200,15 @@ def main(argv=None):
     parser.add_argument("--output", help="write .csv or .json instead of printing")
     parser.add_argument("--export-embeddings", metavar="DIR", help="write user and item representations to DIR")
     parser.add_argument("--data_path", help="RecBole's data folder, when it moved since training")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --output file, or the files of a non-empty --export-embeddings "
+                             "folder")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning, module="recbole")  # pandas 2's notes on RecBole's code
     if not args.users and not args.export_embeddings:
         parser.error("give --users, --export-embeddings, or both")
     try:
+        check_outputs(args)
         _, model, dataset, train_data, _, _ = load(args.checkpoint, args.data_path)
         if args.export_embeddings:
             meta = export_embeddings(model, dataset, args.export_embeddings)
@@ -203,7 +221,7 @@ def main(argv=None):
                 print(f"wrote {sum(map(len, result.values()))} recommendations to {args.output}")
             else:
                 print(render(result))
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, FileExistsError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -1,3 +1,4 @@
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,22 @@ def test_run_py_refuses_code_in_an_override_before_training(tmp_path):
                                cwd=tmp_path)
     assert completed.returncode != 0 and "never run as Python" in completed.stderr
     assert "Traceback" not in completed.stderr and not marker.exists()
+
+
+@pytest.mark.parametrize("config_text, arguments, message", [
+    ("epochs: 1\n\tembedding_size: 8\n", [], r"error: .*bad.yaml:2:1: not valid YAML .*indent with spaces"),
+    ("- epochs: 1\n", [], r"error: .*bad.yaml: a config file must be a mapping of settings"),
+    ("epochs: 1\n", ["--dataset=../tiny"], r"error: dataset '../tiny' is not a dataset name"),
+    ("epochs: 1\n", ["--embeding_size=8"], r"error: unknown config key 'embeding_size'"),
+])
+def test_bad_input_ends_run_py_with_its_message_and_no_traceback(tiny_data, tmp_path, capsys, config_text, arguments,
+                                                                  message):
+    config_file = tmp_path / "bad.yaml"
+    config_file.write_text(config_text)
+    with pytest.raises(SystemExit) as stop:
+        main(["--model=BPR", "--dataset=tiny", f"--data_path={tiny_data}", f"--config_files={config_file}",
+              *arguments])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and "Traceback" not in err
+    assert not (tmp_path / "saved").exists()

@@ -184,3 +184,26 @@ def test_a_checkpoint_without_vocabularies_still_recommends_with_a_warning(check
     torch.save(state, old)
     with pytest.warns(UserWarning, match="records no user and item vocabularies"):
         assert recommend(old, ["u0"], k=5) == recommend(checkpoints["BPR"], ["u0"], k=5)
+
+
+def test_outputs_never_replace_existing_files_unasked(checkpoints, tmp_path, capsys):
+    checkpoint = str(checkpoints["BPR"])
+    existing = tmp_path / "top.csv"
+    existing.write_text("someone else's file\n")
+    assert main(["--checkpoint", checkpoint, "--users", "u0", "--output", str(existing)]) == 2
+    assert "top.csv: the file exists; choose another name, or pass --overwrite" in capsys.readouterr().err
+    assert existing.read_text() == "someone else's file\n"
+    assert main(["--checkpoint", checkpoint, "--users", "u0", "--output", str(tmp_path)]) == 2
+    assert "a folder is there" in capsys.readouterr().err
+    assert main(["--checkpoint", checkpoint, "--users", "u0", "--output", str(existing), "--overwrite"]) == 0
+    assert existing.read_text().startswith("user,rank,item,score")
+    folder = tmp_path / "vectors"
+    folder.mkdir()
+    (folder / "users.txt").write_text("my own users\n")
+    assert main(["--checkpoint", checkpoint, "--export-embeddings", str(folder)]) == 2
+    assert "the folder is not empty" in capsys.readouterr().err
+    assert (folder / "users.txt").read_text() == "my own users\n"
+    assert main(["--checkpoint", checkpoint, "--export-embeddings", str(existing)]) == 2
+    assert "a file is there, not a folder" in capsys.readouterr().err
+    assert main(["--checkpoint", checkpoint, "--export-embeddings", str(folder), "--overwrite"]) == 0
+    assert (folder / "users.txt").read_text().startswith("u")

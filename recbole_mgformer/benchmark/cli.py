@@ -9,10 +9,11 @@ from recbole_mgformer.benchmark import context, general, sequential
 from recbole_mgformer.benchmark.claims import Busy
 from recbole_mgformer.benchmark.datasets import check_model_fits
 from recbole_mgformer.benchmark.entries import comma_list, parse_entry, split_models, tuning_target
-from recbole_mgformer.benchmark.render import render_results
+from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.benchmark.runs import ROOT, Run
 from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search
 from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.input_checks import user_errors
 
 HEADLINES = {"general": general.HEADLINE, "sequential": sequential.HEADLINE, "context": context.HEADLINE}
 
@@ -43,8 +44,22 @@ def planned_runs(args, extra, command):
         runs = [Run(model, overrides, dataset, seed, **settings)
                 for dataset in datasets for seed in seeds for model, overrides in entries]
     for run in runs:
-        run.check_config()
+        check_table_metrics(run, run.check_config())
     return runs
+
+
+def check_table_metrics(run, config):
+    """A run's record must hold its table's metrics: a dataset with no ``properties/dataset/<name>.yaml`` runs with
+    RecBole's default metrics (Recall@10, ...), which no table shows."""
+    keys = {str(m).lower() for m in config["metrics"]}
+    keys |= {f"{str(m).lower()}@{k}" for m in config["metrics"] for k in config["topk"] or ()}
+    missing = [m for m in dict.fromkeys(sum(required_metrics(run.kind), ())) if m not in keys]
+    if missing:
+        raise ValueError(
+            f"{run.label}: the {run.kind} table needs {', '.join(missing)}, which its settings do not compute "
+            f"(metrics {list(config['metrics'])}, topk {config['topk']}); add properties/dataset/{run.dataset}.yaml "
+            "(copy one of properties/dataset/ for its protocol) or pass a --config_files file that sets metrics "
+            "and topk, e.g. metrics: [Recall, NDCG] and topk: [20]")
 
 
 def budget_of(args):
@@ -80,6 +95,11 @@ def search_before(run, budget, args, extra, searched):
 
 
 def main(argv=None):
+    with user_errors():  # bad input: its message, no traceback
+        return _main(argv)
+
+
+def _main(argv):
     from recbole_mgformer.benchmark import __doc__ as doc
 
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -5,7 +5,10 @@ the time to fit per dataset (``cost.png``). A folder inside ``<results>``
 with a ``runs/`` of its own (``results/exploration``) is rendered the same way."""
 
 import json
+import sys
 from pathlib import Path
+
+import yaml
 
 from recbole_mgformer.benchmark import context, general, sequential
 from recbole_mgformer.benchmark.datasets import page_of, table_kind
@@ -16,19 +19,40 @@ ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"general": general, "sequential": sequential, "context": context}
 
 
+def required_metrics(kind):
+    """``(test, valid)``: the metrics each record of a table of ``kind`` must have for its row."""
+    return {"general": (general.METRICS, ("ndcg@20",)), "sequential": (sequential.METRICS, ("ndcg@10",)),
+            "context": (tuple(key for key, _, _ in context.METRICS), ())}[kind]
+
+
+def missing_metrics(record, kind):
+    """The metrics of a table of ``kind`` that ``record`` lacks (``valid ndcg@20``), empty when it has them all."""
+    test, valid = required_metrics(kind)
+    return ([f"test {m}" for m in test if m not in record.get("test", {})]
+            + [f"valid {m}" for m in valid if m not in record.get("valid", {})])
+
+
+def warn(message):
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
 def is_run_record(record):
     """A benchmark run's record, not a timing benchmark's (``results/runs/performance``)."""
     return "valid" in record and "test" in record and "seed" in record
 
 
-def read_records(folder):
+def read_records(folder, warn=warn):
     """The run records of one dataset's folder; records of the retired context script named the variant in
     ``model`` alone, so ``variant`` defaults to it, and an attention probe's variant names its schedule. Each record
     knows its file (``_path``), where the per-user values beside it are found."""
     records = []
     for path in sorted(Path(folder).glob("*.json")):
-        record = json.loads(path.read_text())
-        if is_run_record(record):
+        try:
+            record = json.loads(path.read_text())
+        except (ValueError, OSError) as error:  # a damaged file must not take every page down with it
+            warn(f"{path}: not a readable JSON record ({error}); left out of the tables: repair or delete it")
+            continue
+        if isinstance(record, dict) and is_run_record(record):
             records.append({**record, "_path": str(path)})
     for record in records:
         record.setdefault("variant", record["model"])
@@ -45,15 +69,31 @@ def records_by_dataset(runs_dir):
     return {dataset: records for dataset, records in by_dataset.items() if records}
 
 
-def pages(by_dataset):
-    """``{page: (kind, {dataset: records})}``; the datasets of one page must share their kind of table."""
+def pages(by_dataset, warn=warn):
+    """``{page: (kind, {dataset: records})}``; the datasets of one page must share their kind of table. A record
+    without its table's metrics (a run of a dataset with no config of its own computes RecBole's default metrics)
+    and a dataset whose config is unreadable are left out, each with a warning naming it."""
     result = {}
     for dataset, records in by_dataset.items():
-        kind, page = table_kind(dataset), page_of(dataset)
+        try:
+            kind, page = table_kind(dataset), page_of(dataset)
+        except (ValueError, OSError, AttributeError, yaml.YAMLError) as error:  # its properties/dataset file
+            warn(f"runs of {dataset} left out of the tables: its config cannot be read ({error})")
+            continue
+        usable = []
+        for record in records:
+            missing = missing_metrics(record, kind)
+            if missing:
+                warn(f"{record['_path']}: left out of the {kind} table of {page!r}, it lacks {', '.join(missing)}; "
+                     f"rerun it with the table's metrics (properties/dataset/{dataset}.yaml sets them) or delete it")
+            else:
+                usable.append(record)
+        if records and not usable:
+            continue
         if result.setdefault(page, (kind, {}))[0] != kind:
             raise ValueError(f"page {page!r} mixes a {result[page][0]} and a {kind} table: give {dataset} "
                              "another benchmark_page in its config")
-        result[page][1][dataset] = records
+        result[page][1][dataset] = usable
     return result
 
 

@@ -126,11 +126,12 @@ class Run:
         return f"{self.variant} on {self.dataset}, seed {self.seed}"
 
     def check_config(self):
-        """Build the run's config alone: an unknown key or a bad value fails now, not hours into the benchmark,
-        and so does a record of this run trained with other settings (:meth:`check_record`)."""
+        """Build the run's config alone (returned): an unknown key or a bad value fails now, not hours into the
+        benchmark, and so does a record of this run trained with other settings (:meth:`check_record`)."""
         config, _ = build_config(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
                                  {**self.extra, **self.overrides, "seed": self.seed})
         self.check_record(record_config(config))
+        return config
 
     def check_record(self, settings):
         """A ValueError when this run's record exists with other ``settings``: skipping the run would keep the old

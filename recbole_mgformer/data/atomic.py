@@ -7,6 +7,7 @@ wrong header type surfaces far from its cause. These checks name the file, the l
 import codecs
 import collections
 import os
+from logging import getLogger
 
 ATOMIC_TYPES = ("token", "token_seq", "float", "float_seq")
 ATOMIC_SUFFIXES = ("inter", "user", "item", "kg", "link", "net")
@@ -31,6 +32,20 @@ def _parse_header(path, line, separator):
             )
         types.append(field_type)
     return types
+
+
+INVISIBLE = {"\ufeff": "a byte-order mark (U+FEFF), as when files saved with one are concatenated",
+             "\0": "a NUL byte"}
+
+
+def _check_invisible(path, number, line, separator):
+    """A character that prints as nothing makes a token that looks like another one (U+FEFF then 196 prints as
+    user 196 but is a user of its own)."""
+    for char, what in INVISIBLE.items():
+        if char in line:
+            column = line[:line.index(char)].count(separator) + 1
+            raise AtomicFileError(f"{path}:{number}: column {column} holds {what}; remove it (a byte-order mark may "
+                                  "only start the file)")
 
 
 def decoded_lines(path, encoding=None):
@@ -99,6 +114,7 @@ def validate_atomic_file(path, separator="\t", seq_separator=" ", encoding=None,
         line = line.rstrip("\r\n")
         if not line:
             continue
+        _check_invisible(path, number, line, separator)
         values = line.split(separator)
         if len(values) != len(types):
             raise AtomicFileError(
@@ -127,6 +143,11 @@ def validate_atomic_file(path, separator="\t", seq_separator=" ", encoding=None,
     return AtomicStats(rows, repeated)
 
 
+def starts_with_utf8_bom(path):
+    with open(path, "rb") as handle:
+        return handle.read(3) == codecs.BOM_UTF8
+
+
 def validate_dataset_files(config):
     """Check every atomic file RecBole will read for ``config``'s dataset; returns the number of repeated
     (user, item) interactions over its interaction files."""
@@ -147,6 +168,10 @@ def validate_dataset_files(config):
             f"no interaction file in {data_path!r}: expected {dataset}.inter"
             + (f" or {', '.join(n for n in names if n.endswith('.inter') and n.count('.') > 1)}" if benchmarks else "")
         )
+    paths = [os.path.join(data_path, name) for name in present]
+    if any(map(starts_with_utf8_bom, paths)) and codecs.lookup(config["encoding"] or "utf-8").name == "utf-8":
+        config["encoding"] = "utf-8-sig"  # RecBole's reader would take the mark for part of the first column's name
+        getLogger().info(f"{data_path}: a UTF-8 byte-order mark starts an atomic file; read as utf-8-sig")
     pairs, repeated = set(), 0
     for name in present:
         path = os.path.join(data_path, name)

@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 from recbole_mgformer.data.atomic import decoded_lines
+from recbole_mgformer.input_checks import check_dataset_name, refuse_existing
 
 FORMATS = ("selfrec", "lightgcn", "pairs")  # one record a line
 NPZ = "npz"
@@ -231,6 +232,7 @@ def main(argv=None):
     parser.add_argument("--output", default="dataset", help="RecBole's data_path (default: dataset)")
     parser.add_argument("--encoding", default="utf-8", help="encoding of the input files (default utf-8, e.g. "
                                                                "latin-1); the atomic files are written as UTF-8")
+    parser.add_argument("--overwrite", action="store_true", help="replace the dataset's files if they exist")
     parser.add_argument("inputs", nargs="*", help="files merged, in this order, into one NAME.inter")
     for split in SPLITS:
         parser.add_argument(f"--{split}", help=f"the {split} file of a pre-split dataset")
@@ -247,6 +249,10 @@ def main(argv=None):
     if not args.inputs and not any(splits.values()):
         parser.error("give input files to merge, or --train, --valid and --test")
     try:
+        check_dataset_name(args.name)
+        targets = [f"{args.name}.inter"] if args.inputs else [f"{args.name}.{split}.inter" for split in SPLITS]
+        for target in targets:
+            refuse_existing(Path(args.output) / args.name / target, "import into", args.overwrite)
         if args.inputs:
             summary = import_merged(args.format, args.inputs, args.name, args.output, args.encoding)
         else:

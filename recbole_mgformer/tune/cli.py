@@ -6,12 +6,18 @@ import sys
 from pathlib import Path
 
 from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.input_checks import user_errors
 from recbole_mgformer.tune.report import render_markdown
 from recbole_mgformer.tune.search import tune_recommender
 from recbole_mgformer.tune.space import SEARCHES, TuneSetupError
 
 
 def main(argv=None):
+    with user_errors():  # bad input: its message, no traceback
+        return _main(argv)
+
+
+def _main(argv):
     parser = argparse.ArgumentParser(prog="recbole-mgformer-tune", description=__doc__, allow_abbrev=False,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", "-m", default="MGFormer", help="model name, e.g. MGFormer, LightGCN, BPR")

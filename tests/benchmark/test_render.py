@@ -28,7 +28,7 @@ def test_records_of_the_retired_scripts_read_with_their_variant(tmp_path):
     folder = tmp_path / "runs" / "ml-100k-ctx-0.8"
     folder.mkdir(parents=True)
     (folder / "csa-seed1.json").write_text(json.dumps(
-        {"model": "CSA first_order=True", "seed": 1, "valid": {}, "test": {}, "rho": 0.8}))
+        {"model": "CSA first_order=True", "seed": 1, "valid": {}, "test": {"auc": 0.7, "logloss": 0.6}, "rho": 0.8}))
     (tmp_path / "runs" / "performance").mkdir()
     (tmp_path / "runs" / "performance" / "epoch-time.json").write_text(json.dumps({"records": [], "provenance": ""}))
     by_dataset = records_by_dataset(tmp_path / "runs")
@@ -41,3 +41,21 @@ def test_a_page_cannot_mix_kinds_of_table(dataset_configs):
     dataset_configs("mixed", "benchmark_page: sequential\n")
     with pytest.raises(ValueError, match="page 'sequential' mixes a sequential and a general table"):
         pages({"ml-100k-seq": [], "mixed": []})
+
+
+def test_a_damaged_or_incomplete_record_is_left_out_with_a_warning_naming_it(tmp_path, capsys):
+    folder = tmp_path / "results" / "runs" / "ml-100k"
+    folder.mkdir(parents=True)
+    good = json.loads((ROOT / "results" / "runs" / "ml-100k" / "bpr-seed0.json").read_text())
+    good.pop("per_user", None)
+    (folder / "bpr-seed0.json").write_text(json.dumps(good))
+    # a run of RecBole's default metrics (a dataset without properties/dataset/<name>.yaml), and a cut-off file
+    (folder / "lightgcn-seed0.json").write_text(json.dumps(
+        {**good, "model": "LightGCN", "variant": "LightGCN", "valid": {"ndcg@10": 0.2}, "test": {"recall@10": 0.3}}))
+    (folder / "sgl-seed0.json").write_text('{"model": "SGL", "se')
+    assert main(["--render-only", "--results", str(tmp_path / "results")]) == 0
+    err = capsys.readouterr().err
+    assert "lightgcn-seed0.json: left out of the general table of 'ml-100k', it lacks test recall@20" in err
+    assert "sgl-seed0.json: not a readable JSON record" in err
+    page = (tmp_path / "results" / "ml-100k" / "leaderboard.md").read_text()
+    assert "| BPR | 1 |" in page and "LightGCN" not in page

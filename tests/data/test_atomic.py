@@ -86,3 +86,25 @@ def test_repeated_pairs_are_counted_within_and_across_files(tmp_path):
     assert validate_atomic_file(first, pair_fields=("user_id", "item_id"), seen_pairs=seen) == (3, 1)
     assert validate_atomic_file(second, pair_fields=("user_id", "item_id"), seen_pairs=seen) == (2, 1)
     assert validate_atomic_file(first) == (3, 0)  # no pair fields: nothing counted
+
+
+def test_a_byte_order_mark_reads_as_utf8_and_trains_as_without_it(tmp_path):
+    from conftest import TINY_CONFIG, write_interactions
+
+    data = write_interactions(tmp_path / "data")
+    inter = data / "tiny" / "tiny.inter"
+    (data / "marked").mkdir()
+    (data / "marked" / "marked.inter").write_bytes(b"\xef\xbb\xbf" + inter.read_bytes())
+    settings = {**TINY_CONFIG, "data_path": str(data), "epochs": 1}
+    plain = run_recommender("BPR", "tiny", config_dict=settings, saved=False)
+    marked = run_recommender("BPR", "marked", config_dict=settings, saved=False)
+    assert marked["test_result"] == plain["test_result"]  # the same users and items, not a '\ufeffuser_id' column
+
+
+@pytest.mark.parametrize("inserted, what", [("\ufeff", "a byte-order mark"), ("\0", "a NUL byte")])
+def test_an_invisible_character_inside_the_file_is_named(tmp_path, inserted, what):
+    """Two files saved with a byte-order mark, concatenated: user '\\ufeffu3' would be a user of its own."""
+    path = tmp_path / "joined.inter"
+    path.write_text(f"user_id:token\titem_id:token\nu1\ti1\nu3\t{inserted}i2\n")
+    with pytest.raises(AtomicFileError, match=f"joined.inter:3: column 2 holds {what}"):
+        validate_atomic_file(path)

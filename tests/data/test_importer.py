@@ -99,3 +99,20 @@ def test_a_latin1_source_is_named_by_file_and_line_and_imports_with_its_encoding
                  str(source)]) == 0
     _, body = rows(tmp_path / "x" / "x.inter")  # written as UTF-8
     assert ["u2", "café", "0"] in body
+
+
+def test_an_import_never_replaces_a_dataset_unasked_nor_leaves_its_folder(tmp_path, capsys):
+    source = tmp_path / "train.txt"
+    source.write_text("u1:i1 i2\nu2:i2\n")
+    args = ["--format", "selfrec", "--name", "x", "--output", str(tmp_path / "data"), str(source)]
+    assert main(args) == 0
+    inter = tmp_path / "data" / "x" / "x.inter"
+    inter.write_text("user_id:token\titem_id:token\nkept\tkept\n")
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "x.inter: the file exists; choose another name, or pass --overwrite" in capsys.readouterr().err
+    assert inter.read_text().endswith("kept\tkept\n")
+    assert main(args + ["--overwrite"]) == 0 and "u1\ti1" in inter.read_text()
+    assert main(["--format", "selfrec", "--name", "../y", "--output", str(tmp_path / "data"), str(source)]) == 2
+    assert "dataset '../y' is not a dataset name" in capsys.readouterr().err
+    assert not (tmp_path / "y").exists()

@@ -1,0 +1,23 @@
+import pytest
+
+from recbole_mgformer.benchmark import main
+
+
+def test_a_dataset_without_its_tables_metrics_stops_before_any_run(tiny_data, tmp_path, capsys):
+    """A dataset with no properties/dataset/<name>.yaml computes RecBole's default metrics (Recall@10, ...), which
+    no table shows: the command says so before training instead of failing when it renders."""
+    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
+            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1"]
+    with pytest.raises(SystemExit):
+        main(args)
+    err = capsys.readouterr().err
+    assert "BPR on tiny, seed 0: the general table needs recall@20, ndcg@20" in err
+    assert "properties/dataset/tiny.yaml" in err and "Traceback" not in err
+    assert not (tmp_path / "results").exists() and not (tmp_path / "saved").exists()
+
+
+@pytest.mark.parametrize("dataset", ["../tiny", "/tmp/tiny"])
+def test_a_dataset_outside_data_path_is_refused(tmp_path, capsys, dataset):
+    with pytest.raises(SystemExit):
+        main(["--models", "BPR", "--datasets", dataset, "--results", str(tmp_path / "results")])
+    assert f"dataset {dataset!r} is not a dataset name" in capsys.readouterr().err

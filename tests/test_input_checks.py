@@ -1,0 +1,139 @@
+"""Config files, dataset names and output paths checked before RecBole or the filesystem meets them."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recbole_mgformer.input_checks import (
+    ConfigFileError, check_dataset_name, main_file_hidden_when_unreadable, read_config_file, refuse_existing,
+    refuse_nonempty_folder, user_errors,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"- epochs: 1\n", r"list.yaml: a config file must be a mapping of settings .* not a YAML list"),
+    (b"epochs: 1\n\tembedding_size: 8\n", r"list.yaml:2:1: not valid YAML .*indent with spaces"),
+    (b"hello\n", r"not a YAML str"),
+    (b"epochs: 1\nlearning_rate: 0.1\nepochs: 2\n", r"list.yaml:3:1: key 'epochs' is set twice \(also on line 1\)"),
+    (b"epochs: 1\nname: caf\xe9\n", r"list.yaml:2: byte b'\\xe9' is not UTF-8"),
+    (b"eval_args: {split: [\n", r"list.yaml:2:1: not valid YAML"),
+])
+def test_a_config_file_that_is_no_mapping_of_settings_is_named_with_its_line(tmp_path, content, message):
+    path = tmp_path / "list.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigFileError, match=message):
+        read_config_file(path)
+
+
+def test_a_byte_order_mark_and_an_empty_file_are_accepted(tmp_path):
+    path = tmp_path / "bom.yaml"
+    path.write_bytes(b"\xef\xbb\xbfepochs: 3\nlearning_rate: 1e-3\n")
+    assert read_config_file(path) == {"epochs": 3, "learning_rate": 0.001}  # RecBole's loader: 1e-3 is a float
+    path.write_text("# nothing set\n")
+    assert read_config_file(path) == {}
+
+
+def test_a_missing_file_or_a_folder_is_named(tmp_path):
+    with pytest.raises(ConfigFileError, match="config file '.*nowhere.yaml' does not exist"):
+        read_config_file(tmp_path / "nowhere.yaml")
+    with pytest.raises(ConfigFileError, match="is not a file"):
+        read_config_file(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["../x", "/abs/x", "a/b", "a\\b", "..", ".", "", " tiny", "tiny "])
+def test_a_dataset_name_with_a_path_in_it_is_refused(name):
+    with pytest.raises(ValueError, match="is not a dataset name: it must be the name of a folder under data_path"):
+        check_dataset_name(name)
+
+
+def test_plain_dataset_names_pass():
+    for name in ("ml-100k", "amazon-beauty", "ml-100k-ctx-0.8", "tiny_2"):
+        assert check_dataset_name(name) == name
+
+
+def test_outputs_never_replace_a_file_or_fill_a_non_empty_folder_unasked(tmp_path):
+    existing = tmp_path / "top.csv"
+    existing.write_text("kept\n")
+    with pytest.raises(FileExistsError, match="top.csv: the file exists; .*--overwrite"):
+        refuse_existing(existing, "--output")
+    assert refuse_existing(existing, "--output", overwrite=True) == existing
+    with pytest.raises(FileExistsError, match="a folder is there"):
+        refuse_existing(tmp_path, "--output", overwrite=True)
+    refuse_existing(tmp_path / "new.csv", "--output")
+    with pytest.raises(FileExistsError, match="the folder is not empty; .*--overwrite to replace users.txt"):
+        refuse_nonempty_folder(tmp_path, "--export-embeddings", replaced=("users.txt",))
+    with pytest.raises(FileExistsError, match="a file is there, not a folder"):
+        refuse_nonempty_folder(existing, "--export-embeddings", overwrite=True)
+    for refuse in (refuse_existing, refuse_nonempty_folder):
+        with pytest.raises(FileExistsError, match="top.csv is a file, not a folder"):
+            refuse(existing / "sub" / "x", "--output", overwrite=True)
+    (tmp_path / "empty").mkdir()
+    refuse_nonempty_folder(tmp_path / "empty", "--export-embeddings")
+    refuse_nonempty_folder(tmp_path / "new", "--export-embeddings")
+
+
+def test_user_errors_print_this_packages_messages_and_keep_other_tracebacks(capsys):
+    with pytest.raises(SystemExit) as stop, user_errors():
+        check_dataset_name("../x")
+    assert stop.value.code == 2 and capsys.readouterr().err.startswith("error: dataset '../x' is not a dataset name")
+    with pytest.raises(ValueError, match="invalid literal"), user_errors():
+        int("x")  # raised outside the package: a bug's traceback stays
+
+
+def test_a_spawned_child_needs_no_main_file(monkeypatch):
+    main = sys.modules["__main__"]
+    monkeypatch.setattr(main, "__file__", "<stdin>", raising=False)
+    with main_file_hidden_when_unreadable():
+        assert not hasattr(main, "__file__")
+    assert main.__file__ == "<stdin>"
+    monkeypatch.setattr(main, "__file__", __file__)
+    with main_file_hidden_when_unreadable():
+        assert main.__file__ == __file__  # a real script is re-imported as multiprocessing expects
+
+
+def test_a_data_parallel_launch_works_from_a_script_read_on_standard_input(tmp_path):
+    script = ("import operator\nfrom recbole_mgformer.distributed import launch\n"
+              "print('sum', launch(operator.add, 2, (10,)))\n")
+    completed = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path,
+                               timeout=600)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "sum 10" in completed.stdout  # rank 0's result: 0 + 10
+
+
+def test_a_file_error_on_a_users_path_is_a_message(tmp_path, capsys):
+    from recbole_mgformer.records import write_record
+
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(SystemExit), user_errors():
+        write_record(tmp_path / "a-file" / "sub" / "r.json", {})  # pathlib's mkdir raises, called from the package
+    assert "error: [Errno 20] Not a directory:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"learning_rate": "abc"}, "setting learning_rate takes a number \\(default 0.001\\), not 'abc'"),
+    ({"epochs": [3]}, "setting epochs takes a number"),
+    ({"embedding_size": [8]}, "setting embedding_size takes a number \\(default 64\\), not \\[8\\]"),
+    ({"topk": "abc"}, "setting topk takes whole numbers above 0"),
+    ({"topk": [10, 0]}, "setting topk takes whole numbers above 0"),
+    ({"metrics": ["Recall", "Recal"]}, "setting metrics names 'Recal', not among RecBole's metrics"),
+    ({"eval_args": "abc"}, "setting eval_args takes a mapping"),
+])
+def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting, message):
+    from recbole_mgformer.quick_start import build_config
+
+    with pytest.raises(ValueError, match=message):
+        build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data), **setting})
+
+
+def test_a_models_own_option_may_take_a_word_where_its_default_is_a_number(tiny_data):
+    from recbole_mgformer.quick_start import build_config
+
+    config, _ = build_config("MGFormer", "tiny", config_dict={"data_path": str(tiny_data), "residual_scale": "learned",
+                                                              "topk": 20, "metrics": "Recall"})
+    assert config["residual_scale"] == "learned"
+    with pytest.raises(ValueError, match="setting n_heads takes a number"):  # the project's MGFormer.yaml default
+        build_config("MGFormer", "tiny", config_dict={"data_path": str(tiny_data), "n_heads": [2]})
