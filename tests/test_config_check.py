@@ -169,9 +169,10 @@ def test_a_learning_rate_of_zero_or_below_is_rejected(value):
         build_config("BPR", "ml-100k", config_dict={"learning_rate": value})
 
 
-def test_run_py_rejects_zero_epochs_before_training():
-    with pytest.raises(ValueError, match="epochs is 0"):
+def test_run_py_rejects_zero_epochs_before_training(capsys):
+    with pytest.raises(SystemExit) as stop:  # the message, exit status 2, no traceback
         cli.main(["--model=BPR", "--dataset=ml-100k", "--epochs=0"])
+    assert stop.value.code == 2 and "epochs is 0" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without a GPU")
