@@ -21,7 +21,7 @@ from recbole_mgformer.records import (
     package_versions,
     write_record,
 )
-from recbole_mgformer.registry import get_model
+from recbole_mgformer.registry import fits_once, get_model
 from recbole_mgformer.safety import UnsafeSettingError, check_literal_strings
 from recbole_mgformer.trainer import plain_value
 from recbole_mgformer.tune.report import (
@@ -67,7 +67,11 @@ def _driver_config(model, dataset, config_files, config_dict):
 
 
 def _evaluations(config, parsed):
-    """How many times a trial reports at most: the epochs (the largest searched) over eval_step."""
+    """How many times a trial reports at most: the epochs (the largest searched) over eval_step; once for a model
+    fit in its constructor (EASE, ItemKNN, ...: RecBole's traditional trainer runs one epoch whatever ``epochs``
+    says), so a trial is one fit and ASHA's grace period shrinks to it."""
+    if fits_once(config["model"]):
+        return 1
     epochs = config["epochs"]
     if "epochs" in parsed:
         epochs = max(int(v) for v in parsed["epochs"][1])
