@@ -9,6 +9,7 @@ data-parallel runs work on CPUs too (:mod:`recbole_mgformer.distributed`).
 import contextlib
 import gc
 import sys
+import time
 from logging import getLogger
 from pathlib import Path
 
@@ -69,7 +70,10 @@ def prepare(config):
     if is_distributed(config):
         valid_data, test_data = shard_evaluation(valid_data), shard_evaluation(test_data)
     init_seed(config["seed"] + config["local_rank"], config["reproducibility"])
+    started = time.perf_counter()
     model = model_class(config, train_data._dataset).to(config["device"])
+    # a traditional model (EASE, ItemKNN, ...) is fit here, in its constructor: its training time
+    model.construct_seconds = time.perf_counter() - started
     getLogger().info(model)
     trainer = get_trainer(config["MODEL_TYPE"], config["model"])(config, model)
     return model, trainer, (train_data, valid_data, test_data)

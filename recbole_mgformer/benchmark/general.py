@@ -37,6 +37,19 @@ def _mean_of(group, key, spec, scale=1):
     return format(statistics.mean(values), spec) if values else ""
 
 
+def is_deterministic_row(records):
+    """A row whose runs every seed would repeat (records say ``deterministic``:
+    :func:`recbole_mgformer.benchmark.datasets.same_for_every_seed`, a closed-form model on a fixed split): its
+    one seed is the whole row."""
+    return bool(records) and all(r.get("deterministic") for r in records)
+
+
+def seeds_cell(row):
+    """How many seeds a row has; ``1 (deterministic)`` for a model whose one seed is all there is to run."""
+    count = str(len(row["records"]))
+    return f"{count} (deterministic)" if is_deterministic_row(row["records"]) else count
+
+
 def _columns(paper, best):
     """(header, cell of a row) of every column; a column no row fills is left out of the table."""
     def metric(m):
@@ -46,7 +59,7 @@ def _columns(paper, best):
         return lambda row: f"{paper[row['variant']][index]:.4f}" if row["variant"] in paper else ""
 
     return [
-        ("model", lambda row: row["variant"]), ("seeds", lambda row: str(len(row["records"]))),
+        ("model", lambda row: row["variant"]), ("seeds", seeds_cell),
         ("test Recall@20", metric("recall@20")), ("test NDCG@20", metric("ndcg@20")),
         ("valid NDCG@20", lambda row: f"{row['valid']:.4f}"),
         ("paper Recall@20", paper_cell(0)), ("paper NDCG@20", paper_cell(1)),
@@ -74,6 +87,21 @@ def _per_user_by_seed(row):
     if "per_user" not in row:
         row["per_user"] = per_user_by_seed(row["records"])
     return row["per_user"]
+
+
+def _paired_values(row, other):
+    """Both rows' ``{seed: {user: NDCG@20}}`` for a paired test: a deterministic row's one seed stands for every
+    seed of the other (any seed would have given the same values), so a 3-seed row is paired over its 3 seeds."""
+    a, b = _per_user_by_seed(row), _per_user_by_seed(other)
+    if len(b) == 1 and is_deterministic_row(other["records"]):
+        b = dict.fromkeys(a or b, next(iter(b.values())))
+    elif len(a) == 1 and is_deterministic_row(row["records"]):
+        a = dict.fromkeys(b or a, next(iter(a.values())))
+    return a, b
+
+
+def _verdict(row, other):
+    return paired_verdict(*_paired_values(row, other))
 
 
 def _overrides(row):
@@ -135,10 +163,9 @@ def every_model_line(row, others):
     with fewer than two others (the verdict line says it all) or no per-user values to pair."""
     if len(others) < 2:
         return None
-    values = _per_user_by_seed(row)
     parts = []
     for other in others:
-        verdict = paired_verdict(values, _per_user_by_seed(other))
+        verdict = _verdict(row, other)
         if verdict is not None:
             parts.append(short_verdict(other["variant"], verdict))
     return f"Against each model: {row['variant']} is " + "; ".join(parts) + "." if parts else None
@@ -157,7 +184,7 @@ def verdict_lines(rows, same_size=True):
             continue
         best_other = best_other_model(row, others, same_size)
         if best_other is not None:
-            verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(best_other))
+            verdict = _verdict(row, best_other)
             if verdict is not None:
                 lines.append("Verdict: " + verdict_text(row["variant"], best_other["variant"], verdict))
         if not same_size and ablation_base(row, rows) is None:
@@ -166,12 +193,12 @@ def verdict_lines(rows, same_size=True):
                 every_lines.append(line)
         control = attention_control(row, rows)
         if control is not None:
-            verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(control))
+            verdict = _verdict(row, control)
             if verdict is not None:
                 attention_lines.append("Attention: " + verdict_text(row["variant"], control["variant"], verdict))
         base = ablation_base(row, rows)
         if base is not None:
-            verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(base))
+            verdict = _verdict(row, base)
             if verdict is not None:
                 ablation_lines.append("Ablation: " + verdict_text(row["variant"], base["variant"], verdict))
     return lines + every_lines + attention_lines + ablation_lines
@@ -236,7 +263,10 @@ def render_page(by_dataset, runs_shown):
     lines = ["# Leaderboard", "",
              f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. "
              "Test metrics are mean ± the 95% confidence interval over seeds (Student t; the value alone for one "
-             "seed), at the epoch with the best validation NDCG@20 (early stopping); best in bold. A verdict compares "
+             "seed), at the epoch with the best validation NDCG@20 (early stopping); best in bold. A seed also draws the "
+             "train/valid/test split where the protocol shuffles (`order: RO`), so there a closed-form model (EASE, "
+             "ItemKNN, ...) runs every seed like the others; on a fixed split it runs one, \"1 (deterministic)\", "
+             "which stands for every seed of the other row in a paired test. A verdict compares "
              "an MGFormer row with the best other model (of its embedding size, except in an equal-budget search, "
              "which tunes it) by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
              "behind; else level), and an \"Against each model:\" line (equal-budget searches) sets it against "

@@ -255,3 +255,35 @@ def test_a_model_of_another_kind_stops_the_command_before_any_run(tmp_path, caps
         main(["--models", "BPR,EAGPS", "--datasets", "ml-100k-seq", "--results", str(tmp_path / "results")])
     assert "BPR is a general model, but the runs of ml-100k-seq go into a sequential table" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
+
+
+def _with_timestamps(data):
+    """The toy dataset with a timestamp per interaction, for a split the seed does not draw (``order: TO``)."""
+    path = data / "tiny" / "tiny.inter"
+    header, *lines = path.read_text().splitlines()
+    path.write_text("\n".join([header + "\ttimestamp:float"] + [f"{line}\t{i}" for i, line in enumerate(lines)]) + "\n")
+    return data
+
+
+@pytest.mark.parametrize("order, seeds_run", [("TO", [0]), ("RO", [0, 1])])
+def test_a_closed_form_model_runs_one_seed_where_the_seed_does_not_draw_the_split(tiny_data, tmp_path, capsys, order,
+                                                                                 seeds_run):
+    args = tiny_benchmark_args("EASE,ItemKNN,SLIMElastic,BPR", _with_timestamps(tiny_data), tmp_path, epochs=2)
+    args[args.index("--seeds") + 1] = "0,1"
+    args += [f"--eval_args={{split: {{RS: [0.8, 0.1, 0.1]}}, order: {order}, group_by: user, mode: full}}",
+             "--load_col={inter: [user_id, item_id, timestamp]}"]
+    assert main(args) == 0
+    runs = tmp_path / "results" / "runs" / "tiny"
+    for model in ("ease", "itemknn", "slimelastic"):
+        assert sorted(json.loads(p.read_text())["seed"] for p in runs.glob(f"{model}-seed*.json")) == seeds_run
+    assert len(list(runs.glob("bpr-seed*.json"))) == 2  # BPR trains from random weights: every seed
+    ease = json.loads((runs / "ease-seed0.json").read_text())
+    assert ease["deterministic"] is (order == "TO") and ease["epochs"] == 1
+    # its fit is its constructor, counted in its cost (the records round these to 0.1 s)
+    assert ease["construct_seconds"] > 0 and ease["seconds"] >= round(ease["construct_seconds"], 1)
+    assert json.loads((runs / "bpr-seed0.json").read_text())["deterministic"] is False
+    # the checkpoint loads weights-only and holds no scipy or numpy matrix: EASE refits them when rebuilt
+    assert load_checkpoint(tmp_path / "saved" / "tiny" / "ease-seed0.pth")["other_parameter"] == {}
+    leaderboard = (tmp_path / "results" / "tiny" / "leaderboard.md").read_text()
+    assert ("| EASE | 1 (deterministic) |" in leaderboard) is (order == "TO")
+    assert ("| EASE | 2 |" in leaderboard) is (order == "RO")
