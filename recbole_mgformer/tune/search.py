@@ -119,6 +119,7 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         "data_path_given": str(data_path_given) if data_path_given else None,
         "search": search, "samples": 1 if search == "grid" else int(samples),
         "scheduler": scheduler, "grace_period": max(1, min(int(grace_period), max_t)), "max_t": max_t,
+        "grace_asked": int(grace_period),  # before the cap: the budget a search of EASE shares with the others
         "search_seed": search_seed, "metric": config["valid_metric"].lower(),
         "mode": "max" if config["valid_metric_bigger"] else "min",
         "name": name, "storage": str(storage), "experiment": str(storage / name),

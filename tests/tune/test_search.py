@@ -298,6 +298,6 @@ def test_a_closed_form_models_trial_is_one_fit_and_its_shipped_space_fits_it(mod
     request = make_request(model, "tiny", data_path=str(tiny_data), storage_dir=tmp_path / "tune",
                            config_dict={"epochs": 30}, grace_period=5)
     # RecBole's traditional trainer fits once whatever epochs says: one evaluation, and ASHA's grace shrinks to it
-    assert request["max_t"] == 1 and request["grace_period"] == 1
+    assert request["max_t"] == 1 and request["grace_period"] == 1 and request["grace_asked"] == 5
     assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
     assert ray_space(parse_space(request["space"]), "random")
