@@ -37,6 +37,11 @@ def _mean_of(group, key, spec, scale=1):
     return format(statistics.mean(values), spec) if values else ""
 
 
+DETERMINISTIC_NOTE = ("Seeds \"1 (deterministic)\": a closed-form model (EASE, ItemKNN, ...) on a split the seed does "
+                      "not draw, which every seed would repeat; in a paired test its seed stands for each seed of the "
+                      "other row. Where the seed draws the split (`order: RO`), such a model runs every seed.")
+
+
 def is_deterministic_row(records):
     """A row whose runs every seed would repeat (records say ``deterministic``:
     :func:`recbole_mgformer.benchmark.datasets.same_for_every_seed`, a closed-form model on a fixed split): its
@@ -220,6 +225,8 @@ def render_table(rows, paper, tuned=False):
             gain = 100 * (top["stats"][metric][0] / runner_up["stats"][metric][0] - 1)
             lines.append(f"Best test {metric}: {top['variant']}, {gain:+.2f}% over the best other model "
                          f"({runner_up['variant']}).")
+    if any(is_deterministic_row(row["records"]) for row in rows):
+        lines.append(DETERMINISTIC_NOTE)
     verdicts = verdict_lines(rows, same_size=not tuned)
     return lines + ([""] + verdicts if verdicts else [])
 
@@ -263,10 +270,7 @@ def render_page(by_dataset, runs_shown):
     lines = ["# Leaderboard", "",
              f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. "
              "Test metrics are mean ± the 95% confidence interval over seeds (Student t; the value alone for one "
-             "seed), at the epoch with the best validation NDCG@20 (early stopping); best in bold. A seed also draws the "
-             "train/valid/test split where the protocol shuffles (`order: RO`), so there a closed-form model (EASE, "
-             "ItemKNN, ...) runs every seed like the others; on a fixed split it runs one, \"1 (deterministic)\", "
-             "which stands for every seed of the other row in a paired test. A verdict compares "
+             "seed), at the epoch with the best validation NDCG@20 (early stopping); best in bold. A verdict compares "
              "an MGFormer row with the best other model (of its embedding size, except in an equal-budget search, "
              "which tunes it) by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
              "behind; else level), and an \"Against each model:\" line (equal-budget searches) sets it against "

@@ -192,6 +192,7 @@ def test_a_deterministic_row_shows_its_one_seed_and_stands_for_every_seed_in_a_p
     records += [rec("BPR", seed, -0.02) for seed in (0, 1, 2)]
     table = render_dataset("x", records)
     assert "| EASE | 1 (deterministic) |" in table and "| MGFormer | 3 |" in table
+    assert 'Seeds "1 (deterministic)": a closed-form model (EASE, ItemKNN, ...) on a split the seed does not' in table
     # EASE's one seed is paired with each of MGFormer's three (3 x 50 users), not with seed 0 alone
     assert ("Verdict: MGFormer is **ahead** of EASE by a paired Wilcoxon signed-rank test of test ndcg@20 over "
             "150 (seed, user) pairs from 3 seed(s)") in table
@@ -199,3 +200,4 @@ def test_a_deterministic_row_shows_its_one_seed_and_stands_for_every_seed_in_a_p
     records[3]["deterministic"] = False
     table = render_dataset("x", records)
     assert "| EASE | 1 |" in table and "over 50 (seed, user) pairs from 1 seed(s)" in table
+    assert "(deterministic)" not in table
