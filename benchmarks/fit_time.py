@@ -83,13 +83,14 @@ def fit_once(model, dataset, data_path):
     gc.collect()
     before = _current_rss_kb()
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     fitted = model_class(config, train_data._dataset)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     del fitted
     dataset_obj = train_data._dataset
     return {"model": model_class.__name__, "dataset": dataset, "seconds": round(seconds, 2),
+            "cpu_seconds": round(cpu_seconds, 2),
             "peak_rss_mb": round(peak / 1024), "fit_rss_mb": round((peak - before) / 1024) if peak > peak_before else None,
             "users": int(dataset_obj.user_num), "items": int(dataset_obj.item_num),
             "train_interactions": int(dataset_obj.inter_num), "torch_threads": torch.get_num_threads(),
@@ -133,23 +134,37 @@ def _plain(value):
 
 
 def run_child(model, dataset, data_path, timeout):
-    """One fit in a fresh process on one thread: its record, or one that says how it failed."""
+    """One fit in a fresh process on one thread: its record, or one that says how it failed (with the process's
+    peak memory, from ``wait4``, where it was stopped)."""
     with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "record.json"
+        out, log = Path(folder) / "record.json", Path(folder) / "stderr.txt"
         env = {**os.environ, **ONE_THREAD, "PYTHONPATH": os.pathsep.join(
             [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         command = [sys.executable, str(Path(__file__).resolve()), "--child", "--models", model, "--datasets", dataset,
                    "--data_path", str(data_path), "--out", str(out)]
-        try:
-            done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"model": model, "dataset": dataset, "seconds": None, "error": f"not done after {timeout} s"}
-        if done.returncode != 0 or not out.is_file():
-            lines = [line for line in (done.stderr or "").splitlines() if line.strip()]
-            why = lines[-1] if lines else f"exit status {done.returncode}"
-            if done.returncode < 0:
-                why = f"killed by signal {-done.returncode} (out of memory?)"
-            return {"model": model, "dataset": dataset, "seconds": None, "error": why}
+        with open(log, "w") as stderr:
+            child = subprocess.Popen(command, env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=stderr)
+            deadline, status, usage = time.monotonic() + timeout, None, None
+            while status is None:
+                pid, code, rusage = os.wait4(child.pid, os.WNOHANG)
+                if pid:
+                    status, usage = os.waitstatus_to_exitcode(code), rusage
+                elif time.monotonic() > deadline:
+                    child.kill()
+                    _, code, usage = os.wait4(child.pid, 0)
+                    status = "timeout"
+                else:
+                    time.sleep(0.2)
+            child.returncode = -1  # reaped here; keeps Popen from waiting again
+        peak = round(usage.ru_maxrss / 1024)  # KiB on Linux: the whole process, data included
+        if status == "timeout":
+            return {"model": model, "dataset": dataset, "seconds": None, "peak_rss_mb": peak,
+                    "error": f"not done after {timeout:g} s"}
+        if status != 0 or not out.is_file():
+            lines = [line for line in log.read_text().splitlines() if line.strip()]
+            why = f"killed by signal {-status} (out of memory?)" if status < 0 else (
+                lines[-1] if lines else f"exit status {status}")
+            return {"model": model, "dataset": dataset, "seconds": None, "peak_rss_mb": peak, "error": why}
         return json.loads(out.read_text())
 
 
@@ -165,18 +180,18 @@ def table_lines(records):
     lines = ["# Closed-form models: the fit on one CPU core", "",
              "Produced by `python benchmarks/fit_time.py`: each model's constructor, where it fits (RecBole's "
              "traditional path), in a process of its own with one thread (torch and OMP/MKL/OpenBLAS), the data "
-             "loaded and split before the clock starts. Peak RSS: the process's maximum resident memory (data "
+             "loaded and split before the clock starts; CPU s: the process time of the fit (wall time on quiet cores). Peak RSS: the process's maximum resident memory (data "
              "included); of it, the fit: its rise over the memory before the fit. Targets (issue 55): "
              + ", ".join(f"{dataset} under {seconds // 60} min" for dataset, seconds in TARGETS.items()) + ".", "",
-             "| dataset | model | users x items | settings | fit s | peak RSS MB | of it, the fit | target s | "
-             "result |", "|---|---|---|---|---|---|---|---|---|"]
+             "| dataset | model | users x items | settings | fit s | CPU s | peak RSS MB | of it, the fit | target s | "
+             "result |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         settings = ", ".join(f"{k} {v}" for k, v in (r.get("settings") or {}).items())
         shape = f"{r['users']:,} x {r['items']:,}" if "users" in r else ""
         seconds = f"{r['seconds']:.1f}" if r.get("seconds") is not None else r.get("error", "")
         fit_mb = r.get("fit_rss_mb")
         lines.append(f"| {r['dataset']} | {r['model']} | {shape} | {settings} | {seconds} | "
-                     f"{r.get('peak_rss_mb', '')} | {'' if fit_mb is None else fit_mb} | "
+                     f"{r.get('cpu_seconds', '')} | {r.get('peak_rss_mb', '')} | {'' if fit_mb is None else fit_mb} | "
                      f"{TARGETS.get(r['dataset'], '-')} | {verdict(r)} |")
     return lines
 

@@ -13,7 +13,7 @@ def test_each_model_fits_in_a_one_thread_process_of_its_own_and_the_table_is_wri
     assert main(["--models", "EASE,ItemKNN", "--datasets", "tiny", "--data_path", str(tiny_data),
                  "--results", str(tmp_path)]) == 0
     table = (tmp_path / "fit_time.md").read_text()
-    assert "| dataset | model | users x items | settings | fit s | peak RSS MB |" in table
+    assert "| dataset | model | users x items | settings | fit s | CPU s | peak RSS MB |" in table
     assert "| tiny | EASE | 41 x 61 | reg_weight 250.0 |" in table  # RecBole counts the padding id 0
     assert "| tiny | ItemKNN | 41 x 61 | k 100, shrink 0.0, knn_method item |" in table
     assert table.count("| - | - |") == 2  # no target for the toy dataset
@@ -21,7 +21,7 @@ def test_each_model_fits_in_a_one_thread_process_of_its_own_and_the_table_is_wri
     record = json.loads(next((tmp_path / "runs" / "performance").glob("fit-time-*.json")).read_text())
     assert [(r["model"], r["dataset"]) for r in record["records"]] == [("EASE", "tiny"), ("ItemKNN", "tiny")]
     for r in record["records"]:
-        assert r["seconds"] >= 0 and r["peak_rss_mb"] > 0 and r["torch_threads"] == 1
+        assert r["seconds"] >= 0 and r["cpu_seconds"] >= 0 and r["peak_rss_mb"] > 0 and r["torch_threads"] == 1
         assert r["blas_threads"] in (None, [1])  # OMP/MKL/OpenBLAS set to one thread before numpy loaded
 
 
@@ -46,4 +46,12 @@ def test_a_fit_passes_under_its_datasets_target_and_fails_over_it_or_when_it_did
     assert verdict({"dataset": "gowalla", "seconds": None, "error": "not done after 900 s"}) == "fail"
     assert verdict({"dataset": "ml-100k", "seconds": 1.0}) == "-"
     row = table_lines([{"model": "EASE", "dataset": "gowalla", "seconds": None, "error": "killed by signal 9"}])[-1]
-    assert row == "| gowalla | EASE |  |  | killed by signal 9 |  |  | 600 | fail |"
+    assert row == "| gowalla | EASE |  |  | killed by signal 9 |  |  |  | 600 | fail |"
+
+
+def test_a_fit_over_its_time_is_stopped_and_reported_with_its_memory(tiny_data, tmp_path):
+    from benchmarks.fit_time import run_child
+
+    record = run_child("EASE", "tiny", tiny_data, timeout=0.5)  # stopped while it still imports
+    assert record["error"] == "not done after 0.5 s" and record["seconds"] is None and record["peak_rss_mb"] > 0
+    assert verdict({**record, "dataset": "gowalla"}) == "fail"
