@@ -89,13 +89,14 @@ def get_model(name):
     raise ValueError(f"unknown model {name!r}; available models: {', '.join(available_models())}")
 
 
-# RecBole's traditional models whose fit draws random numbers (Random scores at random; ADMMSLIM adds noise)
+# RecBole's traditional models that draw random numbers (Random scores at random; ADMMSLIM adds noise to its scores)
 SEEDED_TRADITIONAL = frozenset({"Random", "ADMMSLIM"})
 
 
 def fits_once(model):
-    """Is ``model`` (a class or a name) fit in its constructor, RecBole's traditional path (EASE, ItemKNN,
-    SLIMElastic, ...)? Its trainer runs one epoch whatever ``epochs`` says, and a search's trial is one fit."""
+    """Is ``model`` (a class or a name) fit once, RecBole's traditional path (EASE, ItemKNN and SLIMElastic in their
+    constructors; Pop counts in its one epoch)? Its trainer runs one epoch whatever ``epochs`` says, and a search's
+    trial is one fit."""
     return getattr(get_model(model), "type", None) == ModelType.TRADITIONAL
 
 
