@@ -64,9 +64,9 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     return config, model_class
 
 
-def prepare(config):
-    """Dataset, splits, model and trainer for ``config``, the way ``run_recbole`` makes them."""
-    model_class = get_model(config["model"])
+def prepare_data(config):
+    """The (train, valid, test) data of ``config``, the way ``run_recbole`` makes them (the seed draws a shuffled
+    split)."""
     init_seed(config["seed"], config["reproducibility"])
     flush_subnormals(config)
     ensure_dataset(config["dataset"], Path(config["data_path"]).parent)  # known datasets, imported on first use
@@ -76,6 +76,13 @@ def prepare(config):
     train_data, valid_data, test_data = data_preparation(config, dataset)
     if is_distributed(config):
         valid_data, test_data = shard_evaluation(valid_data), shard_evaluation(test_data)
+    return train_data, valid_data, test_data
+
+
+def prepare(config):
+    """Dataset, splits, model and trainer for ``config``, the way ``run_recbole`` makes them."""
+    model_class = get_model(config["model"])
+    train_data, valid_data, test_data = prepare_data(config)
     init_seed(config["seed"] + config["local_rank"], config["reproducibility"])
     started = time.perf_counter()
     model = model_class(config, train_data._dataset).to(config["device"])

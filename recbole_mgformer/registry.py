@@ -6,6 +6,7 @@ import importlib
 import pkgutil
 
 import torch
+from recbole.utils import ModelType
 from recbole.utils import get_trainer as recbole_get_trainer
 
 import recbole_mgformer.trainer as project_trainers
@@ -88,6 +89,28 @@ def get_model(name):
     raise ValueError(f"unknown model {name!r}; available models: {', '.join(available_models())}")
 
 
+# RecBole's traditional models that draw random numbers (Random scores at random; ADMMSLIM adds noise to its scores)
+SEEDED_TRADITIONAL = frozenset({"Random", "ADMMSLIM"})
+
+
+def fits_once(model):
+    """Is ``model`` (a class or a name) fit once, RecBole's traditional path (EASE, ItemKNN and SLIMElastic in their
+    constructors; Pop counts in its one epoch)? Its trainer runs one epoch whatever ``epochs`` says, and a search's
+    trial is one fit."""
+    return getattr(get_model(model), "type", None) == ModelType.TRADITIONAL
+
+
+def is_deterministic(model):
+    """Does ``model`` (a class or a name) give the same model whatever the seed, so that one seed is the whole
+    row of a board? A class says so itself with a ``deterministic`` attribute; else every traditional model
+    (:func:`fits_once`) but those that draw random numbers (``SEEDED_TRADITIONAL``)."""
+    cls = get_model(model)
+    flag = getattr(cls, "deterministic", None)
+    if flag is not None:
+        return bool(flag)
+    return fits_once(cls) and cls.__name__ not in SEEDED_TRADITIONAL
+
+
 def get_trainer(model_type, model_name):
     """The trainer class for a model (a project trainer first, then RecBole's choice),
     with checkpoints that load under ``torch.load(weights_only=True)``."""
@@ -98,4 +121,4 @@ def get_trainer(model_type, model_name):
     return project_trainers.safe_trainer_class(base)
 
 
-__all__ = ["available_models", "get_model", "get_trainer", "project_models"]
+__all__ = ["available_models", "fits_once", "get_model", "get_trainer", "is_deterministic", "project_models"]

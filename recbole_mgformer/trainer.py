@@ -13,9 +13,10 @@ import socket
 import zipfile
 
 import numpy
+import scipy.sparse
 import torch
 from recbole.trainer import Trainer
-from recbole.utils import get_local_time
+from recbole.utils import ModelType, get_local_time
 
 from recbole_mgformer.distributed import DistributedTrainerMixin
 from recbole_mgformer.vocabulary import check_dataset, check_training_split, dataset_vocabulary
@@ -134,6 +135,24 @@ def save_atomically(state, path):
             os.remove(temporary)
 
 
+def checkpoint_other_parameter(model):
+    """What a checkpoint keeps of ``model.other_parameter()``: all but numpy arrays and scipy matrices.
+
+    A traditional model (EASE, ItemKNN, SLIMElastic, ...) holds such matrices, which its constructor computes from
+    the config and the training set alone; they do not load under ``weights_only=True`` (RecBole pickles them), and
+    EASE's item-item matrix is 0.6 GB on Amazon-Beauty and 6.7 GB on Gowalla. They are left out: the model built to
+    receive the checkpoint (the trainer's own, or :func:`recbole_mgformer.checkpoints.load_data_and_model`'s) has
+    computed them already. Any other model must keep its state as tensors and plain values, or its checkpoint
+    would load without it: an error."""
+    other = model.other_parameter()
+    left_out = sorted(key for key, value in other.items()
+                      if isinstance(value, numpy.ndarray) or scipy.sparse.issparse(value))
+    if left_out and getattr(model, "type", None) != ModelType.TRADITIONAL:
+        raise TypeError(f"{type(model).__name__}.other_parameter() holds {', '.join(left_out)}, numpy or scipy "
+                        "arrays: a checkpoint must load with weights_only=True, so keep them as tensors")
+    return {key: value for key, value in other.items() if key not in left_out}
+
+
 # Settings that may differ between a run and its resumption: where and how it runs, not what it trains.
 RUNTIME_KEYS = frozenset({
     "device", "gpu_id", "use_gpu", "checkpoint_dir", "state", "show_progress", "epochs", "data_path", "log_wandb",
@@ -186,7 +205,7 @@ class SafeCheckpointMixin:
             "cur_step": self.cur_step,
             "best_valid_score": float(self.best_valid_score),
             "state_dict": self.model.state_dict(),
-            "other_parameter": self.model.other_parameter(),
+            "other_parameter": checkpoint_other_parameter(self.model),
             "optimizer": self.optimizer.state_dict(),
         }
         if run_state is not None:

@@ -43,3 +43,19 @@ def test_resolving_recbole_sequential_models_leaves_anomaly_detection_off():
             "get_model('SASRec'); available_models(); print(torch.is_anomaly_enabled())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False"
+
+
+def test_closed_form_models_fit_once_and_are_deterministic_unless_they_draw_random_numbers():
+    from recbole_mgformer.registry import fits_once, is_deterministic
+
+    for name in ("EASE", "ItemKNN", "SLIMElastic", "Pop"):
+        assert fits_once(name) and is_deterministic(name)
+    for name in ("Random", "ADMMSLIM"):  # traditional, but their fit draws from the seeded streams
+        assert fits_once(name) and not is_deterministic(name)
+    for name in ("LightGCN", "MGFormer"):
+        assert not fits_once(name) and not is_deterministic(name)
+
+    class Filter(get_model("LightGCN")):  # a model may say it itself
+        deterministic = True
+
+    assert is_deterministic(Filter) and not fits_once(Filter)

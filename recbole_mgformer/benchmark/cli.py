@@ -7,7 +7,7 @@ from pathlib import Path
 
 from recbole_mgformer.benchmark import context, general, sequential
 from recbole_mgformer.benchmark.claims import Busy
-from recbole_mgformer.benchmark.datasets import check_model_fits
+from recbole_mgformer.benchmark.datasets import check_model_fits, same_for_every_seed
 from recbole_mgformer.benchmark.entries import comma_list, parse_entry, split_models, tuning_target
 from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.benchmark.runs import ROOT, Run
@@ -27,7 +27,9 @@ def finished_line(run, record):
 
 
 def planned_runs(args, extra, command):
-    """Every (dataset, seed, model entry) run, checked before the first one starts."""
+    """Every (dataset, seed, model entry) run, checked before the first one starts. A run that every seed would
+    repeat (:func:`~recbole_mgformer.benchmark.datasets.same_for_every_seed`: a deterministic model on a split the
+    seed does not draw) runs its first seed only."""
     entries = [parse_entry(e) for e in split_models(args.models)]
     datasets = comma_list(args.datasets)
     for model, _ in entries:
@@ -43,9 +45,16 @@ def planned_runs(args, extra, command):
     else:
         runs = [Run(model, overrides, dataset, seed, **settings)
                 for dataset in datasets for seed in seeds for model, overrides in entries]
+    kept, seeded_once = [], set()
     for run in runs:
-        check_table_metrics(run, run.check_config())
-    return runs
+        config = run.check_config()
+        check_table_metrics(run, config)
+        if (run.variant, run.dataset) in seeded_once:
+            continue
+        if same_for_every_seed(run.model, config):
+            seeded_once.add((run.variant, run.dataset))
+        kept.append(run)
+    return kept
 
 
 def check_table_metrics(run, config):

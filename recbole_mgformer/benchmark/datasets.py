@@ -8,7 +8,7 @@ import yaml
 from recbole.utils import ModelType
 
 from recbole_mgformer.defaults import dataset_config_file
-from recbole_mgformer.registry import get_model
+from recbole_mgformer.registry import get_model, is_deterministic
 
 TABLES = ("general", "sequential", "context")
 MODEL_KINDS = {ModelType.SEQUENTIAL: "sequential", ModelType.CONTEXT: "context"}  # every other kind: general
@@ -45,3 +45,17 @@ def check_model_fits(model, dataset):
         raise ValueError(f"{model} is a {model_kind} model, but the runs of {dataset} go into a {kind} table "
                          f"(benchmark_table in {dataset_config_file(dataset) or 'its config'}); run it on a "
                          f"dataset with a {model_kind} table")
+
+
+def split_draws_on_seed(config):
+    """Does a run's seed draw its train/valid/test split? It does under ``order: RO`` (RecBole shuffles the
+    interactions with the seeded torch stream before splitting: ml-100k's and Amazon-Beauty's protocol), unless
+    the split comes from files (``benchmark_filename``)."""
+    return not config["benchmark_filename"] and (config["eval_args"] or {}).get("order") == "RO"
+
+
+def same_for_every_seed(model, config):
+    """Does every seed give the same result for a run of ``model`` with ``config``? For a deterministic model
+    (:func:`recbole_mgformer.registry.is_deterministic`: EASE, ItemKNN, ...) on a split the seed does not draw;
+    on a seeded split each seed is another split, and even a closed-form model runs every seed."""
+    return is_deterministic(model) and not split_draws_on_seed(config)

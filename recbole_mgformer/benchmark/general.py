@@ -30,6 +30,24 @@ def _mean_of(group, key, spec, scale=1):
     return format(statistics.mean(values), spec) if values else ""
 
 
+DETERMINISTIC_NOTE = ("Seeds \"1 (deterministic)\": a closed-form model (EASE, ItemKNN, ...) on a split the seed does "
+                      "not draw, which every seed would repeat; in a paired test its seed stands for each seed of the "
+                      "other row. Where the seed draws the split (`order: RO`), such a model runs every seed.")
+
+
+def is_deterministic_row(records):
+    """A row whose runs every seed would repeat (records say ``deterministic``:
+    :func:`recbole_mgformer.benchmark.datasets.same_for_every_seed`, a closed-form model on a fixed split): its
+    one seed is the whole row."""
+    return bool(records) and all(r.get("deterministic") for r in records)
+
+
+def seeds_cell(row):
+    """How many seeds a row has; ``1 (deterministic)`` for a model whose one seed is all there is to run."""
+    count = str(len(row["records"]))
+    return f"{count} (deterministic)" if is_deterministic_row(row["records"]) else count
+
+
 def _columns(published, best):
     """(header, cell of a row) of every column; a column no row fills is left out of the table. ``published``: a
     :class:`~recbole_mgformer.benchmark.published.Published`."""
@@ -45,7 +63,7 @@ def _columns(published, best):
         return "" if gap is None else " / ".join(f"{100 * gap[m]:+.1f}%" for m in METRICS)
 
     return [
-        ("model", lambda row: row["variant"]), ("seeds", lambda row: str(len(row["records"]))),
+        ("model", lambda row: row["variant"]), ("seeds", seeds_cell),
         ("test Recall@20", metric("recall@20")), ("test NDCG@20", metric("ndcg@20")),
         ("valid NDCG@20", lambda row: f"{row['valid']:.4f}"),
         (f"{published.label} Recall@20", published_cell(0)), (f"{published.label} NDCG@20", published_cell(1)),
@@ -75,6 +93,21 @@ def _per_user_by_seed(row):
     if "per_user" not in row:
         row["per_user"] = per_user_by_seed(row["records"])
     return row["per_user"]
+
+
+def _paired_values(row, other):
+    """Both rows' ``{seed: {user: NDCG@20}}`` for a paired test: a deterministic row's one seed stands for every
+    seed of the other (any seed would have given the same values), so a 3-seed row is paired over its 3 seeds."""
+    a, b = _per_user_by_seed(row), _per_user_by_seed(other)
+    if len(b) == 1 and is_deterministic_row(other["records"]):
+        b = dict.fromkeys(a or b, next(iter(b.values())))
+    elif len(a) == 1 and is_deterministic_row(row["records"]):
+        a = dict.fromkeys(b or a, next(iter(a.values())))
+    return a, b
+
+
+def _verdict(row, other):
+    return paired_verdict(*_paired_values(row, other))
 
 
 def _overrides(row):
@@ -136,10 +169,9 @@ def every_model_line(row, others):
     with fewer than two others (the verdict line says it all) or no per-user values to pair."""
     if len(others) < 2:
         return None
-    values = _per_user_by_seed(row)
     parts = []
     for other in others:
-        verdict = paired_verdict(values, _per_user_by_seed(other))
+        verdict = _verdict(row, other)
         if verdict is not None:
             parts.append(short_verdict(other["variant"], verdict))
     return f"Against each model: {row['variant']} is " + "; ".join(parts) + "." if parts else None
@@ -158,7 +190,7 @@ def verdict_lines(rows, same_size=True):
             continue
         best_other = best_other_model(row, others, same_size)
         if best_other is not None:
-            verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(best_other))
+            verdict = _verdict(row, best_other)
             if verdict is not None:
                 lines.append("Verdict: " + verdict_text(row["variant"], best_other["variant"], verdict))
         if not same_size and ablation_base(row, rows) is None:
@@ -167,12 +199,12 @@ def verdict_lines(rows, same_size=True):
                 every_lines.append(line)
         control = attention_control(row, rows)
         if control is not None:
-            verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(control))
+            verdict = _verdict(row, control)
             if verdict is not None:
                 attention_lines.append("Attention: " + verdict_text(row["variant"], control["variant"], verdict))
         base = ablation_base(row, rows)
         if base is not None:
-            verdict = paired_verdict(_per_user_by_seed(row), _per_user_by_seed(base))
+            verdict = _verdict(row, base)
             if verdict is not None:
                 ablation_lines.append("Ablation: " + verdict_text(row["variant"], base["variant"], verdict))
     return lines + every_lines + attention_lines + ablation_lines
@@ -194,6 +226,8 @@ def render_table(rows, published, tuned=False):
             gain = 100 * (top["stats"][metric][0] / runner_up["stats"][metric][0] - 1)
             lines.append(f"Best test {metric}: {top['variant']}, {gain:+.2f}% over the best other model "
                          f"({runner_up['variant']}).")
+    if any(is_deterministic_row(row["records"]) for row in rows):
+        lines.append(DETERMINISTIC_NOTE)
     verdicts = verdict_lines(rows, same_size=not tuned)
     return lines + ([""] + verdicts if verdicts else [])
 

@@ -84,8 +84,11 @@ def chosen_yaml(record, variant, page):
 
 
 def budget_text(request):
+    """The budget a search had, the same for every model searched with it: the grace asked for, before the search
+    capped it at its evaluations (a closed-form model's one fit), so EASE's rows share the others' section."""
+    grace = request.get("grace_asked", request["grace_period"])  # older records have only the capped one
     return (f"random search of {request['samples']} trials, search seed {request['search_seed']}, "
-            f"ASHA grace {request['grace_period']} of at most {request['overrides'].get('epochs')} epochs")
+            f"ASHA grace {grace} of at most {request['overrides'].get('epochs')} epochs")
 
 
 def search_info(tuned_file, results):

@@ -21,7 +21,7 @@ from recbole_mgformer.records import (
     package_versions,
     write_record,
 )
-from recbole_mgformer.registry import get_model
+from recbole_mgformer.registry import fits_once, get_model
 from recbole_mgformer.safety import UnsafeSettingError, check_literal_strings
 from recbole_mgformer.trainer import plain_value
 from recbole_mgformer.tune.report import (
@@ -67,7 +67,11 @@ def _driver_config(model, dataset, config_files, config_dict):
 
 
 def _evaluations(config, parsed):
-    """How many times a trial reports at most: the epochs (the largest searched) over eval_step."""
+    """How many times a trial reports at most: the epochs (the largest searched) over eval_step; once for a model
+    fit in its constructor (EASE, ItemKNN, ...: RecBole's traditional trainer runs one epoch whatever ``epochs``
+    says), so a trial is one fit and ASHA's grace period shrinks to it."""
+    if fits_once(config["model"]):
+        return 1
     epochs = config["epochs"]
     if "epochs" in parsed:
         epochs = max(int(v) for v in parsed["epochs"][1])
@@ -115,6 +119,7 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         "data_path_given": str(data_path_given) if data_path_given else None,
         "search": search, "samples": 1 if search == "grid" else int(samples),
         "scheduler": scheduler, "grace_period": max(1, min(int(grace_period), max_t)), "max_t": max_t,
+        "grace_asked": int(grace_period),  # before the cap: the budget a search of EASE shares with the others
         "search_seed": search_seed, "metric": config["valid_metric"].lower(),
         "mode": "max" if config["valid_metric_bigger"] else "min",
         "name": name, "storage": str(storage), "experiment": str(storage / name),

@@ -174,3 +174,30 @@ def test_an_attention_probe_is_a_row_of_its_own_compared_with_the_probe_without_
     assert "| MGFormer | 1 | 0.1500 |" in table and "| MGFormer (30-epoch probe) | 1 | **0.1700** |" in table
     assert "Attention: MGFormer is **behind** MGFormer attention=False by" in table
     assert "Attention: MGFormer (30-epoch probe) is **ahead** of MGFormer attention=False (30-epoch probe) by" in table
+
+
+def test_a_deterministic_row_shows_its_one_seed_and_stands_for_every_seed_in_a_paired_test(tmp_path):
+    from recbole_mgformer.benchmark.stats import write_per_user
+
+    tuning = {"text": "random search of 4 trials", "search": "results/tuning/x/MGFormer.md"}
+
+    def rec(variant, seed, shift, deterministic=False):
+        out = {**record(variant, variant, seed, 0.3 + shift, 0.25 + shift), "tuning": tuning, "overrides": {},
+               "deterministic": deterministic, "per_user": {"file": "x", "metric": "ndcg@20"},
+               "_path": str(tmp_path / f"{variant}-seed{seed}.json")}
+        write_per_user(out["_path"], {f"u{u}": (u % 10) / 10 + shift for u in range(50)})
+        return out
+
+    records = [rec("MGFormer", seed, 0.01) for seed in (0, 1, 2)] + [rec("EASE", 0, 0.0, deterministic=True)]
+    records += [rec("BPR", seed, -0.02) for seed in (0, 1, 2)]
+    table = render_dataset("x", records)
+    assert "| EASE | 1 (deterministic) |" in table and "| MGFormer | 3 |" in table
+    assert 'Seeds "1 (deterministic)": a closed-form model (EASE, ItemKNN, ...) on a split the seed does not' in table
+    # EASE's one seed is paired with each of MGFormer's three (3 x 50 users), not with seed 0 alone
+    assert ("Verdict: MGFormer is **ahead** of EASE by a paired Wilcoxon signed-rank test of test ndcg@20 over "
+            "150 (seed, user) pairs from 3 seed(s)") in table
+    # a row of one seed that is not deterministic pairs over the seed both rows have, as before
+    records[3]["deterministic"] = False
+    table = render_dataset("x", records)
+    assert "| EASE | 1 |" in table and "over 50 (seed, user) pairs from 1 seed(s)" in table
+    assert "(deterministic)" not in table

@@ -296,3 +296,35 @@ def test_settings_changes_ignore_runtime_keys_and_keys_one_side_lacks():
     recorded = {"epochs": 1, "device": "cuda", "use_gpu": True, "data_path": "/a", "eval_batch_size": 4096, "old": 1}
     current = {"epochs": 3, "device": "cpu", "use_gpu": False, "data_path": "/b", "eval_batch_size": 256, "new": 2}
     assert settings_changes(recorded, current) == {"epochs": (1, 3)}
+
+
+def _with_timestamps(data):
+    """The toy dataset with a timestamp per interaction, for a split the seed does not draw (``order: TO``)."""
+    path = data / "tiny" / "tiny.inter"
+    header, *lines = path.read_text().splitlines()
+    path.write_text("\n".join([header + "\ttimestamp:float"] + [f"{line}\t{i}" for i, line in enumerate(lines)]) + "\n")
+    return data
+
+
+@pytest.mark.parametrize("order, seeds_run", [("TO", [0]), ("RO", [0, 1])])
+def test_a_closed_form_model_runs_one_seed_where_the_seed_does_not_draw_the_split(tiny_data, tmp_path, capsys, order,
+                                                                                 seeds_run):
+    args = tiny_benchmark_args("EASE,ItemKNN,SLIMElastic,BPR", _with_timestamps(tiny_data), tmp_path, epochs=2)
+    args[args.index("--seeds") + 1] = "0,1"
+    args += [f"--eval_args={{split: {{RS: [0.8, 0.1, 0.1]}}, order: {order}, group_by: user, mode: full}}",
+             "--load_col={inter: [user_id, item_id, timestamp]}"]
+    assert main(args) == 0
+    runs = tmp_path / "results" / "runs" / "tiny"
+    for model in ("ease", "itemknn", "slimelastic"):
+        assert sorted(json.loads(p.read_text())["seed"] for p in runs.glob(f"{model}-seed*.json")) == seeds_run
+    assert len(list(runs.glob("bpr-seed*.json"))) == 2  # BPR trains from random weights: every seed
+    ease = json.loads((runs / "ease-seed0.json").read_text())
+    assert ease["deterministic"] is (order == "TO") and ease["epochs"] == 1
+    # its fit is its constructor, counted in its cost (the records round these to 0.1 s)
+    assert ease["build_seconds"] > 0 and ease["seconds"] >= round(ease["build_seconds"], 1)
+    assert json.loads((runs / "bpr-seed0.json").read_text())["deterministic"] is False
+    # the checkpoint loads weights-only and holds no scipy or numpy matrix: EASE refits them when rebuilt
+    assert load_checkpoint(tmp_path / "saved" / "tiny" / "ease-seed0.pth")["other_parameter"] == {}
+    leaderboard = (tmp_path / "results" / "tiny" / "leaderboard.md").read_text()
+    assert ("| EASE | 1 (deterministic) |" in leaderboard) is (order == "TO")
+    assert ("| EASE | 2 |" in leaderboard) is (order == "RO")

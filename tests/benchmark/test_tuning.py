@@ -236,3 +236,16 @@ def test_a_budget_matches_its_record_where_the_search_capped_the_grace_at_its_ev
     assert TuneBudget(trials=2, epochs=2, grace=5).matches(request)
     assert not TuneBudget(trials=3, epochs=2, grace=5).matches(request)
     assert not TuneBudget(trials=2, epochs=4, grace=5).matches(request)
+
+
+def test_a_closed_form_models_search_states_the_budget_asked_so_its_rows_share_the_others_section():
+    from recbole_mgformer.benchmark.tuning import budget_text
+
+    ease = {"samples": 16, "overrides": {"epochs": 30}, "grace_period": 1, "max_t": 1, "grace_asked": 5,
+            "search_seed": 0, "search": "random"}
+    mgformer = {**ease, "grace_period": 5, "max_t": 30}
+    assert budget_text(ease) == budget_text(mgformer) == (
+        "random search of 16 trials, search seed 0, ASHA grace 5 of at most 30 epochs")
+    assert TuneBudget(trials=16, epochs=30, grace=5).matches(ease)
+    older = {key: value for key, value in ease.items() if key != "grace_asked"}  # records before grace_asked
+    assert "ASHA grace 1 of at most 30 epochs" in budget_text(older)

@@ -291,3 +291,13 @@ def test_a_resumed_searchs_stored_settings_are_checked_as_a_new_ones(tmp_path):
         with pytest.raises(TuneSetupError, match="setting learning_rate: .*never run as Python"):
             _prepare_experiment(request, resume=True)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("model", ["EASE", "SLIMElastic", "ItemKNN"])
+def test_a_closed_form_models_trial_is_one_fit_and_its_shipped_space_fits_it(model, tiny_data, tmp_path):
+    request = make_request(model, "tiny", data_path=str(tiny_data), storage_dir=tmp_path / "tune",
+                           config_dict={"epochs": 30}, grace_period=5)
+    # RecBole's traditional trainer fits once whatever epochs says: one evaluation, and ASHA's grace shrinks to it
+    assert request["max_t"] == 1 and request["grace_period"] == 1 and request["grace_asked"] == 5
+    assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
+    assert ray_space(parse_space(request["space"]), "random")
