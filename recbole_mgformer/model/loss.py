@@ -18,6 +18,12 @@ def alignment_loss(users, items):
 UNIFORMITY_BLOCK_ROWS = 256
 
 
+def uniformity_bytes_per_row(rows):
+    """Memory of one row of a block over ``rows`` columns: the fp32 kernel row, its copy in the matmul format and
+    the sums' share, at most 12 bytes a column (for ``uniformity_block_size: auto``)."""
+    return 12 * rows
+
+
 def _kernel_block(rows_mm, columns_mm, row_norms, column_norms, t):
     """``exp(-t max(||x_i - x_j||^2, 0))`` for the rows ``i`` of a block and the columns ``j`` from the block's
     first row on, zero where ``i == j``: rows_mm (r, d), columns_mm (c, d) in the matmul format, squared norms
@@ -84,11 +90,12 @@ def uniformity_loss(x, t=2.0, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
     return _Uniformity.apply(x, float(t), dtype, int(block_rows))
 
 
-def directau_loss(user_e, item_e, uniformity_weight, dtype=None):
-    """``L_align + lambda * (L_uniform(users) + L_uniform(items))`` on L2-normalised outputs; ``dtype`` as in
-    :func:`uniformity_loss`."""
+def directau_loss(user_e, item_e, uniformity_weight, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
+    """``L_align + lambda * (L_uniform(users) + L_uniform(items))`` on L2-normalised outputs; ``dtype`` and
+    ``block_rows`` as in :func:`uniformity_loss`."""
     users, items = F.normalize(user_e, dim=-1), F.normalize(item_e, dim=-1)
-    uniform = uniformity_loss(users, dtype=dtype) + uniformity_loss(items, dtype=dtype)
+    uniform = uniformity_loss(users, dtype=dtype, block_rows=block_rows) + uniformity_loss(items, dtype=dtype,
+                                                                                          block_rows=block_rows)
     return alignment_loss(users, items) + uniformity_weight * uniform
 
 
