@@ -20,7 +20,7 @@ from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops, lightgcn_propagate, normalized_adjacency
 from recbole_mgformer.model.key_summary import EAGER, ChunkFunctions, chunked_key_summary
-from recbole_mgformer.model.loss import directau_loss
+from recbole_mgformer.model.loss import directau_loss_of_pairs
 from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
 from recbole_mgformer.model.precision import PRECISIONS, matmul, resolve_precision
 from recbole_mgformer.model.sizing import block_size, uniformity_block_rows
@@ -362,8 +362,9 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         self._maybe_redraw_features()
         users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
         outputs = self.forward(torch.cat([users, items + self.n_users]), self.sample_keys())
-        user_e, item_e = outputs.split([len(users), len(items)])
-        return directau_loss(user_e, item_e, self.uniformity_weight, self.matmul_dtype, self.uniformity_block_rows)
+        # (2b, w) -> (2, b, w): users then items, one normalisation and one uniformity call for both
+        return directau_loss_of_pairs(outputs.view(2, len(users), -1), self.uniformity_weight, self.matmul_dtype,
+                                      self.uniformity_block_rows)
 
     def _scoring(self, outputs):
         return nn.functional.normalize(outputs, dim=-1) if self.score == "cosine" else outputs
