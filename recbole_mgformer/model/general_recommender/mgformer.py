@@ -19,7 +19,8 @@ from recbole_mgformer.model.attention_options import AttentionBlock, AttentionOp
 from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops, lightgcn_propagate, normalized_adjacency
-from recbole_mgformer.model.key_summary import EAGER, ChunkFunctions, chunked_key_summary
+from recbole_mgformer.model.key_summary import (EAGER, ChunkFunctions, chunked_key_summary,
+                                                eager_region_key_summary)
 from recbole_mgformer.model.loss import directau_loss_of_pairs
 from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
 from recbole_mgformer.model.precision import PRECISIONS, matmul, resolve_precision
@@ -120,8 +121,9 @@ class MaskedAttentionLayer(nn.Module):
         z's (b,), (s,) or None -> (b, w)."""
         phi_q = self.features(self.split_heads(matmul(x_query, self.query.weight.T, self.matmul_dtype)), is_query=True)
         if self.key_chunk_size:
-            summary = chunked_key_summary(key_learned, key_fixed, self.key.weight, self.projection, key_z,
-                                          self.matmul_dtype, self.key_chunk_size, self.chunk_functions)
+            key_summary = eager_region_key_summary if self.chunk_functions.compiled else chunked_key_summary
+            summary = key_summary(key_learned, key_fixed, self.key.weight, self.projection, key_z, self.matmul_dtype,
+                                  self.key_chunk_size, self.chunk_functions)
             mixed = query_readout(phi_q, summary, query_z)
         else:
             x_key = key_learned if key_fixed is None else torch.cat([key_learned, key_fixed], dim=1)
