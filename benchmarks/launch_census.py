@@ -166,6 +166,8 @@ def graph_breaks(model, graph, batch_size):
                                                           if where else "")
         if text not in reasons:
             reasons.append(text)
+    if explained.graph_break_count and not reasons:  # explain leaves some reasons out (sparse tensors, e.g.)
+        reasons.append("no reason reported by explain; TORCH_LOGS=graph_breaks names it")
     torch._dynamo.reset()
     return explained.graph_count, explained.graph_break_count, reasons
 
