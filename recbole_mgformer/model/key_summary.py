@@ -141,6 +141,8 @@ class ChunkFunctions:
     a full chunk and the remainder). ``keep``: forward keeps each chunk's tokens, keys and features for backward
     (memory ~ n (w + m) per layer) instead of backward recomputing them (two matmuls and the exponentials)."""
 
+    compiled = False  # True: torch.compile'd, so the fused Function runs as an eager region (mgformer.py)
+
     def __init__(self, compile=False, keep=False):
         self.keep, self.compiled = keep, compile
         if compile:
