@@ -38,7 +38,8 @@ def _chunk_terms(tokens_and_ones, weight, projection):
     format, weight (w, w) = k^-1/4 W_K and projection (h, m, k) in that format -> tokens (r, w) and keys (h, r, k)
     in that format, logits (h, r, m) in fp32 or the parameters' format (Eq. 7 in log space:
     ``w_i^T a - |a|^2 / 2``), values ``[V | 1]`` (h, r, k + 1)."""
-    heads, accumulate = projection.shape[0], torch.promote_types(weight.dtype, torch.float32)
+    # fp32 sums for fp32 and bf16 inputs (a Python choice: promote_types would be an op a step)
+    heads, accumulate = projection.shape[0], (torch.float64 if weight.dtype == torch.float64 else torch.float32)
     tokens = tokens_and_ones[:, :-1]
     keys = _heads(tokens @ weight.T, heads)
     logits = (keys @ projection.transpose(-2, -1)).to(accumulate)
@@ -60,26 +61,31 @@ def _chunk_terms_without_features(tokens_and_ones, heads):
     return tokens, None, None, torch.cat([values, torch.ones_like(values[..., :1])], dim=-1)
 
 
-def _gated(features, sin, cos, dtype):
-    """``[phi cos | phi sin]`` (Eq. 11) in the matmul format, (h, r, g m); ``phi`` alone without a mask. Each half
-    is written by one multiplication straight into the matmul format: no fp32 copy, no concatenation."""
-    if sin is None:
+def _gated(features, gates, dtype):
+    """``[phi cos | phi sin]`` (Eq. 11) in the matmul format, (h, r, g m); ``phi`` alone without a mask. gates
+    (r, 2, 1): ``cos``, ``sin`` of the rows, or None."""
+    if gates is None:
         return features.to(dtype)
+    if dtype == features.dtype or torch.compiler.is_compiling() or torch.is_grad_enabled():
+        # one broadcast product, (h, r, 1, m) * (r, 2, 1) -> (h, r, 2, m): the two halves side by side
+        return (features.unsqueeze(-2) * gates).flatten(-2).to(dtype)
+    # eager, another format (bf16): each half written by one multiplication straight into it, no fp32 copy
+    # (out= cannot be traced or differentiated, hence the form above there)
     n_features = features.shape[-1]
     gated = features.new_empty(features.shape[:-1] + (2 * n_features,), dtype=dtype)
-    torch.mul(features, cos, out=gated[..., :n_features])
-    torch.mul(features, sin, out=gated[..., n_features:])
+    torch.mul(features, gates[:, 0], out=gated[..., :n_features])
+    torch.mul(features, gates[:, 1], out=gated[..., n_features:])
     return gated
 
 
-def summary_of_chunk(tokens_and_ones, weight, projection, sin, cos, keep=False):
+def summary_of_chunk(tokens_and_ones, weight, projection, gates, keep=False):
     """A chunk's key-side sums, shifted by its own maximum logit: -> sums (h, g m, k + 1) in fp32 (or the
     parameters' format), maximum (h,), and with ``keep`` what backward needs of the chunk (keys, features), else
     None."""
     _, keys, logits, values = _chunk_terms(tokens_and_ones, weight, projection)
     maximum = logits.amax(dim=(-2, -1))
     features = logits.sub_(maximum[:, None, None]).exp_()
-    sums = _gated(features, sin, cos, projection.dtype).transpose(-2, -1) @ values
+    sums = _gated(features, gates, projection.dtype).transpose(-2, -1) @ values
     return sums.to(logits.dtype), maximum, ((keys, features, maximum) if keep else None)
 
 
@@ -93,8 +99,7 @@ def _learned_value_gradients(gated, grad_summary, learned_columns):
     return _merge_heads(gated[:heads] @ grad_summary[:heads, :, :columns])[:, :learned_columns]
 
 
-def gradients_of_chunk(tokens_and_ones, weight, projection, sin, cos, shift, grad_summary, learned_columns,
-                       kept=None):
+def gradients_of_chunk(tokens_and_ones, weight, projection, gates, shift, grad_summary, learned_columns, kept=None):
     """Backward of a chunk's share of the sums, with the features at the final ``shift`` (h,): recomputed, or
     from what :func:`summary_of_chunk` kept. grad_summary (h, g m, k + 1) in the matmul format -> gradients of
     the learned token columns (r, d), of the scaled weight (w, w), and of the angles ``a = pi z / 4`` (r,)
@@ -110,11 +115,12 @@ def gradients_of_chunk(tokens_and_ones, weight, projection, sin, cos, shift, gra
     accumulate = features.dtype
     # S = gated^T [V | 1]  =>  d gated = [V | 1] dS^T,  dV = gated dS[..., :k]
     grad_gated = values @ grad_summary.transpose(-2, -1)  # (h, r, g m), the matmul format
-    grad_values = _learned_value_gradients(_gated(features, sin, cos, matmul_dtype), grad_summary,
+    grad_values = _learned_value_gradients(_gated(features, gates, matmul_dtype), grad_summary,
                                            learned_columns).to(accumulate)
-    if sin is None:
+    if gates is None:
         grad_features, grad_angle = grad_gated.to(accumulate), None
     else:  # the products read the matmul format and write fp32: no separate cast
+        cos, sin = gates[:, 0], gates[:, 1]  # (r, 1) each
         grad_cos_branch, grad_sin_branch = grad_gated.split(n_features, dim=-1)
         grad_features = torch.addcmul(grad_cos_branch * cos, grad_sin_branch, sin)
         # d/da [sin(a) s + cos(a) c] = cos(a) s - sin(a) c
@@ -135,8 +141,10 @@ class ChunkFunctions:
     a full chunk and the remainder). ``keep``: forward keeps each chunk's tokens, keys and features for backward
     (memory ~ n (w + m) per layer) instead of backward recomputing them (two matmuls and the exponentials)."""
 
+    compiled = False  # True: torch.compile'd, so the fused Function runs as an eager region (mgformer.py)
+
     def __init__(self, compile=False, keep=False):
-        self.keep = keep
+        self.keep, self.compiled = keep, compile
         if compile:
             self.summary = CompiledOrEager(summary_of_chunk, "MGFormer key side", dynamic=False)
             self.gradients = CompiledOrEager(gradients_of_chunk, "MGFormer key side backward", dynamic=False)
@@ -147,12 +155,17 @@ class ChunkFunctions:
 EAGER = ChunkFunctions()
 
 
-def _gates(key_z, start, stop):
-    """``sin(pi z / 4), cos(pi z / 4)`` of a chunk, (r, 1) each, or None, None without a mask."""
+def _gates(key_z):
+    """``cos(pi z / 4), sin(pi z / 4)`` of all keys side by side, (n, 2, 1), made once a step for forward and
+    backward (the chunks' gates are views of it), or None without a mask."""
     if key_z is None:
-        return None, None
-    angle = (math.pi / 4) * key_z[start:stop].unsqueeze(-1)
-    return torch.sin(angle), torch.cos(angle)
+        return None
+    angle = (math.pi / 4) * key_z[:, None, None]
+    return torch.cat([torch.cos(angle), torch.sin(angle)], dim=1)
+
+
+def _chunk_gates(gates, start, stop):
+    return None if gates is None else gates[start:stop]
 
 
 def _tokens_and_ones(embeddings, structural, dtype):
@@ -175,52 +188,62 @@ class ChunkedKeySummary(torch.autograd.Function):
         weight = (key_weight * head_size ** -0.25).to(dtype)  # the k^-1/4 of apply_feature_map, folded into W_K
         projection_mm = projection.to(dtype)
         tokens = _tokens_and_ones(embeddings.detach(), structural, dtype)
-        summary, shift, kept = None, None, []
+        gates = _gates(key_z)
+        chunk_sums, maxima, kept = [], [], []
         for start in range(0, len(embeddings), chunk_size):
             stop = start + chunk_size
-            sums, maximum, chunk_kept = functions.summary(tokens[start:stop], weight,
-                                                          projection_mm, *_gates(key_z, start, stop),
+            sums, maximum, chunk_kept = functions.summary(tokens[start:stop], weight, projection_mm,
+                                                          _chunk_gates(gates, start, stop),
                                                           keep=functions.keep and any(ctx.needs_input_grad))
+            chunk_sums.append(sums)
+            maxima.append(maximum)
             kept.append(chunk_kept)
-            if summary is None:
-                summary, shift = sums, maximum
-            else:  # both to the larger shift
-                new_shift = torch.maximum(shift, maximum)
-                summary = (summary * torch.exp(shift - new_shift)[:, None, None]
-                           + sums * torch.exp(maximum - new_shift)[:, None, None])
-                shift = new_shift
+        summary, shift = _merge(chunk_sums, maxima)
         # m^-1/2 of Eq. (7): with it the sums equal the unfused ones, whose shift includes 0.5 log m.
         shift = shift + 0.5 * math.log(n_features)
         ctx.save_for_backward(embeddings, key_weight, projection, key_z, shift)
         ctx.dtype, ctx.chunk_size, ctx.functions, ctx.kept, ctx.tokens = dtype, chunk_size, functions, kept, tokens
+        ctx.weight, ctx.gates = weight, gates
         return (summary * math.exp(-0.5 * math.log(n_features))).to(embeddings.dtype)
 
     @staticmethod
     def backward(ctx, grad_summary):
         embeddings, key_weight, projection, key_z, shift = ctx.saved_tensors
-        dtype, chunk_size = ctx.dtype, ctx.chunk_size
-        scale = projection.shape[-1] ** -0.25
-        weight, projection_mm = (key_weight * scale).to(dtype), projection.to(dtype)
+        dtype, chunk_size, weight, gates = ctx.dtype, ctx.chunk_size, ctx.weight, ctx.gates
+        projection_mm = projection.to(dtype)
         grad_summary = grad_summary.to(dtype)
-        grad_embeddings = torch.empty_like(embeddings)
-        grad_weight = torch.zeros_like(key_weight)
-        grad_z = torch.empty_like(key_z) if key_z is not None else None
+        grad_tokens, grad_weights, grad_angles = [], [], []
         for index, start in enumerate(range(0, len(embeddings), chunk_size)):
             stop = start + chunk_size
-            grad_tokens, grad_scaled_weight, grad_angle = ctx.functions.gradients(
-                ctx.tokens[start:stop], weight, projection_mm, *_gates(key_z, start, stop),
+            grad_chunk, grad_scaled_weight, grad_angle = ctx.functions.gradients(
+                ctx.tokens[start:stop], weight, projection_mm, _chunk_gates(gates, start, stop),
                 shift, grad_summary, embeddings.shape[1], ctx.kept[index])
-            grad_embeddings[start:stop] = grad_tokens
-            grad_weight += grad_scaled_weight
-            if grad_z is not None:
-                grad_z[start:stop] = (math.pi / 4) * grad_angle
-        ctx.kept = ctx.tokens = None
-        return grad_embeddings, None, grad_weight.mul_(scale), None, grad_z, None, None, None
+            grad_tokens.append(grad_chunk)
+            grad_weights.append(grad_scaled_weight)
+            grad_angles.append(grad_angle)
+        ctx.kept = ctx.tokens = ctx.weight = ctx.gates = None
+        # one chunk (a GPU's choice) hands its gradients on as they are; more are joined once, not per chunk
+        grad_embeddings = _joined(grad_tokens, torch.cat)
+        grad_weight = _joined(grad_weights, lambda parts: torch.stack(parts).sum(dim=0))
+        grad_z = None if key_z is None else _joined(grad_angles, torch.cat) * (math.pi / 4)
+        return grad_embeddings, None, grad_weight * projection.shape[-1] ** -0.25, None, grad_z, None, None, None
 
 
-# torch.compile of a model runs the fused Function eagerly (a graph break) and compiles what surrounds it: its
-# chunk functions are compiled on their own (ChunkFunctions(compile=True)), and dynamo fails on its chunk loop.
-@torch.compiler.disable
+def _joined(parts, join):
+    return parts[0] if len(parts) == 1 else join(parts)
+
+
+def _merge(chunk_sums, maxima):
+    """The chunks' sums (h, g m, k + 1) each, shifted by their own maxima (h,), brought to the largest shift and
+    added, in one pass over all chunks (as FlashAttention's rescaling, but once, not per chunk) -> sums, shift."""
+    if len(chunk_sums) == 1:
+        return chunk_sums[0], maxima[0]
+    maxima = torch.stack(maxima)  # (c, h)
+    shift = maxima.amax(dim=0)
+    scales = torch.exp(maxima - shift)  # (c, h), each <= 1
+    return (torch.stack(chunk_sums) * scales[:, :, None, None]).sum(dim=0), shift
+
+
 def chunked_key_summary(embeddings, structural, key_weight, projection, key_z=None, dtype=None,
                         chunk_size=DEFAULT_CHUNK_SIZE, functions=EAGER):
     """Key-side sums of Eq. (12) for the random feature maps (``prf``, ``orf``, ``simrf``), fused.
@@ -237,3 +260,10 @@ def chunked_key_summary(embeddings, structural, key_weight, projection, key_z=No
     dtype = dtype or embeddings.dtype
     return ChunkedKeySummary.apply(embeddings, structural, key_weight, projection, key_z, dtype, int(chunk_size),
                                    functions)
+
+
+# ``compile: True`` compiles the attention with dynamic shapes around the fused Function, which runs eagerly (a
+# graph break) with its chunk functions compiled on their own (ChunkFunctions(compile=True)): dynamo fails on the
+# chunk loop over a symbolic number of rows. Eager chunk functions leave it traceable, so a whole step compiles
+# (or is captured) as one graph.
+eager_region_key_summary = torch.compiler.disable(chunked_key_summary)

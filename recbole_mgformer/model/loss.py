@@ -18,62 +18,86 @@ def alignment_loss(users, items):
 UNIFORMITY_BLOCK_ROWS = 256
 
 
+def uniformity_bytes_per_row(rows):
+    """Memory of one row of a block over ``rows`` columns: the fp32 kernel row, its copy in the matmul format and
+    the sums' share, at most 12 bytes a column (for ``uniformity_block_size: auto``)."""
+    return 12 * rows
+
+
 def _kernel_block(rows_mm, columns_mm, row_norms, column_norms, t):
     """``exp(-t max(||x_i - x_j||^2, 0))`` for the rows ``i`` of a block and the columns ``j`` from the block's
-    first row on, zero where ``i == j``: rows_mm (r, d), columns_mm (c, d) in the matmul format, squared norms
-    (r,) and (c,) in the loss's format -> (r, c)."""
-    exponent = (rows_mm @ columns_mm.T).to(row_norms.dtype)  # x_i . x_j
-    exponent.mul_(2 * t).sub_(t * row_norms[:, None]).sub_(t * column_norms[None, :]).clamp_max_(0)
+    first row on, zero where ``i == j``: rows_mm (..., r, d), columns_mm (..., c, d) in the matmul format, squared
+    norms times ``t`` (..., r) and (..., c) in the loss's format -> (..., r, c)."""
+    exponent = (rows_mm @ columns_mm.transpose(-2, -1)).to(row_norms.dtype)  # x_i . x_j
+    exponent.mul_(2 * t).sub_(row_norms[..., :, None]).sub_(column_norms[..., None, :]).clamp_max_(0)
     kernel = exponent.exp_()
-    kernel.diagonal().zero_()
+    kernel.diagonal(dim1=-2, dim2=-1).zero_()
     return kernel
 
 
+def _blocked_sums(x, x_mm, norms, t, dtype, block_rows, wants_gradient):
+    """``rowsum(K)`` (b,) and ``K x`` (b, d) (None without ``wants_gradient``) of one matrix x (b, d), in blocks
+    of ``block_rows`` rows, each made from its diagonal block on (``K`` is symmetric)."""
+    row_sums = x.new_zeros(len(x))
+    kernel_times_x = torch.zeros_like(x) if wants_gradient else None
+    for start in range(0, len(x), block_rows):
+        stop = min(start + block_rows, len(x))
+        kernel = _kernel_block(x_mm[start:stop], x_mm[start:], norms[start:stop], norms[start:], t)
+        beyond = kernel[:, stop - start:]  # (r, b - stop), the columns right of the diagonal block
+        row_sums[start:stop] += kernel.sum(dim=1)
+        row_sums[stop:] += beyond.sum(dim=0)
+        if wants_gradient:
+            kernel_mm = kernel.to(dtype)
+            kernel_times_x[start:stop] += kernel_mm @ x_mm[start:]
+            kernel_times_x[stop:] += kernel_mm[:, stop - start:].T @ x_mm[start:stop]
+    return row_sums, kernel_times_x
+
+
 class _Uniformity(torch.autograd.Function):
-    """``log mean_{i != j} exp(-t ||x_i - x_j||^2)``, forward and gradient in one pass over row blocks.
+    """``log mean_{i != j} exp(-t ||x_i - x_j||^2)`` of each of ``g`` matrices, forward and gradient in one pass
+    over row blocks.
 
     With ``K`` the kernel matrix off its diagonal and ``s`` its sum, ``ds/dx_i = -4t sum_j K_ij (x_i - x_j)``,
     so the gradient is ``-4t / s (rowsum(K) x - K x)``. Each block of rows of ``K`` is made, summed and multiplied
-    by ``x`` while it is in cache; only ``rowsum(K)`` (b,) and ``K x`` (b, d) are kept for backward, never ``K``.
-    ``K`` is symmetric, so a block of rows is made only from its diagonal block on: the part right of the
+    by ``x`` while it is in cache; only ``rowsum(K)`` (g, b) and ``K x`` (g, b, d) are kept for backward, never
+    ``K``. ``K`` is symmetric, so a block of rows is made only from its diagonal block on: the part right of the
     diagonal block serves its rows and, transposed, the rows of its columns (half the Gram matmul and the
-    exponentials, the same ``K x`` work).
+    exponentials, the same ``K x`` work). With one block (a GPU's choice) all ``g`` matrices are made at once,
+    a few batched kernels in all.
     """
 
     @staticmethod
     def forward(ctx, x, t, dtype, block_rows):
         dtype = dtype or x.dtype
-        norms = x.pow(2).sum(dim=1)
+        n = x.shape[-2]
+        norms = x.pow(2).sum(dim=-1).mul_(t)  # t ||x_i||^2, (g, b)
         x_mm = x.to(dtype)
         wants_gradient = ctx.needs_input_grad[0]
-        row_sums = x.new_zeros(len(x))
-        kernel_times_x = torch.zeros_like(x) if wants_gradient else None
-        for start in range(0, len(x), block_rows):
-            stop = min(start + block_rows, len(x))
-            kernel = _kernel_block(x_mm[start:stop], x_mm[start:], norms[start:stop], norms[start:], t)
-            beyond = kernel[:, stop - start:]  # (r, b - stop), the columns right of the diagonal block
-            row_sums[start:stop] += kernel.sum(dim=1)
-            row_sums[stop:] += beyond.sum(dim=0)
-            if wants_gradient:
-                kernel_mm = kernel.to(dtype)
-                kernel_times_x[start:stop] += kernel_mm @ x_mm[start:]
-                kernel_times_x[stop:] += kernel_mm[:, stop - start:].T @ x_mm[start:stop]
-        total = row_sums.sum()
+        if block_rows >= n:
+            kernel = _kernel_block(x_mm, x_mm, norms, norms, t)  # (g, b, b)
+            row_sums = kernel.sum(dim=-1)
+            kernel_times_x = kernel.to(dtype) @ x_mm if wants_gradient else None
+        else:  # each matrix apart, so that a block stays cache-sized
+            parts = [_blocked_sums(x[i], x_mm[i], norms[i], t, dtype, block_rows, wants_gradient)
+                     for i in range(len(x))]
+            row_sums = torch.stack([row_sum for row_sum, _ in parts])
+            kernel_times_x = torch.stack([product for _, product in parts]) if wants_gradient else None
+        totals = row_sums.sum(dim=-1)  # (g,)
         if wants_gradient:
-            ctx.save_for_backward(x, row_sums, kernel_times_x, total)
+            ctx.save_for_backward(x, row_sums, kernel_times_x, totals)
         ctx.t = t
-        n = len(x)
-        return (total / (n * (n - 1))).log()
+        return (totals / (n * (n - 1))).log()
 
     @staticmethod
     def backward(ctx, grad_output):
-        x, row_sums, kernel_times_x, total = ctx.saved_tensors
-        grad = row_sums[:, None] * x - kernel_times_x
-        return grad.mul_(grad_output * (-4 * ctx.t) / total), None, None, None
+        x, row_sums, kernel_times_x, totals = ctx.saved_tensors
+        grad = row_sums[..., None] * x - kernel_times_x
+        return grad.mul_((grad_output * (-4 * ctx.t) / totals)[:, None, None]), None, None, None
 
 
 def uniformity_loss(x, t=2.0, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
-    """``log E exp(-t ||h - h'||^2)`` over the distinct pairs of rows of ``x`` (b, d).
+    """``log E exp(-t ||h - h'||^2)`` over the distinct pairs of rows of ``x`` (b, d) -> (), or of each matrix
+    of ``x`` (g, b, d) -> (g,).
 
     Squared distances come from Gram matmuls over all ordered pairs, in blocks of ``block_rows`` rows, the diagonal
     taken out (``torch.pdist`` gives the same value, its backward about twice as slow on CPU). ``dtype``: the
@@ -81,15 +105,23 @@ def uniformity_loss(x, t=2.0, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
     """
     if block_rows < 1:
         raise ValueError(f"uniformity_loss: block_rows must be positive, got {block_rows}")
+    if x.dim() == 2:
+        return _Uniformity.apply(x.unsqueeze(0), float(t), dtype, int(block_rows))[0]
     return _Uniformity.apply(x, float(t), dtype, int(block_rows))
 
 
-def directau_loss(user_e, item_e, uniformity_weight, dtype=None):
-    """``L_align + lambda * (L_uniform(users) + L_uniform(items))`` on L2-normalised outputs; ``dtype`` as in
-    :func:`uniformity_loss`."""
-    users, items = F.normalize(user_e, dim=-1), F.normalize(item_e, dim=-1)
-    uniform = uniformity_loss(users, dtype=dtype) + uniformity_loss(items, dtype=dtype)
-    return alignment_loss(users, items) + uniformity_weight * uniform
+def directau_loss(user_e, item_e, uniformity_weight, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
+    """``L_align + lambda * (L_uniform(users) + L_uniform(items))`` on L2-normalised outputs, user_e and item_e
+    (b, d); ``dtype`` and ``block_rows`` as in :func:`uniformity_loss`."""
+    return directau_loss_of_pairs(torch.stack([user_e, item_e]), uniformity_weight, dtype, block_rows)
+
+
+def directau_loss_of_pairs(pairs, uniformity_weight, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
+    """:func:`directau_loss` of pairs (2, b, d), users then items: both sides normalised and their uniformity
+    terms made together (on a GPU half the kernel launches of two calls)."""
+    normalized = F.normalize(pairs, dim=-1)
+    uniform = uniformity_loss(normalized, dtype=dtype, block_rows=block_rows).sum()
+    return alignment_loss(normalized[0], normalized[1]) + uniformity_weight * uniform
 
 
 def bpr_loss(positive_scores, negative_scores):

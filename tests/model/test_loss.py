@@ -3,8 +3,8 @@ import math
 
 import torch
 
-from recbole_mgformer.model.loss import (alignment_loss, bpr_loss, directau_loss, info_nce_loss, info_nce_over_all_nodes,
-                                         uniformity_loss)
+from recbole_mgformer.model.loss import (alignment_loss, bpr_loss, directau_loss, directau_loss_of_pairs, info_nce_loss,
+                                         info_nce_over_all_nodes, uniformity_loss)
 
 
 def direct_uniformity(x):
@@ -97,6 +97,29 @@ def test_uniformity_blocks_equal_one_block_values_and_gradients():
         torch.testing.assert_close(loss, results[0][0], rtol=1e-13, atol=0)
         torch.testing.assert_close(grad, results[0][1], rtol=1e-12, atol=1e-15)
     assert math.isclose(float(results[1][0]), float(autograd_uniformity(x)), rel_tol=1e-12)
+
+
+def test_uniformity_of_stacked_matrices_equals_each_alone_in_one_block_and_in_blocks():
+    x = torch.randn(2, 37, 5, dtype=torch.float64)
+    weights = torch.tensor([0.7, -1.3], dtype=torch.float64)
+    for block_rows in (8, 37):  # blocks (each matrix apart) and one block (both at once)
+        leaf = x.clone().requires_grad_()
+        losses = uniformity_loss(leaf, block_rows=block_rows)
+        assert losses.shape == (2,)
+        grad, = torch.autograd.grad((losses * weights).sum(), leaf)
+        for i in range(2):
+            alone = x[i].clone().requires_grad_()
+            loss = autograd_uniformity(alone)
+            torch.testing.assert_close(losses[i].detach(), loss.detach(), rtol=1e-12, atol=0)
+            torch.testing.assert_close(grad[i], torch.autograd.grad(loss * weights[i], alone)[0], rtol=1e-10,
+                                       atol=1e-14)
+
+
+def test_directau_loss_of_pairs_is_directau_loss_of_both_sides():
+    users, items = torch.randn(9, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
+    expected = directau_loss(users, items, 0.4, block_rows=2)
+    torch.testing.assert_close(directau_loss_of_pairs(torch.stack([users, items]), 0.4, block_rows=9), expected,
+                               rtol=1e-12, atol=0)
 
 
 def test_uniformity_rejects_empty_blocks():

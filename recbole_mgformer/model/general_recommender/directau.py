@@ -15,6 +15,7 @@ from recbole_mgformer.model.graph import lightgcn_propagate
 from recbole_mgformer.model.loss import directau_loss
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
 from recbole_mgformer.model.precision import PRECISIONS, resolve_precision
+from recbole_mgformer.model.sizing import uniformity_block_rows
 
 ENCODERS = ("MF", "LightGCN")
 
@@ -32,6 +33,7 @@ class DirectAU(GraphRecommender):
         self.gamma = non_negative_float(config, "gamma", "DirectAU")
         self.precision = choice(config, "precision", PRECISIONS, "DirectAU")
         self.matmul_dtype = resolve_precision(self.precision, config["device"])
+        self.uniformity_block_rows = uniformity_block_rows(config, "DirectAU")
         self.user_embedding = nn.Embedding(self.n_users, self.embedding_size)
         self.item_embedding = nn.Embedding(self.n_items, self.embedding_size)
         self.apply(xavier_normal_initialization)
@@ -50,4 +52,4 @@ class DirectAU(GraphRecommender):
         else:
             user_all, item_all = self.forward()
             user_e, item_e = user_all[users], item_all[items]
-        return directau_loss(user_e, item_e, self.gamma / 2, self.matmul_dtype)
+        return directau_loss(user_e, item_e, self.gamma / 2, self.matmul_dtype, self.uniformity_block_rows)

@@ -19,10 +19,12 @@ from recbole_mgformer.model.attention_options import AttentionBlock, AttentionOp
 from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops, lightgcn_propagate, normalized_adjacency
-from recbole_mgformer.model.key_summary import EAGER, ChunkFunctions, chunked_key_summary
-from recbole_mgformer.model.loss import directau_loss
+from recbole_mgformer.model.key_summary import (EAGER, ChunkFunctions, chunked_key_summary,
+                                                eager_region_key_summary)
+from recbole_mgformer.model.loss import directau_loss_of_pairs
 from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
 from recbole_mgformer.model.precision import PRECISIONS, matmul, resolve_precision
+from recbole_mgformer.model.sizing import block_size, uniformity_block_rows
 from recbole_mgformer.model.structural import (
     SVD_SOLVERS,
     degree_buckets,
@@ -119,8 +121,9 @@ class MaskedAttentionLayer(nn.Module):
         z's (b,), (s,) or None -> (b, w)."""
         phi_q = self.features(self.split_heads(matmul(x_query, self.query.weight.T, self.matmul_dtype)), is_query=True)
         if self.key_chunk_size:
-            summary = chunked_key_summary(key_learned, key_fixed, self.key.weight, self.projection, key_z,
-                                          self.matmul_dtype, self.key_chunk_size, self.chunk_functions)
+            key_summary = eager_region_key_summary if self.chunk_functions.compiled else chunked_key_summary
+            summary = key_summary(key_learned, key_fixed, self.key.weight, self.projection, key_z, self.matmul_dtype,
+                                  self.key_chunk_size, self.chunk_functions)
             mixed = query_readout(phi_q, summary, query_z)
         else:
             x_key = key_learned if key_fixed is None else torch.cat([key_learned, key_fixed], dim=1)
@@ -147,6 +150,19 @@ def compile_choice(value, n_nodes):
         raise ValueError(f"MGFormer: unknown compile {value!r}; choose one of False, True, auto "
                          f"(set it in a config file or with --compile=...)")
     return n_nodes >= COMPILE_MIN_NODES if value == "auto" else value
+
+
+# ``key_chunk_size: auto`` on a CPU: 2048 rows, whose (h, r, g m) temporaries a core's L2 or L3 cache holds
+# (results/performance/step_time-amazon-beauty.md); on a GPU one chunk while it fits (model/sizing.py).
+CPU_KEY_CHUNK_SIZE = 2048
+
+
+def chunk_bytes_per_row(width, features_width, sin_mask):
+    """Memory of one key row of a chunk, forward and backward together, in fp32 (for ``key_chunk_size: auto``):
+    tokens and keys (w each), features and their gradients (h m each), the gated features and their gradients
+    (g h m each, g = 2 with the sin mask); twice that as headroom for the allocator."""
+    branches = 2 if sin_mask else 1
+    return 2 * 4 * (3 * width + (2 + 2 * branches) * features_width)
 
 
 # ``key_features: auto`` keeps the fused key side's keys and features for backward while all layers' take at most
@@ -198,7 +214,6 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         compile_attention = compile_choice(config["compile"], self.n_users + self.n_items)
         self.precision = choice(config, "precision", PRECISIONS, "MGFormer")
         self.matmul_dtype = resolve_precision(self.precision, config["device"])
-        key_chunk_size = non_negative_int(config, "key_chunk_size", "MGFormer")
         key_features = choice(config, "key_features", ("recompute", "keep", "auto"), "MGFormer")
         options = AttentionOptions(config, feature_map, RANDOM_FEATURE_MAPS)  # beyond the paper (issue 25)
         self.token_propagation = options.token_propagation
@@ -235,6 +250,11 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
 
         # keys (n, w) and features (n, h m) of every layer, in fp32
         features_width = n_heads * (n_features or width // n_heads)
+        # all n keys: evaluation attends to every node, with or without a training key sample
+        key_chunk_size = block_size(config, "key_chunk_size", "MGFormer", self.n_nodes,
+                                    chunk_bytes_per_row(width, features_width, self.degree_mask == "sin"),
+                                    CPU_KEY_CHUNK_SIZE, zero_means="the unfused autograd form")
+        self.uniformity_block_rows = uniformity_block_rows(config, "MGFormer")
         keep_features = key_features_kept(key_features, 4 * n_layers * self.n_nodes * (width + features_width))
         self.generator = torch.Generator().manual_seed(self.seed)
         plain = not options.needs_block  # else an AttentionBlock adds the residual and the norm around each layer
@@ -344,8 +364,9 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         self._maybe_redraw_features()
         users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
         outputs = self.forward(torch.cat([users, items + self.n_users]), self.sample_keys())
-        user_e, item_e = outputs.split([len(users), len(items)])
-        return directau_loss(user_e, item_e, self.uniformity_weight, self.matmul_dtype)
+        # (2b, w) -> (2, b, w): users then items, one normalisation and one uniformity call for both
+        return directau_loss_of_pairs(outputs.view(2, len(users), -1), self.uniformity_weight, self.matmul_dtype,
+                                      self.uniformity_block_rows)
 
     def _scoring(self, outputs):
         return nn.functional.normalize(outputs, dim=-1) if self.score == "cosine" else outputs

@@ -180,7 +180,7 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     ({"key_sample_size": 8, "degree_mask": "adjacency"}, "the adjacency mask is already sparse"),
     ({"compile": "yes"}, "unknown compile .yes.; choose one of False, True, auto"),
     ({"precision": "fp16"}, "unknown precision 'fp16'; choose one of fp32, bf16, auto"),
-    ({"key_chunk_size": -2}, "key_chunk_size must be a non-negative integer"),
+    ({"key_chunk_size": -2}, "key_chunk_size must be a non-negative integer .* or auto"),
     ({"key_features": "store"}, "unknown key_features 'store'; choose one of recompute, keep, auto"),
     ({"structural_scale": 0}, "structural_scale must be a number > 0"),
     ({"structural_size": 0}, "structural_size must be a positive integer or ~"),
