@@ -171,7 +171,7 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
 
 @pytest.mark.parametrize("overrides, message", [
     ({"feature_map": "gaussian"}, "unknown feature_map 'gaussian'; choose one of simrf"),
-    ({"embedding_size": -4}, "embedding_size must be a positive integer"),
+    ({"embedding_size": -4}, "embedding_size (must be a positive integer|is -4: it must be a whole number)"),
     ({"degree_mask": "full"}, "unknown degree_mask 'full'"),
     ({"n_heads": 3}, "n_heads=3 must divide the token width 16"),
     ({"score": "l2"}, "unknown score"),
