@@ -13,6 +13,7 @@ from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.benchmark.runs import ROOT, Run
 from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search
 from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.tune.search import check_address
 from recbole_mgformer.input_checks import user_errors
 
 HEADLINES = {"general": general.HEADLINE, "sequential": sequential.HEADLINE, "context": context.HEADLINE}
@@ -82,6 +83,7 @@ def budget_of(args):
     if args.tune_address and args.tune_cpus is not None:
         raise ValueError("--tune-cpus sizes a Ray started here; with --tune-address the cluster's own CPUs count, "
                          "so leave --tune-cpus out")
+    check_address(args.tune_address)
     return TuneBudget(trials=args.tune_budget, epochs=args.tune_epochs, grace=args.tune_grace, seed=args.search_seed,
                       cpus=args.tune_cpus, gpus=args.tune_gpus, address=args.tune_address, storage=args.tune_storage)
 

@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.quick_start import build_config
 from recbole_mgformer.records import (
@@ -104,6 +105,10 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         config = _driver_config(model, dataset, config_files, {**overrides, "data_path": data_path})
     except ValueError as error:  # config_check: an unknown or non-finite fixed setting, a GPU that is not there
         raise TuneSetupError(str(error)) from None
+    try:  # a trial would fail on them inside Ray, its traceback in a trial's log
+        validate_dataset_files(config)
+    except (OSError, ValueError) as error:
+        raise TuneSetupError(str(error)) from None
     check_keys(parsed, config, model, source)
     ray_space(parsed, search)  # rejects a space the search algorithm cannot use
     if search == "hyperopt":
@@ -141,6 +146,19 @@ def _search_algorithm(search, seed):
     from ray.tune.search.basic_variant import BasicVariantGenerator
 
     return BasicVariantGenerator(random_state=seed)
+
+
+def check_address(address):
+    """``address`` as ``ray.init`` takes it (``auto``, ``local``, ``host:port``, ``ray://host:port``), else a
+    TuneSetupError naming the forms: Ray's own error comes as a traceback."""
+    if address is None:
+        return
+    text = str(address)
+    host, colon, port = text.removeprefix("ray://").rpartition(":")
+    if text in ("auto", "local") or (colon and host and "/" not in host and port.isdigit()):
+        return
+    raise TuneSetupError(f"--address {text!r}: give auto (a Ray started with `ray start` on this machine), "
+                         "host:port (the head node's GCS port, e.g. 10.0.0.5:6379) or ray://host:port")
 
 
 def _init_ray(address, num_cpus, num_gpus, temp_dir):
@@ -315,6 +333,7 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
     """
     import ray
 
+    check_address(address)
     settings = {key: value for key, value in (config_dict or {}).items() if key != "data_path"}
     given = {field for field, value in (("space", space), ("search", search), ("samples", samples),
                                         ("scheduler", scheduler), ("grace_period", grace_period),

@@ -17,7 +17,7 @@ import torch
 import yaml
 
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender
-from recbole_mgformer.tune.search import _check_resources
+from recbole_mgformer.tune.search import _check_resources, check_address
 from recbole_mgformer.tune.trials import STATES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,6 +188,21 @@ def test_samples_below_one_is_an_error_and_leaves_nothing_behind(tiny_data, tiny
         assert main(arguments + ["--samples", samples]) == 2
         assert f"--samples {samples}: a search draws at least 1 sample" in capsys.readouterr().err
     assert not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
+
+
+def test_a_bad_address_or_data_path_is_an_error_before_any_trial(tiny_data, tiny_yaml, tmp_path, capsys):
+    # Both ended in tracebacks: Ray's "Port is not specified", and each trial's missing-dataset error inside Ray.
+    (tmp_path / "a-file").write_text("")
+    arguments = ["--model", "BPR", "--dataset", "tiny", f"--config_files={tiny_yaml}", "--storage", str(tmp_path / "tune"),
+                 "--results", str(tmp_path / "results")]
+    assert main(arguments + [f"--data_path={tiny_data}", "--address", str(tmp_path / "a-file")]) == 2
+    assert "give auto (a Ray started with `ray start` on this machine), host:port" in capsys.readouterr().err
+    assert main(arguments + [f"--data_path={tmp_path / 'a-file' / 'sub'}"]) == 2
+    err = capsys.readouterr().err
+    assert "error: " in err and "does not exist" in err and "Traceback" not in err
+    assert not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
+    for address in ("auto", "local", "10.0.0.5:6379", "ray://head:10001", None):
+        check_address(address)
 
 
 def test_a_name_that_is_a_path_is_an_error(tiny_data, tmp_path):
