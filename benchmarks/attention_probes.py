@@ -196,8 +196,8 @@ def main(argv=None):
                     for seed in comma_list(args.seeds)
                     for model, overrides in map(parse_entry, split_models(args.models))]
             for run in runs:
+                run.check_schedule()  # the schedule first: the plainer reason a record differs
                 run.check_config()
-                run.check_schedule()
         except ValueError as error:
             parser.error(str(error))
         for index, run in enumerate(runs, start=1):
