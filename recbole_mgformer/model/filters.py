@@ -25,6 +25,7 @@ from recbole.model.abstract_recommender import GeneralRecommender
 from recbole.utils import InputType, ModelType
 from scipy.sparse.linalg import svds
 
+from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
 from recbole_mgformer.model.options import positive_int
 
 SOLVERS = ("euler", "rk4")
@@ -162,7 +163,7 @@ def integrate(derivative, state, horizon, steps, solver):
 # ------------------------------------------------------------------------------------------------ base model
 
 
-class ClosedFormRecommender(GeneralRecommender):
+class ClosedFormRecommender(SharedSparseBuffers, GeneralRecommender):
     """A filter fitted once from the training interactions; subclasses build it in :meth:`fit` and map a
     block of users' interaction rows (block x items, float32) to their scores in :meth:`filter_rows`."""
 
