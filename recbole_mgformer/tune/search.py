@@ -105,10 +105,6 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         config = _driver_config(model, dataset, config_files, {**overrides, "data_path": data_path})
     except ValueError as error:  # config_check: an unknown or non-finite fixed setting, a GPU that is not there
         raise TuneSetupError(str(error)) from None
-    try:  # a trial would fail on them inside Ray, its traceback in a trial's log
-        validate_dataset_files(config)
-    except (OSError, ValueError) as error:
-        raise TuneSetupError(str(error)) from None
     check_keys(parsed, config, model, source)
     ray_space(parsed, search)  # rejects a space the search algorithm cannot use
     if search == "hyperopt":
@@ -146,6 +142,17 @@ def _search_algorithm(search, seed):
     from ray.tune.search.basic_variant import BasicVariantGenerator
 
     return BasicVariantGenerator(random_state=seed)
+
+
+def _check_dataset_files(request):
+    """The atomic files the trials will read (a resumed search's own ``data_path``): a trial would fail on them
+    inside Ray, its traceback in a trial's log."""
+    config = _driver_config(request["model"], request["dataset"], request["config_files"],
+                            {**request["overrides"], "data_path": request["data_path"]})
+    try:
+        validate_dataset_files(config)
+    except (OSError, ValueError) as error:
+        raise TuneSetupError(str(error)) from None
 
 
 def check_address(address):
@@ -345,6 +352,7 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
                            10 if samples is None else samples, scheduler or "asha",
                            10 if grace_period is None else grace_period, search_seed or 0, name, storage_dir)
     request = _prepare_experiment(request, resume, given)
+    _check_dataset_files(request)
     paths = report_paths(request, results_dir, stem)
     started = _init_ray(address, num_cpus, num_gpus, temp_dir or default_temp_dir(request["storage"]))
     try:
