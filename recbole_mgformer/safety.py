@@ -30,6 +30,7 @@ import functools
 import importlib
 import re
 import sys
+import unittest.mock
 from logging import getLogger
 
 import numpy
@@ -376,20 +377,10 @@ def _install_weights_only_pretraining():
         init = cls.__init__
 
         def weights_only_init(self, *args, _init=init, **kwargs):
-            with _patched_attribute(torch, "load", load_weights_only):
+            with unittest.mock.patch.object(torch, "load", load_weights_only):
                 _init(self, *args, **kwargs)
 
         cls.__init__ = functools.wraps(init)(weights_only_init)
-
-
-@contextlib.contextmanager
-def _patched_attribute(owner, name, value):
-    saved = getattr(owner, name)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        setattr(owner, name, saved)
 
 
 def install():
