@@ -138,12 +138,21 @@ def import_presplit(fmt, splits, name, output, encoding="utf-8"):
     if missing:
         raise ValueError(f"pre-split import needs --train, --valid and --test (RecBole's benchmark_filename reads "
                          f"all three); missing: {', '.join('--' + s for s in missing)}")
-    folder = Path(output) / name
-    folder.mkdir(parents=True, exist_ok=True)
-    summary, everything = ImportSummary(), []
-    for split in SPLITS:
+    summary = ImportSummary()
+
+    def pairs_of(split):
         pairs, empty = read_source(splits[split], fmt, encoding)
         summary.users_without_items += empty
+        return pairs
+
+    return _write_splits(Path(output) / name, name, ((s, pairs_of(s)) for s in SPLITS), summary)
+
+
+def _write_splits(folder, name, split_pairs, summary):
+    """``<name>.<split>.inter`` for each (split, pairs) in order (test last: its file marks a finished import)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    everything = []
+    for split, pairs in split_pairs:
         target = folder / f"{name}.{split}.inter"
         _write(target, pairs, with_position=False)
         summary.files.append(target)
@@ -212,17 +221,8 @@ def import_npz(train, test, name, output, valid_share=0.1, valid_seed=0):
     splits = {"train": train_matrix, "test": test_matrix}
     if valid_share != "test":
         splits["train"], splits["valid"] = carve_validation(train_matrix, float(valid_share), valid_seed)
-    folder = Path(output) / name
-    folder.mkdir(parents=True, exist_ok=True)
-    summary, everything = ImportSummary(), []
-    for split in (s for s in SPLITS if s in splits):  # test last: its file marks a finished import
-        pairs = _pairs_of(splits[split])
-        target = folder / f"{name}.{split}.inter"
-        _write(target, pairs, with_position=False)
-        summary.files.append(target)
-        everything += pairs
-    _summarise(summary, everything)
-    return summary
+    return _write_splits(Path(output) / name, name, ((s, _pairs_of(splits[s])) for s in SPLITS if s in splits),
+                         ImportSummary())
 
 
 def main(argv=None):
