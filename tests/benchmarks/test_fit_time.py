@@ -15,7 +15,7 @@ def test_each_model_fits_in_a_one_thread_process_of_its_own_and_the_table_is_wri
     table = (tmp_path / "fit_time.md").read_text()
     assert "| dataset | model | users x items | settings | fit s | CPU s | peak RSS MB |" in table
     assert "| tiny | EASE | 41 x 61 | reg_weight 250.0 |" in table  # RecBole counts the padding id 0
-    assert "| tiny | ItemKNN | 41 x 61 | k 100, shrink 0.0, knn_method item |" in table
+    assert "| tiny | ItemKNN | 41 x 61 | k 100, knn_method item, shrink 0.0 |" in table
     assert table.count("| - | - |") == 2  # no target for the toy dataset
     assert "Commit " in table and "scikit-learn " in table
     record = json.loads(next((tmp_path / "runs" / "performance").glob("fit-time-*.json")).read_text())
@@ -55,3 +55,23 @@ def test_a_fit_over_its_time_is_stopped_and_reported_with_its_memory(tiny_data, 
     record = run_child("EASE", "tiny", tiny_data, timeout=0.5)  # stopped while it still imports
     assert record["error"] == "not done after 0.5 s" and record["seconds"] is None and record["peak_rss_mb"] > 0
     assert verdict({**record, "dataset": "gowalla"}) == "fail"
+
+
+def test_a_run_of_a_few_models_adds_to_the_table_and_replaces_only_its_own_rows():
+    from benchmarks.fit_time import latest_records
+
+    first = {"provenance": "Commit a.", "records": [{"model": "EASE", "dataset": "gowalla", "seconds": 9.0},
+                                                   {"model": "GFCF", "dataset": "gowalla", "seconds": 80.0}]}
+    second = {"provenance": "Commit b.", "records": [{"model": "GFCF", "dataset": "gowalla", "seconds": 70.0},
+                                                    {"model": "GFCF", "dataset": "amazon-beauty", "seconds": 5.0}]}
+    records, provenances = latest_records([first, second])
+    assert [(r["dataset"], r["model"], r["seconds"]) for r in records] == [
+        ("amazon-beauty", "GFCF", 5.0), ("gowalla", "EASE", 9.0), ("gowalla", "GFCF", 70.0)]
+    assert provenances == ["Commit b.", "Commit a."]
+
+
+def test_the_default_timeout_is_half_again_the_datasets_target():
+    from benchmarks.fit_time import default_timeout
+
+    assert default_timeout("amazon-beauty") == 180 and default_timeout("gowalla") == 900
+    assert default_timeout("ml-100k") == 3600
