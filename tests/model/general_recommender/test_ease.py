@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from dense_filters import all_scores, assert_scores, dense_interactions
+from recbole.data.interaction import Interaction
+from recbole.model.general_recommender.ease import EASE as RecBoleEASE
+
+from recbole_mgformer.model.general_recommender.ease import ease_weights, fill_lower_from_upper
+from recbole_mgformer.registry import get_model
+
+
+def direct_ease(r, reg_weight):
+    """Eq. 8 of the paper in float64: B = I - P diagMat(1 / diag(P)), P = (R^T R + lambda I)^-1."""
+    p = np.linalg.inv(r.T @ r + reg_weight * np.eye(r.shape[1]))
+    return np.eye(r.shape[1]) - p / np.diag(p)
+
+
+def test_the_registry_gives_this_projects_ease_with_recboles_interface():
+    cls = get_model("EASE")
+    assert cls.__module__ == "recbole_mgformer.model.general_recommender.ease" and issubclass(cls, RecBoleEASE)
+
+
+@pytest.mark.parametrize("reg_weight", [250.0, 0.5])
+def test_scores_are_the_papers_closed_form(tiny_setup, reg_weight):
+    _, model, _, (train, _, _) = tiny_setup("EASE", reg_weight=reg_weight)
+    r = dense_interactions(train)
+    assert_scores(model, r @ direct_ease(r, reg_weight))
+
+
+def test_weights_match_recboles_lu_inverse_on_a_larger_random_graph():
+    rng = np.random.default_rng(0)
+    r = sp.csr_matrix((rng.random((300, 200)) < 0.05).astype(np.float32))
+    gram = (r.T @ r).toarray() + 10.0 * np.eye(200, dtype=np.float32)
+    p = np.linalg.inv(gram)  # RecBole's route
+    expected = p / (-np.diag(p))
+    np.fill_diagonal(expected, 0.0)
+    np.testing.assert_allclose(ease_weights(r, 10.0), expected, rtol=1e-4, atol=1e-6)
+
+
+def test_the_lower_triangle_is_filled_across_block_edges(monkeypatch):
+    import recbole_mgformer.model.general_recommender.ease as ease
+
+    monkeypatch.setattr(ease, "_SYMMETRISE_BLOCK", 3)
+    rng = np.random.default_rng(1)
+    symmetric = rng.random((8, 8))
+    symmetric = symmetric + symmetric.T
+    garbage_below = np.triu(symmetric) + np.tril(rng.random((8, 8)), -1)
+    fill_lower_from_upper(garbage_below)
+    np.testing.assert_array_equal(garbage_below, symmetric)
+
+
+def test_predict_is_the_full_sort_score_of_each_pair(tiny_setup):
+    _, model, _, _ = tiny_setup("EASE")
+    users, items = torch.tensor([3, 1, 3, 7]), torch.tensor([5, 2, 9, 0])
+    scores = model.predict(Interaction({model.USER_ID: users, model.ITEM_ID: items}))
+    np.testing.assert_allclose(scores.numpy(), all_scores(model)[users, items], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reg_weight", [0.0, -1.0])
+def test_a_ridge_that_is_not_positive_is_refused(reg_weight):
+    with pytest.raises(ValueError, match="reg_weight must be > 0"):
+        ease_weights(sp.csr_matrix(np.eye(3, dtype=np.float32)), reg_weight)
