@@ -73,8 +73,16 @@ def _columns(published, best):
         ("s / epoch", lambda row: _mean_of(row["records"], "train_seconds_per_epoch", ".1f")),
         ("minutes", lambda row: _mean_of(row["records"], "seconds", ".1f", scale=1 / 60)),
         ("fit s", lambda row: format_seconds(mean_time_to_fit(row["records"]))),
-        ("parameters", lambda row: f"{row['records'][0]['parameters']:,}" if "parameters" in row["records"][0] else ""),
+        ("parameters", lambda row: parameters_cell(row["records"][0])),
     ]
+
+
+def parameters_cell(record):
+    """A trained model's trainable parameters; a closed-form model's stored values (``stored_values``); blank for a
+    closed-form record written before they were counted (its one dummy parameter is no count)."""
+    if "stored_values" in record:
+        return f"{record['stored_values']:,}"
+    return f"{record['parameters']:,}" if record.get("parameters", 0) > 1 else ""
 
 
 def _rows(records):
@@ -328,5 +336,7 @@ def render_page(by_dataset, runs_shown):
              "\"vs\" is ours / theirs - 1. \"fit s\": seconds to fit, the model's construction (where recorded) and "
              "its training up to and including the best epoch, without validation or the epochs after the best, "
              "on the machines of the \"Runs:\" line (often two runs sharing two cores: orders of magnitude, not a "
-             "speed benchmark).", ""]
+             "speed benchmark). \"parameters\": a trained model's trainable parameters, a closed-form model's stored "
+             "values (dense entries and sparse nonzeros it keeps to score, the interaction matrix included; blank in "
+             "its records written before they were counted).", ""]
     return "\n".join(lines + [render_dataset(dataset, by_dataset[dataset]) for dataset in sorted(by_dataset)])

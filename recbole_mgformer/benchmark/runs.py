@@ -6,6 +6,8 @@ import logging
 import time
 from pathlib import Path
 
+import numpy
+import scipy.sparse
 import torch
 from recbole.utils import init_seed
 
@@ -80,6 +82,23 @@ def move_record(path, folder):
     Path(path).replace(target)
     return target
 
+
+
+def stored_values(model):
+    """The numbers a fitted closed-form model keeps to score (dense entries, sparse nonzeros; the interaction
+    matrix it scores from included): its "parameters", which its one dummy trainable parameter is not."""
+    def size(value):
+        if isinstance(value, torch.Tensor):
+            return value._nnz() if value.layout != torch.strided else value.numel()
+        if scipy.sparse.issparse(value):
+            return value.nnz
+        return numpy.size(value) if isinstance(value, numpy.ndarray) else 0
+
+    values = {id(value): value for value in model.buffers()}
+    for name in getattr(model, "other_parameter_name", None) or []:
+        value = getattr(model, name, None)
+        values.setdefault(id(value), value)
+    return sum(size(value) for value in values.values())
 
 class Run:
     """One (model entry, dataset, seed) of a benchmark, with the settings every run shares.
@@ -200,6 +219,7 @@ class Run:
             "seconds": round(construct_seconds + sum(timer.train_seconds) + sum(timer.valid_seconds) + test_seconds,
                              1),
             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+            **({"stored_values": stored_values(model)} if fits_once(self.model) else {}),
             # the model's construction (benchmark.cost); a traditional model (EASE, GF-CF, ...) fits there
             "build_seconds": getattr(model, "build_seconds", None),
             "device": str(config["device"]), "machine": machine(), "matmul_precision": matmul_precision(model),

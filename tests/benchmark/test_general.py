@@ -201,3 +201,11 @@ def test_a_deterministic_row_shows_its_one_seed_and_stands_for_every_seed_in_a_p
     table = render_dataset("x", records)
     assert "| EASE | 1 |" in table and "over 50 (seed, user) pairs from 1 seed(s)" in table
     assert "(deterministic)" not in table
+
+
+def test_the_parameters_column_counts_a_closed_form_models_stored_values_not_its_dummy_parameter():
+    from recbole_mgformer.benchmark.general import parameters_cell
+
+    assert parameters_cell({"parameters": 1000}) == "1,000"
+    assert parameters_cell({"parameters": 1, "stored_values": 123456}) == "123,456"
+    assert parameters_cell({"parameters": 1}) == ""  # a closed-form record from before the count

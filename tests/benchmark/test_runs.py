@@ -328,3 +328,22 @@ def test_a_closed_form_model_runs_one_seed_where_the_seed_does_not_draw_the_spli
     leaderboard = (tmp_path / "results" / "tiny" / "leaderboard.md").read_text()
     assert ("| EASE | 1 (deterministic) |" in leaderboard) is (order == "TO")
     assert ("| EASE | 2 |" in leaderboard) is (order == "RO")
+
+
+def test_stored_values_count_dense_entries_and_sparse_nonzeros_once():
+    import numpy as np
+    import scipy.sparse as sp
+    import torch
+
+    from recbole_mgformer.benchmark.runs import stored_values
+
+    class Fitted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("dense", torch.zeros(3, 4))
+            self.register_buffer("sparse", torch.eye(5).to_sparse_csr())
+            self.similarity = np.zeros((2, 2))
+            self.interactions = sp.csr_matrix(np.eye(6))
+            self.other_parameter_name = ["similarity", "interactions", "dense"]
+
+    assert stored_values(Fitted()) == 12 + 5 + 4 + 6
