@@ -6,7 +6,8 @@ from recbole_mgformer.model.general_recommender.gfcf import GFCF
 from recbole_mgformer.model.general_recommender.mgformer import MGFormer
 from recbole_mgformer.model.general_recommender.sgl import SGL
 from recbole_mgformer.model.general_recommender.simgcl import SimGCL
+from recbole_mgformer.model.general_recommender.slimelastic import SLIMElastic
 from recbole_mgformer.model.general_recommender.turbocf import TurboCF
 from recbole_mgformer.model.general_recommender.xsimgcl import XSimGCL
 
-__all__ = ["BSPM", "ChebyCF", "DirectAU", "EASE", "GFCF", "MGFormer", "SGL", "SimGCL", "TurboCF", "XSimGCL"]
+__all__ = ["BSPM", "ChebyCF", "DirectAU", "EASE", "GFCF", "MGFormer", "SGL", "SimGCL", "SLIMElastic", "TurboCF", "XSimGCL"]
