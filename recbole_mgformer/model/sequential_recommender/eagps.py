@@ -33,6 +33,10 @@ from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
 
 EA_NORMS = ("l2", "softmax")
+EXTERNAL_NORMS = ("node", "token")
+ITEM_WEIGHTINGS = ("once", "occurrences")
+FUSION_NORMS = ("none", "layer", "l2")
+DECODERS = ("prompt", "max_pool", "mean_pool")
 
 
 # ---------------------------------------------------------------- graph (Eq. 2-4)
@@ -125,15 +129,36 @@ def external_attention(x, memory_key, memory_value, n_heads, norm):
     return (weights @ values).transpose(0, 1).reshape(n, d)
 
 
+def token_external_attention(x, memory_key, memory_value, n_heads, valid):
+    """External attention with the double normalisation of Guo et al. 2021 (``softmax`` over the tokens,
+    then ``l1`` over the ``alpha`` slots), per head; x (N, d), valid (N,) bool -> (N, d).
+
+    The tokens are the item nodes; rows where ``valid`` is False (the padding item) take no part in the
+    softmax over tokens, so their content cannot reach a real node, and their own output is zero.
+    """
+    n, d = x.shape
+    alpha, head = memory_key.shape[0], d // n_heads
+    queries = x.view(n, n_heads, head).transpose(0, 1)                    # (h, N, d/h)
+    keys = memory_key.view(alpha, n_heads, head).transpose(0, 1)          # (h, alpha, d/h)
+    values = memory_value.view(alpha, n_heads, head).transpose(0, 1)      # (h, alpha, d/h)
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(head)             # (h, N, alpha)
+    scores = scores.masked_fill(~valid.view(1, n, 1), float("-inf"))
+    weights = scores.softmax(dim=1)                                       # over tokens
+    weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-9) # l1 over slots
+    return (weights @ values).transpose(0, 1).reshape(n, d)
+
+
 class ExternalEncoder(nn.Module):
     """Eq. 15 and 17 for one layer's item rows: ``LayerNorm(E + delta * concat_heads(EA(E)) W_1)``.
 
     The memories are this module's parameters; one instance serves every layer, so they are shared.
     """
 
-    def __init__(self, embedding_size, memory_size, n_heads, norm, delta):
+    def __init__(self, embedding_size, memory_size, n_heads, norm, delta, external_norm="node", item_weights=None):
         super().__init__()
-        self.n_heads, self.norm, self.delta = n_heads, norm, delta
+        self.n_heads, self.norm, self.delta, self.external_norm = n_heads, norm, delta, external_norm
+        # (m, 1) Eq. 16's count of training sequences holding each item (None: each item once)
+        self.register_buffer("item_weights", item_weights, persistent=False)
         self.memory_key = nn.Parameter(torch.empty(memory_size, embedding_size))
         self.memory_value = nn.Parameter(torch.empty(memory_size, embedding_size))
         nn.init.xavier_normal_(self.memory_key)
@@ -142,11 +167,19 @@ class ExternalEncoder(nn.Module):
         self.layer_norm = nn.LayerNorm(embedding_size)
 
     def forward(self, items):  # (m, d) -> (m, d)
-        z = self.heads_out(external_attention(items, self.memory_key, self.memory_value, self.n_heads, self.norm))
+        if self.external_norm == "token":
+            valid = torch.arange(items.shape[0], device=items.device) > 0     # item 0 is RecBole's padding
+            attended = token_external_attention(items, self.memory_key, self.memory_value, self.n_heads, valid)
+        else:
+            attended = external_attention(items, self.memory_key, self.memory_value, self.n_heads, self.norm)
+        z = self.heads_out(attended)
+        if self.item_weights is not None:
+            z = z * self.item_weights
         return self.layer_norm(items + self.delta * z)
 
 
 def external_attentive_propagation(adjacency, adjacency_t, items, users, n_layers, external):
+    # ``external=None`` is the paper's GPS_OEA ablation: E_S^(l) = Ê_S^(l)
     """Eq. 3-4, 17-18: mean over layers ``0..eta`` of ``[E_S^(l); E_U^(l)]``, split into (items, users).
 
     ``Ê^(l) = A_hat Ê^(l-1)`` from ``Ê^(0) = [items; users]``; the external encoder runs beside the
@@ -158,7 +191,7 @@ def external_attentive_propagation(adjacency, adjacency_t, items, users, n_layer
     item_layers, user_layers = [items], [users]
     for _ in range(n_layers):
         x = sparse_matmul(adjacency, adjacency_t, x)
-        item_layers.append(external(x[:m]))
+        item_layers.append(x[:m] if external is None else external(x[:m]))
         user_layers.append(x[m:])
     return torch.stack(item_layers).mean(dim=0), torch.stack(user_layers).mean(dim=0)
 
@@ -195,6 +228,24 @@ def soft_attention(templates, lengths):
     return (weights.unsqueeze(-1) * templates).sum(dim=1)
 
 
+def plain_pool(sequence, lengths, how):
+    """GPS_OPT's decoder: max or mean over each sequence's real positions; (B, L, d), (B,) -> (B, d)."""
+    valid = (torch.arange(sequence.shape[1], device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(-1)
+    if how == "max_pool":
+        return sequence.masked_fill(~valid, float("-inf")).max(dim=1).values
+    return (sequence * valid).sum(dim=1) / lengths.clamp(min=1).unsqueeze(1).to(sequence.dtype)
+
+
+def fuse(pooled, user, norm):
+    """Eq. 25 ``[pooled; user]`` with each half optionally rescaled: ``layer`` (LayerNorm without affine
+    weights, norm sqrt(d)) or ``l2`` (unit norm), so neither half dominates the output layer by scale."""
+    if norm == "layer":
+        pooled, user = F.layer_norm(pooled, pooled.shape[-1:]), F.layer_norm(user, user.shape[-1:])
+    elif norm == "l2":
+        pooled, user = F.normalize(pooled, dim=-1), F.normalize(user, dim=-1)
+    return torch.cat([pooled, user], dim=-1)
+
+
 # ---------------------------------------------------------------- the model
 
 class EAGPS(SharedSparseBuffers, SequentialRecommender):
@@ -214,6 +265,11 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
         self.prompt_size = positive_int(config, "prompt_size", name)
         self.mask_ratio = non_negative_float(config, "mask_ratio", name)
         self.dropout_prob = non_negative_float(config, "dropout_prob", name)
+        self.external_norm = choice(config, "external_norm", EXTERNAL_NORMS, name)
+        self.item_weighting = choice(config, "item_weighting", ITEM_WEIGHTINGS, name)
+        self.fusion_norm = choice(config, "fusion_norm", FUSION_NORMS, name)
+        self.use_external = choice(config, "external_attention", (True, False), name)
+        self.decoder = choice(config, "decoder", DECODERS, name)
         if self.embedding_size % self.n_heads:
             raise ValueError(f"{name}: n_heads={self.n_heads} must divide embedding_size={self.embedding_size}")
         if self.mask_ratio > 1 or self.dropout_prob >= 1:
@@ -236,7 +292,12 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
         d = self.embedding_size
         self.item_embedding = nn.Embedding(self.n_items, d)
         self.user_embedding = nn.Embedding(self.n_users, d)
-        self.external = ExternalEncoder(d, self.memory_size, self.n_heads, self.ea_norm, self.delta)
+        item_weights = None
+        if self.item_weighting == "occurrences":  # Eq. 16: one term per training sequence holding the item
+            user_item = dataset.inter_matrix(form="csr").astype(bool)
+            item_weights = torch.from_numpy(np.asarray(user_item.sum(axis=0), dtype=np.float32).reshape(-1, 1))
+        self.external = ExternalEncoder(d, self.memory_size, self.n_heads, self.ea_norm, self.delta,
+                                        self.external_norm, item_weights)
         self.position_prompt = nn.Embedding(self.max_seq_length, self.prompt_size)  # Ê_P, one row per position
         self.prompt_conv = nn.Conv1d(self.prompt_size, d, kernel_size=1)           # Eq. 19: W_c, b_c
         self.template = nn.Linear(2 * d, d)                                         # Eq. 20: W_2, b_2
@@ -257,7 +318,8 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
         """Eq. 3-18: (items (m, d), users (n, d)) after external attentive propagation."""
         if self.training or self._cached is None:
             encoded = external_attentive_propagation(self.adjacency, self.adjacency_t, self.item_embedding.weight,
-                                                     self.user_embedding.weight, self.n_layers, self.external)
+                                                     self.user_embedding.weight, self.n_layers,
+                                                     self.external if self.use_external else None)
             if self.training:
                 return encoded
             self._cached = encoded
@@ -271,6 +333,8 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
         """Eq. 20-25: (B, L) items, (B,) lengths, (B,) users -> H (B, 2d)."""
         items, users = self.encode()
         sequence = items[item_seq]                                                   # (B, L, d)
+        if self.decoder != "prompt":                                                 # GPS_OPT ablation
+            return fuse(plain_pool(sequence, item_seq_len, self.decoder), users[user], self.fusion_norm)
         prompts = self.prompts()[: item_seq.shape[1]].expand_as(sequence)           # (B, L, d)
         templates = torch.relu(self.template(torch.cat([sequence, prompts], dim=-1)))  # Eq. 20
         templates = self.dropout(templates)
@@ -278,7 +342,7 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
             masked = sequential_mask(item_seq_len, item_seq.shape[1], self.mask_ratio)
             templates = torch.where(masked.unsqueeze(-1), self.mask_token.to(templates.dtype), templates)
         pooled = soft_attention(templates, item_seq_len)                             # Eq. 23-24
-        return torch.cat([pooled, users[user]], dim=-1)                              # Eq. 25
+        return fuse(pooled, users[user], self.fusion_norm)                           # Eq. 25
 
     def _logits(self, interaction):
         return self.output(self.forward(interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN],

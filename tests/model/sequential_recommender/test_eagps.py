@@ -16,6 +16,7 @@ from recbole_mgformer.model.sequential_recommender.eagps import (
     sequential_adjacency,
     sequential_mask,
     soft_attention,
+    token_external_attention,
 )
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.registry import get_model
@@ -306,6 +307,11 @@ def test_resolves_by_name_with_its_defaults(seq_setup):
     ({"n_heads": 3}, r"n_heads=3 must divide embedding_size=8"),
     ({"mask_ratio": 1.5}, r"mask_ratio must be in \[0, 1\]"),
     ({"memory_size": 0}, r"EAGPS: memory_size must be a positive integer, got 0"),
+    ({"external_norm": "tokens"}, r"EAGPS: unknown external_norm 'tokens'; choose one of node, token"),
+    ({"item_weighting": "count"}, r"EAGPS: unknown item_weighting 'count'; choose one of once, occurrences"),
+    ({"fusion_norm": "batch"}, r"EAGPS: unknown fusion_norm 'batch'; choose one of none, layer, l2"),
+    ({"decoder": "sum_pool"}, r"EAGPS: unknown decoder 'sum_pool'; choose one of prompt, max_pool, mean_pool"),
+    ({"external_attention": "no"}, r"EAGPS: unknown external_attention 'no'"),
     ({"train_neg_sample_args": {"distribution": "uniform", "sample_num": 1}}, r"train_neg_sample_args: ~"),
 ])
 def test_bad_options_fail_with_a_clear_message(seq_setup, overrides, message):
@@ -335,3 +341,131 @@ def test_eagps_beats_popularity_on_ml_100k_under_the_sequential_protocol():
                             config_dict={**quiet, "epochs": 3, "train_batch_size": 1024, "learning_rate": 0.005})
     for metric in ("ndcg@10", "recall@10", "mrr@10"):
         assert eagps["test_result"][metric] > 1.15 * pop["test_result"][metric], metric
+
+
+# ---------------------------------------------------------------- options of issue 53
+
+def token_attention_reference(x, memory_key, memory_value, n_heads, valid):
+    """Guo et al. 2021's double normalisation one head, slot and token at a time: a_ij = exp(s_ij) /
+    sum_k exp(s_kj) over the valid tokens k, then a_ij / sum_j a_ij over the slots."""
+    n, d = x.shape
+    head, alpha = d // n_heads, len(memory_key)
+    out = torch.zeros(n, d, dtype=x.dtype)
+    for j in range(n_heads):
+        cols = slice(j * head, (j + 1) * head)
+        s = [[float(x[i, cols] @ memory_key[k, cols]) / math.sqrt(head) for k in range(alpha)] for i in range(n)]
+        column = [sum(math.exp(s[i][k]) for i in range(n) if valid[i]) for k in range(alpha)]
+        for i in range(n):
+            if not valid[i]:
+                continue
+            a = [math.exp(s[i][k]) / column[k] for k in range(alpha)]
+            total = sum(a)
+            out[i, cols] = sum((a[k] / total) * memory_value[k, cols] for k in range(alpha))
+    return out
+
+
+def test_token_external_attention_equals_the_double_normalisation_reference():
+    generator = torch.Generator().manual_seed(3)
+    x, key, value = (torch.randn(7, 8, generator=generator, dtype=torch.float64) for _ in range(3))
+    valid = torch.tensor([False, True, True, True, True, True, True])
+    torch.testing.assert_close(token_external_attention(x, key[:5], value[:5], 2, valid),
+                               token_attention_reference(x, key[:5], value[:5], 2, valid))
+
+
+def test_token_external_attention_ignores_the_padding_row():
+    generator = torch.Generator().manual_seed(4)
+    x, key, value = (torch.randn(6, 8, generator=generator) for _ in range(3))
+    valid = torch.arange(6) > 0
+    before = token_external_attention(x, key, value, 2, valid)
+    x2 = x.clone()
+    x2[0] = 100.0 * torch.randn(8, generator=generator)
+    after = token_external_attention(x2, key, value, 2, valid)
+    torch.testing.assert_close(after, before)
+    # and the real rows do depend on each other (tokens are normalised together)
+    x3 = x.clone()
+    x3[1] += 1.0
+    assert not torch.allclose(token_external_attention(x3, key, value, 2, valid)[2:], before[2:])
+
+
+def test_token_model_output_ignores_the_padding_item_embedding(seq_setup):
+    _, model, _, (_, _, test) = seq_setup(external_norm="token", ea_norm="l2")
+    model.eval()
+    interaction = next(iter(test))[0]
+    with torch.no_grad():
+        before = model.full_sort_predict(interaction)
+        model.item_embedding.weight[0] = 50.0
+        model.train(False)   # drop the cached encoding
+        after = model.full_sort_predict(interaction)
+    torch.testing.assert_close(after[:, 1:], before[:, 1:])
+
+
+def test_occurrences_scale_each_items_external_term_by_its_training_sequences(seq_setup, histories):
+    _, model, _, (train, _, _) = seq_setup(item_weighting="occurrences")
+    expected = torch.zeros(model.n_items)
+    for items in histories.values():
+        for item in set(items[:-2]):
+            expected[int(train.dataset.token2id("item_id", item))] += 1
+    torch.testing.assert_close(model.external.item_weights.squeeze(1), expected)
+    _, once, _, _ = seq_setup()
+    assert once.external.item_weights is None
+    once.load_state_dict(model.state_dict())
+    x = torch.randn(model.n_items, 8)
+    ext, z = model.external, None
+    z = ext.heads_out(external_attention(x, ext.memory_key, ext.memory_value, ext.n_heads, ext.norm))
+    expected_out = F.layer_norm(x + ext.delta * z * expected.unsqueeze(1), (8,), ext.layer_norm.weight,
+                                ext.layer_norm.bias, ext.layer_norm.eps)
+    torch.testing.assert_close(model.external(x), expected_out)
+    assert not torch.allclose(once.external(x), expected_out)
+
+
+@pytest.mark.parametrize("fusion_norm", ["layer", "l2"])
+def test_fusion_norm_brings_both_halves_to_a_comparable_scale_at_init(seq_setup, fusion_norm):
+    _, model, _, (_, _, test) = seq_setup(fusion_norm=fusion_norm)
+    model.eval()
+    interaction = next(iter(test))[0]
+    with torch.no_grad():
+        h = model.forward(interaction[model.ITEM_SEQ], interaction[model.ITEM_SEQ_LEN], interaction[model.USER_ID])
+    pooled, user = h[:, :8].norm(dim=1).mean(), h[:, 8:].norm(dim=1).mean()
+    assert 0.5 < float(pooled / user) < 2.0
+
+
+def test_no_external_attention_propagates_the_plain_graph(seq_setup, histories):
+    _, model, _, (train, _, _) = seq_setup(external_attention=False)
+    a = torch.as_tensor(dense_graph_reference(histories, train.dataset))
+    x = torch.cat([model.item_embedding.weight, model.user_embedding.weight]).double()
+    layers = [x]
+    for _ in range(model.n_layers):
+        layers.append(a @ layers[-1])
+    expected = torch.stack(layers).mean(dim=0)
+    model.eval()
+    with torch.no_grad():
+        items, users = model.encode()
+    torch.testing.assert_close(torch.cat([items, users]).double(), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("decoder", ["max_pool", "mean_pool"])
+def test_pooling_decoders_equal_the_direct_pool(seq_setup, decoder):
+    _, model, _, (_, _, test) = seq_setup(decoder=decoder)
+    model.eval()
+    interaction = next(iter(test))[0]
+    with torch.no_grad():
+        items, users = model.encode()
+        got = model.full_sort_predict(interaction)
+        rows = []
+        for seq, t, user in zip(interaction[model.ITEM_SEQ], interaction[model.ITEM_SEQ_LEN].tolist(),
+                                interaction[model.USER_ID]):
+            e = items[seq[:t]]
+            pooled = e.max(dim=0).values if decoder == "max_pool" else e.mean(dim=0)
+            rows.append(model.output.weight @ torch.cat([pooled, users[user]]) + model.output.bias)
+    torch.testing.assert_close(got, torch.stack(rows), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("overrides", [{"external_norm": "token"}, {"item_weighting": "occurrences"},
+                                       {"fusion_norm": "layer"}, {"external_attention": False},
+                                       {"decoder": "max_pool"}])
+def test_each_option_trains(seq_setup, overrides):
+    _, model, trainer, (train, _, _) = seq_setup(**overrides)
+    model.train()
+    loss = model.calculate_loss(next(iter(train)))
+    loss.backward()
+    assert torch.isfinite(loss)
