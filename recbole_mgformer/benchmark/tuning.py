@@ -22,6 +22,7 @@ from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.entries import tuned_stem, variant_name
 from recbole_mgformer.defaults import benchmark_config_file, tuned_dir
 from recbole_mgformer.records import display_path
+from recbole_mgformer.registry import get_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -189,8 +190,22 @@ def _search_once(model, overrides, dataset, budget, experiment, *, results, data
     return str(chosen)
 
 
+def trained_overrides(model, overrides):
+    """An entry's overrides less those that act only on its scores after training (the model class's
+    ``SCORING_OPTIONS``: MGFormer's filter residual), which leave it training as the entry without them."""
+    scoring = getattr(get_model(model), "SCORING_OPTIONS", frozenset())
+    return {key: value for key, value in overrides.items() if key not in scoring}
+
+
 def tuned_file_for(model, overrides, dataset, folder=None):
-    """The tuned file a run of (model, overrides) applies: the entry's own (a variant searched as itself), else the
-    model's (the ablations of the tuned MGFormer, and any other variant), else None."""
-    own = benchmark_config_file(tuned_stem(model, overrides), dataset, folder) if overrides else None
+    """The tuned file a run of (model, overrides) applies: the entry's own (a variant searched as itself), else that
+    of the entry it trains as (:func:`trained_overrides`: ``MGFormer[attention=False; filter_residual=gfcf]`` takes
+    ``mgformer-attention-false.yaml``), else the model's (the ablations of the tuned MGFormer, and any other
+    variant), else None."""
+    if not overrides:
+        return benchmark_config_file(model, dataset, folder)
+    own = benchmark_config_file(tuned_stem(model, overrides), dataset, folder)
+    trained = trained_overrides(model, overrides)
+    if own is None and trained and trained != overrides:
+        own = benchmark_config_file(tuned_stem(model, trained), dataset, folder)
     return own or benchmark_config_file(model, dataset, folder)

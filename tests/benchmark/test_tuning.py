@@ -129,6 +129,21 @@ def test_a_variant_uses_its_own_tuned_file_else_its_models(tmp_path):
     assert tuned_file_for("BPR", {}, "tiny", tmp_path) is None
 
 
+def test_a_variant_with_scoring_options_takes_the_tuned_file_of_the_entry_it_trains_as(tmp_path):
+    """MGFormer's filter residual changes only the scores after training: the run trains as the entry without it."""
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "MGFormer.yaml").write_text("embedding_size: 16\n")
+    (tmp_path / "tiny" / "mgformer-attention-false.yaml").write_text("embedding_size: 8\n")
+    hybrid = {"attention": False, "filter_residual": "gfcf", "filter_residual_weight": 0.5}
+    assert tuned_file_for("MGFormer", hybrid, "tiny", tmp_path).endswith("tiny/mgformer-attention-false.yaml")
+    assert tuned_file_for("MGFormer", {"filter_residual": "gfcf"}, "tiny", tmp_path).endswith("tiny/MGFormer.yaml")
+    assert tuned_file_for("MGFormer", {"degree_mask": "none", "filter_residual": "gfcf"}, "tiny",
+                          tmp_path).endswith("tiny/MGFormer.yaml")  # no file of its own entry: the model's
+    own = tmp_path / "tiny" / "mgformer-attention-false-filter-residual-gfcf-filter-residual-weight-0-5.yaml"
+    own.write_text("embedding_size: 32\n")  # a search of the variant itself wins
+    assert tuned_file_for("MGFormer", hybrid, "tiny", tmp_path) == str(own)
+
+
 def test_an_older_record_moves_to_exploration_when_a_search_chose_new_settings(tiny_data, tmp_path, monkeypatch,
                                                                                 capsys):
     results, tuned = tmp_path / "results", tmp_path / "tuned"

@@ -1,0 +1,67 @@
+"""MGFormer's filter residual (issue 55, beyond the papers): a training-free filter's scores added to the model's
+at test time, ``s_ui = e_u . e_i + w * r_ui``. Training is unchanged: the DirectAU loss is on the outputs, so the
+residual gets no gradient from it; the weight ``w`` is a fixed setting, chosen on validation.
+
+The filter is this project's GF-CF (``model/general_recommender/gfcf.py``), fitted once on the training split when
+the model is built, with its own settings under ``filter_residual_*`` names. Its scores grow with a user's number of
+interactions and the model's with the user's token norm, so neither scale means anything against the other: ``r``
+is the filter's scores of the user standardised over the items and given the spread of the model's own scores of
+that user (:func:`matched_residual`). Each user's items then rank as ``z(model) + w z(filter)`` would, so ``w`` is
+the filter's share whatever the scales: 1 gives it the same spread as the model's scores.
+
+Shapes: ``b`` users, ``items`` item ids (RecBole's padding id 0 included, as in the scores it receives).
+"""
+
+import torch
+
+from recbole_mgformer.model.general_recommender.gfcf import GFCF
+from recbole_mgformer.model.options import choice, non_negative_float, positive_int
+
+FILTER_RESIDUALS = ("none", "gfcf")
+# Options that act only on the scores after training: a run with them trains as the same entry without them.
+FILTER_RESIDUAL_OPTIONS = frozenset({"filter_residual", "filter_residual_weight", "filter_residual_k",
+                                     "filter_residual_alpha", "filter_residual_batch_size"})
+
+
+class FilterConfig:
+    """What a filter model reads from a RecBole config: its own settings (``own``), everything else (the id
+    fields, the device, the seed) from the config of the model it serves."""
+
+    def __init__(self, config, own):
+        self.config, self.own = config, dict(own)
+
+    def __getitem__(self, key):
+        return self.own[key] if key in self.own else self.config[key]
+
+
+def residual_filter(config, dataset, model="MGFormer"):
+    """``(filter, weight)`` of the ``filter_residual`` options: a fitted GF-CF (no trainable parameter) and
+    ``w``, or ``(None, 0.0)`` for ``none``. A bad value is an error naming its ``filter_residual_*`` key."""
+    kind = choice(config, "filter_residual", FILTER_RESIDUALS, model)
+    if kind == "none":
+        return None, 0.0
+    weight = non_negative_float(config, "filter_residual_weight", model)
+    k = positive_int(config, "filter_residual_k", model)
+    alpha = non_negative_float(config, "filter_residual_alpha", model)
+    batch_size = positive_int(config, "filter_residual_batch_size", model)
+    # GF-CF's own check would name its key ``k``; an SVD of the (users x items) matrix, padding ids included
+    limit = min(dataset.user_num, dataset.item_num) - 1
+    if alpha > 0 and k > limit:
+        raise ValueError(f"{model}: filter_residual_k = {k} singular vectors is impossible for a {dataset.user_num} x "
+                         f"{dataset.item_num} interaction matrix (users and items with the padding id); ARPACK needs "
+                         f"filter_residual_k <= {limit}. Set a smaller --filter_residual_k=..., or "
+                         "--filter_residual_alpha=0 (no SVD)")
+    fitted = GFCF(FilterConfig(config, {"k": k, "alpha": alpha, "filter_batch_size": batch_size}), dataset)
+    fitted.fake_loss.requires_grad_(False)  # RecBole's trainer needs it in GF-CF alone; here nothing trains it
+    return fitted, weight
+
+
+def matched_residual(model_scores, filter_scores):
+    """The residual ``r`` of each user (row): the filter's scores standardised over the items, times the standard
+    deviation of the model's own scores of that user, (b, items) each -> (b, items). A user whose filter scores are
+    all equal (no training interactions) gets 0; the model's scores give only a scale, not a gradient."""
+    centred = filter_scores - filter_scores.mean(dim=1, keepdim=True)
+    filter_spread = centred.pow(2).mean(dim=1, keepdim=True).sqrt()
+    model_spread = model_scores.detach().std(dim=1, correction=0, keepdim=True)
+    scale = model_spread / filter_spread.clamp_min(torch.finfo(filter_spread.dtype).tiny)
+    return centred * torch.where(filter_spread > 0, scale, torch.zeros_like(scale))

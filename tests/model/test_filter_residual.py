@@ -1,0 +1,156 @@
+"""MGFormer's filter residual (issue 55, model/filter_residual.py): GF-CF's scores, standardised per user and scaled
+to the spread of the model's own scores, added at test time; training unchanged."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from recbole.data.interaction import Interaction
+
+from recbole_mgformer.model.filter_residual import FilterConfig, matched_residual
+
+RESIDUAL = {"filter_residual": "gfcf", "filter_residual_k": 8, "filter_residual_alpha": 0.3}
+
+
+def full_sort(model):
+    """Every user's full-sort scores, (users, items), float64."""
+    model.eval()
+    with torch.no_grad():
+        scores = model.full_sort_predict(Interaction({model.USER_ID: torch.arange(model.n_users)}))
+    return scores.reshape(model.n_users, model.n_items).double().numpy()
+
+
+def expected_residual(plain, filtered):
+    """The residual written out per user in float64: the filter's row standardised, times the plain row's spread."""
+    expected = np.zeros_like(filtered)
+    for user, (model_row, filter_row) in enumerate(zip(plain, filtered)):
+        if filter_row.std() > 0:
+            expected[user] = (filter_row - filter_row.mean()) / filter_row.std() * model_row.std()
+    return expected
+
+
+# ------------------------------------------------------------------------------------------------ the scaling
+
+
+def test_the_residual_has_the_model_rows_spread_and_ignores_the_filters_scale():
+    generator = torch.Generator().manual_seed(0)
+    spreads = torch.tensor([[1.0], [5.0], [0.1], [2.0]], dtype=torch.float64)
+    model_scores = torch.randn(4, 30, generator=generator, dtype=torch.float64) * spreads
+    filter_scores = torch.rand(4, 30, generator=generator, dtype=torch.float64) * 7 + 3
+    residual = matched_residual(model_scores, filter_scores)
+    torch.testing.assert_close(residual.mean(dim=1), torch.zeros(4, dtype=torch.float64), atol=1e-12, rtol=0)
+    torch.testing.assert_close(residual.std(dim=1, correction=0), model_scores.std(dim=1, correction=0))
+    # a user's filter scores times a positive number, plus a constant: the same residual
+    torch.testing.assert_close(matched_residual(model_scores, 40 * filter_scores - 2), residual)
+    # the model's scores of a user scaled: the residual scales with them, so the ranking of model + w r does not move
+    torch.testing.assert_close(matched_residual(3 * model_scores, filter_scores), 3 * residual)
+
+
+def test_a_user_with_constant_filter_scores_gets_no_residual():
+    model_scores = torch.tensor([[1.0, 2.0, 4.0], [0.0, 1.0, 0.0]])
+    filter_scores = torch.tensor([[0.0, 0.0, 0.0], [1.0, 0.0, 2.0]])
+    residual = matched_residual(model_scores, filter_scores)
+    assert torch.equal(residual[0], torch.zeros(3)) and torch.isfinite(residual).all()
+    assert residual[1].abs().sum() > 0
+
+
+def test_the_model_scores_give_the_residual_a_scale_but_no_gradient():
+    model_scores = torch.randn(2, 5, requires_grad=True)
+    assert not matched_residual(model_scores, torch.randn(2, 5)).requires_grad
+
+
+def test_a_filter_config_reads_its_own_keys_first_and_the_rest_from_the_model():
+    config = FilterConfig({"k": 1, "seed": 7, "USER_ID_FIELD": "user_id"}, {"k": 64, "filter_batch_size": 9})
+    assert (config["k"], config["filter_batch_size"], config["seed"], config["USER_ID_FIELD"]) == (64, 9, 7, "user_id")
+
+
+# ------------------------------------------------------------------------------------------------ in MGFormer
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_weight_zero_gives_the_plain_models_scores_exactly_and_trains_the_same(tiny_setup, attention):
+    _, plain, _, (train, _, _) = tiny_setup(attention=attention, seed=3, precision="fp32")
+    _, hybrid, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32", filter_residual_weight=0.0, **RESIDUAL)
+    assert hybrid.residual_filter is not None and plain.residual_filter is None
+    batch = next(iter(train))
+    torch.testing.assert_close(hybrid.calculate_loss(batch), plain.calculate_loss(batch), rtol=0, atol=0)
+    assert np.array_equal(full_sort(hybrid), full_sort(plain))
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_full_sort_adds_w_times_the_scaled_scores_of_the_filter_model(tiny_setup, attention):
+    _, plain, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32")
+    _, hybrid, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32", filter_residual_weight=0.7,
+                                 **RESIDUAL)
+    _, gfcf, _, _ = tiny_setup("GFCF", seed=3, k=8, alpha=0.3)  # the same split: the same seed draws it
+    plain_scores, filtered = full_sort(plain), full_sort(gfcf)
+    expected = plain_scores + 0.7 * expected_residual(plain_scores, filtered)
+    np.testing.assert_allclose(full_sort(hybrid), expected, rtol=1e-5, atol=1e-5)
+    assert np.abs(full_sort(hybrid) - plain_scores).max() > 1e-2  # the filter moves the scores
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_predict_agrees_with_full_sort(tiny_setup, attention):
+    _, model, _, _ = tiny_setup(attention=attention, seed=4, precision="fp32", filter_residual_weight=2.0, **RESIDUAL)
+    everything = full_sort(model)
+    users, items = torch.tensor([3, 1, 3, 7, 0, 39]), torch.tensor([5, 2, 9, 0, 11, 59])
+    with torch.no_grad():
+        scores = model.predict(Interaction({model.USER_ID: users, model.ITEM_ID: items}))
+    np.testing.assert_allclose(scores.numpy(), everything[users, items], rtol=1e-4, atol=1e-5)
+
+
+def test_evaluation_runs_through_the_trainer_and_the_residual_changes_the_metrics(tiny_setup):
+    _, plain, plain_trainer, (_, _, test) = tiny_setup(attention=False, seed=5)
+    _, hybrid, trainer, _ = tiny_setup(attention=False, seed=5, filter_residual_weight=4.0, **RESIDUAL)
+    with_filter = trainer.evaluate(test, load_best_model=False, show_progress=False)
+    without = plain_trainer.evaluate(test, load_best_model=False, show_progress=False)
+    assert 0 <= with_filter["ndcg@20"] <= 1 and with_filter != without
+
+
+def test_the_filter_adds_no_trained_parameter_and_survives_a_checkpoint_and_a_deep_copy(tiny_setup, tmp_path):
+    _, plain, _, _ = tiny_setup(attention=False, seed=6)
+    _, model, _, (train, _, _) = tiny_setup(attention=False, seed=6, **RESIDUAL)
+    trained = [name for name, p in model.named_parameters() if p.requires_grad]
+    assert trained == [name for name, p in plain.named_parameters() if p.requires_grad]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    model.calculate_loss(next(iter(train))).backward()
+    optimizer.step()
+    torch.save(model.state_dict(), tmp_path / "model.pth")
+    _, restored, _, _ = tiny_setup(attention=False, seed=6, **RESIDUAL)  # refits the filter from the same split
+    restored.load_state_dict(torch.load(tmp_path / "model.pth", weights_only=True))
+    expected = full_sort(model)
+    np.testing.assert_array_equal(full_sort(restored), expected)
+    np.testing.assert_array_equal(full_sort(copy.deepcopy(model)), expected)
+
+
+def test_the_scores_cache_is_cleared_by_a_training_step(tiny_setup):
+    _, model, _, (train, _, _) = tiny_setup(attention=False, seed=6, **RESIDUAL)
+    before = full_sort(model)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=5.0)
+    model.calculate_loss(next(iter(train))).backward()
+    optimizer.step()
+    assert model.restore_user_e is None
+    assert np.abs(full_sort(model) - before).max() > 1e-4
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"filter_residual": "ease"}, r"MGFormer: unknown filter_residual 'ease'; choose one of none, gfcf"),
+    ({"filter_residual": True}, r"unknown filter_residual True"),
+    ({**RESIDUAL, "filter_residual_weight": -0.5}, r"MGFormer: filter_residual_weight must be a number >= 0"),
+    ({**RESIDUAL, "filter_residual_weight": "high"}, r"filter_residual_weight must be a number >= 0, got 'high'"),
+    ({**RESIDUAL, "filter_residual_k": 0}, r"filter_residual_k must be a positive integer"),
+    ({**RESIDUAL, "filter_residual_k": 41}, r"ARPACK needs filter_residual_k <= 40.*--filter_residual_k="),
+    ({**RESIDUAL, "filter_residual_alpha": -1.0}, r"filter_residual_alpha must be a number >= 0"),
+    ({**RESIDUAL, "filter_residual_batch_size": 0}, r"filter_residual_batch_size must be a positive integer"),
+])
+def test_bad_values_raise_clear_errors(tiny_setup, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_setup(attention=False, **overrides)
+
+
+def test_without_the_low_pass_filter_any_k_is_accepted(tiny_setup):
+    _, model, _, _ = tiny_setup(attention=False, **{**RESIDUAL, "filter_residual_alpha": 0.0,
+                                                    "filter_residual_k": 10_000})
+    assert model.residual_filter.ideal is None
