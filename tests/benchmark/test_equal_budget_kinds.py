@@ -108,3 +108,15 @@ def test_a_context_dataset_is_searched_seeded_and_judged_by_a_bootstrap_of_its_r
     assert len(verdicts) == 2 and "paired bootstrap of test AUC" in verdicts[0]
     assert "paired bootstrap of test LogLoss" in verdicts[1]
     assert any("Against each model (AUC): CSA is " in line for line in page.splitlines())
+
+
+def test_every_model_of_an_equal_budget_comparison_trains_under_the_same_cap(tmp_path, dataset_configs, capsys):
+    dataset_configs("tinyseq", SEQ_CONFIG)
+    data = write_sequences(tmp_path / "data", "tinyseq")
+    args = [a for a in budget_args(tmp_path, "EAGPS,SASRec[epochs=5]", "tinyseq", data) if a != "--epochs=2"]
+    with pytest.raises(SystemExit):
+        main(args)
+    error = capsys.readouterr().err
+    assert "every model of tinyseq trains under the same epoch cap" in error
+    assert "EAGPS epochs 300, stopping_step 1" in error and "SASRec epochs=5 epochs 5" in error
+    assert not (tmp_path / "results").exists()  # refused before any search or run
