@@ -65,6 +65,20 @@ def ndcg_by_user(trainer, eval_data, k=20):
 
 
 @torch.no_grad()
+def scores_by_row(trainer, eval_data):
+    """``(labels, scores)``: every labelled row of ``eval_data`` (a context table's test) in the loader's order, as
+    RecBole's AUC and LogLoss see them: the label field and the model's predicted probability."""
+    trainer.model.eval()
+    label_field = trainer.config["LABEL_FIELD"]
+    labels, scores = [], []
+    for batch in eval_data:
+        interaction, score, _, _ = trainer._neg_sample_batch_eval(batch)
+        labels.append(interaction[label_field].cpu().reshape(-1))
+        scores.append(score.detach().cpu().reshape(-1).double())
+    return torch.cat(labels).numpy(), torch.cat(scores).numpy()
+
+
+@torch.no_grad()
 def metrics_by_group(trainer, eval_data, groups, k=20):
     """``{group: {"recall@k", "ndcg@k", "users"}}`` for a trainer whose model holds the weights to evaluate.
 

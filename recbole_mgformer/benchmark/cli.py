@@ -13,6 +13,7 @@ from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.benchmark.runs import ROOT, Run
 from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search
 from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.registry import fits_once
 from recbole_mgformer.tune.search import check_address
 from recbole_mgformer.input_checks import user_errors
 
@@ -46,16 +47,34 @@ def planned_runs(args, extra, command):
     else:
         runs = [Run(model, overrides, dataset, seed, **settings)
                 for dataset in datasets for seed in seeds for model, overrides in entries]
-    kept, seeded_once = [], set()
+    kept, seeded_once, schedules = [], set(), {}
     for run in runs:
         config = run.check_config()
         check_table_metrics(run, config)
+        if args.tune_budget and run.kind != "general" and not fits_once(run.model):
+            schedules.setdefault(run.dataset, {})[run.variant] = tuple(config[key] for key in STOPPING_KEYS)
         if (run.variant, run.dataset) in seeded_once:
             continue
         if same_for_every_seed(run.model, config):
             seeded_once.add((run.variant, run.dataset))
         kept.append(run)
+    for dataset, by_variant in schedules.items():
+        check_same_schedule(dataset, by_variant)
     return kept
+
+
+STOPPING_KEYS = ("epochs", "stopping_step", "eval_step")
+
+
+def check_same_schedule(dataset, by_variant):
+    """An equal-budget comparison trains every model of a sequential or context dataset under the same epoch cap
+    and early stopping; a model's own YAML (EAGPS's ``epochs: 300``, CSA's ``epochs: 20``) may say otherwise."""
+    if len(set(by_variant.values())) > 1:
+        shown = "; ".join(f"{variant} " + ", ".join(f"{k} {v}" for k, v in zip(STOPPING_KEYS, values))
+                          for variant, values in sorted(by_variant.items()))
+        raise ValueError(f"with --tune-budget every model of {dataset} trains under the same epoch cap and early "
+                         f"stopping, but {shown}; pass them for all, e.g. --epochs=200 --stopping_step=10 "
+                         "--eval_step=1")
 
 
 def check_table_metrics(run, config):

@@ -4,6 +4,7 @@
 import statistics
 
 from recbole_mgformer.benchmark.datasets import training_share
+from recbole_mgformer.benchmark.stats import format_ci, mean_ci, paired_bootstrap, per_row_by_seed, verdict_text
 from recbole_mgformer.records import mean_std, provenance
 
 HEADLINE = ("auc", "logloss")
@@ -11,8 +12,22 @@ METRICS = (("auc", "AUC", max), ("logloss", "LogLoss", min))  # (key, shown name
 ORDER = ("CSA", "LR", "FM", "DeepFM", "AutoInt")  # the paper's model first, then its baselines
 
 
-def metric_table(by_dataset, key, best):
-    """Rows: variants; columns: rho; cells: test mean ± std over seeds, the best mean of a column in bold."""
+TUNED_NOTE = ("In a section tuned with the same budget, every model had the same random search (trials, ASHA grace, "
+              "epoch cap, search seed) over `properties/hyper/<model>.yaml`, then each seed trained the best "
+              "configuration with early stopping on valid AUC; cells are mean ± the 95% confidence interval over "
+              "seeds (Student t). A verdict sets CSA against the best other model of a rho (by mean test AUC) by a "
+              "paired bootstrap over the test rows (the same rows resampled for both models, each seed's split its "
+              "own; p < 0.05: ahead or behind; else level), of test AUC and of test LogLoss; \"Against each model:\" "
+              "sets it against every other model by the same bootstrap of AUC.")
+
+
+def _interval(values):
+    return format_ci(*mean_ci(values))
+
+
+def metric_table(by_dataset, key, best, cell=mean_std):
+    """Rows: variants; columns: rho; cells: test mean ± std over seeds (``cell``), the best mean of a column in
+    bold."""
     rho = {dataset: training_share(dataset) for dataset in by_dataset}
     columns = sorted(by_dataset, key=lambda dataset: rho[dataset])
     groups = {}
@@ -28,10 +43,78 @@ def metric_table(by_dataset, key, best):
         cells = []
         for dataset in columns:
             values = groups.get((variant, dataset))
-            cell = mean_std(values) if values else "–"
-            cells.append(f"**{cell}**" if values and winners[dataset] == variant else cell)
+            text = cell(values) if values else "–"
+            cells.append(f"**{text}**" if values and winners[dataset] == variant else text)
         rows.append(f"| {variant} | " + " | ".join(cells) + " |")
     return rows
+
+
+def cap_line(by_dataset):
+    """Which rows' best epoch hit the epoch cap (``runs.hit_cap``), or that none did."""
+    hits = sorted({(r["variant"], f"rho = {training_share(d):g}") for d, records in by_dataset.items()
+                   for r in records if r.get("best_epoch_at_cap")})
+    caps = sorted({r["epoch_cap"] for records in by_dataset.values() for r in records if r.get("epoch_cap")})
+    text = "; ".join(f"{v} at {rho}" for v, rho in hits) if hits else "none"
+    return f"Epoch cap {'/'.join(map(str, caps))}; runs whose best epoch came too late for early stopping: {text}."
+
+
+def verdict_lines(by_dataset):
+    """Per rho: each CSA row against the best other model by mean test AUC (bootstrap of AUC and of LogLoss),
+    then against every other model (bootstrap of AUC)."""
+    lines = []
+    for dataset in sorted(by_dataset, key=training_share):
+        groups = {}
+        for record in by_dataset[dataset]:
+            groups.setdefault(record["variant"], []).append(record)
+        mean = {name: statistics.mean(r["test"]["auc"] for r in group) for name, group in groups.items()}
+        rows = {name: per_row_by_seed(group) for name, group in groups.items()}
+        others = sorted((n for n in groups if groups[n][0]["model"] != ORDER[0]), key=lambda n: -mean[n])
+        for name in sorted(n for n in groups if groups[n][0]["model"] == ORDER[0]):
+            if not others:
+                continue
+            prefix = f"rho = {training_share(dataset):g}: "
+            for metric in ("auc", "logloss"):
+                verdict = paired_bootstrap(rows[name], rows[others[0]], metric)
+                if verdict is not None:
+                    lines.append(prefix + "Verdict: " + verdict_text(name, others[0], verdict))
+            if len(others) > 1:
+                from recbole_mgformer.benchmark.general import short_verdict
+
+                parts = [short_verdict(other, v) for other in others
+                         if (v := paired_bootstrap(rows[name], rows[other], "auc")) is not None]
+                if parts:
+                    lines.append(prefix + f"Against each model (AUC): {name} is " + "; ".join(parts) + ".")
+    return lines
+
+
+def tuned_sections(by_dataset):
+    """The lines of each equal-budget search's section (by budget), then the older runs', or None when no record
+    comes from a search (the page as before)."""
+    from recbole_mgformer.benchmark.general import sections
+
+    budgets = {}
+    for dataset, records in by_dataset.items():
+        for budget, group in sections(records):
+            budgets.setdefault(budget, {})[dataset] = group
+    if set(budgets) == {None}:
+        return None
+    lines = [TUNED_NOTE, ""]
+    for budget in sorted(budgets, key=lambda b: (b is None, b or "")):
+        part = budgets[budget]
+        if budget is None:
+            lines += ["## Older runs, not from an equal-budget search", ""]
+            for key, name, best in METRICS:
+                lines += [f"### Test {name}", "", *metric_table(part, key, best), ""]
+            continue
+        lines += [f"## Tuned with the same budget: {budget}", ""]
+        for key, name, best in METRICS:
+            lines += [f"### Test {name}", "", *metric_table(part, key, best, cell=_interval), ""]
+        lines += [cap_line(part), ""]
+        searches = sorted({(r["variant"], r["tuning"]["search"]) for records in part.values() for r in records})
+        lines += ["Searches: " + "; ".join(f"{variant} `{page}`" for variant, page in searches) + ".", ""]
+        verdicts = verdict_lines(part)
+        lines += [line for verdict in verdicts for line in (verdict, "")]
+    return lines
 
 
 def _overrides(record):
@@ -54,8 +137,12 @@ def render_page(by_dataset, runs_shown):
              "the split); best mean per column in bold.", ""]
     if overrides:
         lines += ["Overrides: " + "; ".join(overrides), ""]
-    for key, name, best in METRICS:
-        lines += [f"## Test {name}", "", *metric_table(by_dataset, key, best), ""]
+    tuned = tuned_sections(by_dataset)
+    if tuned is not None:
+        lines += tuned
+    else:
+        for key, name, best in METRICS:
+            lines += [f"## Test {name}", "", *metric_table(by_dataset, key, best), ""]
     minutes = {}
     for record in records:
         minutes.setdefault(record["variant"], []).append(record["seconds"] / 60)

@@ -15,10 +15,10 @@ from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.datasets import same_for_every_seed, table_kind
 from recbole_mgformer.benchmark.entries import slug, variant_name
 from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
-from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_user
+from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_row, write_per_user
 from recbole_mgformer.benchmark.tuning import search_info, settings_hash, tuned_file_for
 from recbole_mgformer.compat import init_logger
-from recbole_mgformer.evaluation import ndcg_by_user
+from recbole_mgformer.evaluation import ndcg_by_user, scores_by_row
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import display_path, git_commit, machine, package_versions, write_record
 from recbole_mgformer.registry import fits_once
@@ -31,6 +31,20 @@ ROOT = Path(__file__).resolve().parents[2]
 # saved-data paths.
 UNCOMPARED_KEYS = (RUNTIME_KEYS - {"epochs"}) | {"use_gpu", "eval_batch_size", "save_dataset", "dataset_save_path",
                                                  "save_dataloaders", "dataloaders_save_path"}
+
+
+# The per-user metric of each kind of table's paired test (a context table pairs its test rows instead).
+PER_USER_METRICS = {"general": (PER_USER_METRIC, 20), "sequential": ("ndcg@10", 10)}
+
+
+def hit_cap(best_epoch, epochs, cap, stopping_step, eval_step=1):
+    """Did the epoch cap, not early stopping, end a run whose validation might still have improved? True when the
+    run trained all ``cap`` epochs and its best epoch was recent enough that RecBole's early stopping (stop after
+    ``stopping_step`` + 1 evaluations, every ``eval_step`` epochs, without a better valid score) had not yet
+    fired; such a row's cap was too low for it."""
+    if best_epoch is None or epochs < cap:
+        return False
+    return best_epoch + (stopping_step + 1) * eval_step > cap - 1
 
 
 def tuned_config_files(tuned, config_files):
@@ -213,7 +227,7 @@ class Run:
             "tuned_config": display_path(self.tuned_file, ROOT), "tuning": tuning,
             "valid": dict(best_valid_result), "test": dict(test_result),
             **self.popularity(trainer, train_data, test_data), **self.per_user(trainer, test_data),
-            **timer.summary(config["valid_metric_bigger"]),
+            **timer.summary(config["valid_metric_bigger"]), **self.cap(config, timer),
             "test_seconds": round(test_seconds, 3), "fit_seconds": round(fit_seconds + construct_seconds, 1),
             # training and evaluation of every process the run took, the data preparation left out
             "seconds": round(construct_seconds + sum(timer.train_seconds) + sum(timer.valid_seconds) + test_seconds,
@@ -243,11 +257,23 @@ class Run:
         return move_record(self.record_path, folder)
 
     def per_user(self, trainer, test_data):
-        """Each test user's NDCG@20 beside the record, for paired tests: a general table's runs only."""
-        if self.kind != "general":
-            return {}
-        path = write_per_user(self.record_path, ndcg_by_user(trainer, test_data, k=20))
-        return {"per_user": {"file": path.name, "metric": PER_USER_METRIC}}
+        """What the paired tests at render time need, beside the record: each test user's NDCG@20 (general) or
+        NDCG@10 (sequential), or each test row's label and predicted probability (context)."""
+        if self.kind == "context":
+            labels, scores = scores_by_row(trainer, test_data)
+            path = write_per_row(self.record_path, labels, scores)
+            return {"per_row": {"file": path.name, "rows": len(labels)}}
+        metric, k = PER_USER_METRICS[self.kind]
+        path = write_per_user(self.record_path, ndcg_by_user(trainer, test_data, k=k), metric=metric)
+        return {"per_user": {"file": path.name, "metric": metric}}
+
+    @staticmethod
+    def cap(config, timer):
+        """The epoch cap the run had and whether it ended a run still improving (:func:`hit_cap`)."""
+        summary = timer.summary(config["valid_metric_bigger"])
+        return {"epoch_cap": config["epochs"], "stopping_step": config["stopping_step"],
+                "best_epoch_at_cap": hit_cap(summary["best_epoch"], summary["epochs"], config["epochs"],
+                                             config["stopping_step"], config["eval_step"])}
 
     def popularity(self, trainer, train_data, test_data):
         """Test metrics by item popularity group (Fig. 2): a general table's runs only."""

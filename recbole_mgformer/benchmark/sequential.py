@@ -3,27 +3,115 @@ dataset (EAGPS against RecBole's SASRec and GRU4Rec)."""
 
 import statistics
 
+from recbole_mgformer.benchmark.stats import format_ci, mean_ci, paired_verdict, per_user_by_seed, verdict_text
 from recbole_mgformer.records import by_variant, mean_std, provenance
 
 HEADLINE = ("recall@10", "ndcg@10")
 METRICS = ("recall@5", "recall@10", "mrr@5", "mrr@10", "ndcg@5", "ndcg@10")
 ORDER = ("EAGPS", "SASRec", "GRU4Rec")  # the paper's model first, then its baselines
 SHOWN = {"recall": "Recall", "mrr": "MRR", "ndcg": "NDCG"}
+PAIRED_METRIC = "ndcg@10"  # each test user's, stored beside a run's record (runs.PER_USER_METRICS)
+TUNED_NOTE = ("In a section tuned with the same budget, every model had the same random search (trials, ASHA grace, "
+              "epoch cap, search seed) over `properties/hyper/<model>.yaml`, then each seed trained the best "
+              "configuration with early stopping on valid NDCG@10; cells are mean ± the 95% confidence interval "
+              "over seeds (Student t). \"at cap\": seeds whose best epoch came so late that the epoch cap, not early "
+              "stopping, ended them (a cap too low for that row). A verdict sets EAGPS against the best other model "
+              "by a paired Wilcoxon signed-rank test over (seed, user) test NDCG@10 (p < 0.05: ahead or behind; else "
+              "level); \"Against each model:\" against every other model by the same test.")
 
 
-def render_dataset(dataset, records):
-    header = ["variant", "seeds", "valid NDCG@10"] + [f"test {SHOWN[m.split('@')[0]]}@{m.split('@')[1]}"
-                                                       for m in METRICS] + ["minutes"]
+def _ordered(groups):
+    rank = {model: i for i, model in enumerate(ORDER)}
+    return sorted(groups, key=lambda n: (rank.get(groups[n][0]["model"], len(rank)), n))
+
+
+def _header(metrics_cell):
+    return ["variant", "seeds", "valid NDCG@10"] + [f"test {SHOWN[m.split('@')[0]]}@{m.split('@')[1]}"
+                                                     for m in METRICS] + metrics_cell
+
+
+def _plain_table(records):
+    """Rows of runs not from an equal-budget search: mean ± standard deviation over seeds."""
+    header = _header(["minutes"])
     rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     groups = by_variant(records)
-    rank = {model: i for i, model in enumerate(ORDER)}
-    for name in sorted(groups, key=lambda n: (rank.get(groups[n][0]["model"], len(rank)), n)):
+    for name in _ordered(groups):
         group = groups[name]
         cells = [mean_std([r["valid"]["ndcg@10"] for r in group])]
         cells += [mean_std([r["test"][metric] for r in group]) for metric in METRICS]
         minutes = statistics.mean(r["seconds"] for r in group) / 60
         rows.append(f"| {name} | {len(group)} | " + " | ".join(cells) + f" | {minutes:.1f} |")
-    return [f"## {dataset}", "", f"Protocol: `properties/dataset/{dataset}.yaml`.", "", *rows, ""]
+    return rows
+
+
+def _tuned_table(records):
+    """Rows of an equal-budget search's runs: mean ± 95% interval, best epoch, cap and how many seeds hit it, and
+    the verdict lines."""
+    header = _header(["best epoch", "epoch cap", "at cap", "minutes"])
+    rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    groups = by_variant(records)
+    for name in _ordered(groups):
+        group = groups[name]
+        cells = [format_ci(*mean_ci([r["valid"]["ndcg@10"] for r in group]))]
+        cells += [format_ci(*mean_ci([r["test"][metric] for r in group])) for metric in METRICS]
+        caps = sorted({r["epoch_cap"] for r in group if r.get("epoch_cap") is not None})
+        cells += [f"{statistics.mean(r['best_epoch'] for r in group):.0f}", "/".join(map(str, caps)),
+                  f"{sum(bool(r.get('best_epoch_at_cap')) for r in group)} of {len(group)}",
+                  f"{statistics.mean(r['seconds'] for r in group) / 60:.1f}"]
+        rows.append(f"| {name} | {len(group)} | " + " | ".join(cells) + " |")
+    verdicts = verdict_lines(groups)
+    return rows + ([""] + verdicts if verdicts else [])
+
+
+def verdict_lines(groups):
+    """Each row of the paper's model (``ORDER[0]``) against the best other model by mean test NDCG@10, then
+    against every other model, by the paired test over (seed, user) test NDCG@10."""
+    mean = {name: statistics.mean(r["test"][PAIRED_METRIC] for r in group) for name, group in groups.items()}
+    values = {name: per_user_by_seed(group) for name, group in groups.items()}
+    others = sorted((n for n in groups if groups[n][0]["model"] != ORDER[0]), key=lambda n: -mean[n])
+    lines = []
+    for name in _ordered(groups):
+        if groups[name][0]["model"] != ORDER[0] or not others:
+            continue
+        verdicts = {other: paired_verdict(values[name], values[other]) for other in others}
+        if verdicts[others[0]] is not None:
+            lines.append("Verdict: " + verdict_text(name, others[0], verdicts[others[0]], metric=PAIRED_METRIC))
+        parts = [short_verdict(other, v) for other, v in verdicts.items() if v is not None]
+        if len(others) > 1 and parts:
+            lines.append(f"Against each model: {name} is " + "; ".join(parts) + ".")
+    return lines
+
+
+def short_verdict(other, verdict):
+    from recbole_mgformer.benchmark.general import short_verdict as general_short
+
+    return general_short(other, verdict)
+
+
+def sections(records):
+    from recbole_mgformer.benchmark.general import sections as general_sections
+
+    return general_sections(records)
+
+
+def render_dataset(dataset, records):
+    lines = [f"## {dataset}", "", f"Protocol: `properties/dataset/{dataset}.yaml`.", ""]
+    parts = sections(records)
+    if all(budget is None for budget, _ in parts):
+        return lines + _plain_table(records) + [""]
+    for budget, group in parts:
+        if budget is None:
+            lines += ["### Older runs, not from an equal-budget search", "", *_plain_table(group), ""]
+        else:
+            lines += [f"### Tuned with the same budget: {budget}", "", *_tuned_table(group), "",
+                      searches_line(group), ""]
+    return lines
+
+
+def searches_line(records):
+    """``Searches: EAGPS `results/tuning/...md`; ...``: the page of each row's search."""
+    searches = sorted({(r["variant"], r["tuning"]["search"]) for r in records if r.get("tuning")})
+    return "Searches: " + "; ".join(f"{variant} `{page}`" for variant, page in searches) + "."
 
 
 def render_page(by_dataset, runs_shown):
@@ -34,6 +122,8 @@ def render_page(by_dataset, runs_shown):
              "(`properties/model/EAGPS.yaml`; RecBole 1.2.1's own for SASRec and GRU4Rec); a variant's name lists "
              "the overrides it ran with (the commands below give every run's settings). Values are means ± standard deviation over seeds.", "",
              f"Records: `{runs_shown}/<dataset>/`.", ""]
+    if any(r.get("tuning") for r in records):
+        lines += [TUNED_NOTE, ""]
     for dataset in sorted(by_dataset):
         lines += render_dataset(dataset, by_dataset[dataset])
     commands = sorted({r["command"] for r in records if r.get("command")})

@@ -113,9 +113,128 @@ def relation_text(other, verdict):
     return f"**{verdict['word']}**{joiner} {other}"
 
 
-def verdict_text(name, other, verdict):
-    """One sentence: ``MGFormer is **ahead** of DirectAU by a paired ... test ...: mean difference ..., p = ...``."""
+def verdict_text(name, other, verdict, metric=PER_USER_METRIC):
+    """One sentence: ``MGFormer is **ahead** of DirectAU by a paired ... test ...: mean difference ..., p = ...``;
+    a bootstrap verdict (:func:`paired_bootstrap`) names its own test."""
+    if verdict.get("test") == "bootstrap":
+        return f"{name} is {relation_text(other, verdict)}" + (
+            f" by a paired bootstrap of test {verdict['metric']} over {verdict['pairs']:,} test rows "
+            f"({verdict['resamples']:,} resamples, seed {verdict['bootstrap_seed']}) from {verdict['seeds']} seed(s): "
+            f"difference {verdict['difference']:+.4f}, {format_p(verdict['p'])}.")
     return f"{name} is {relation_text(other, verdict)}" + (
-        f" by a paired Wilcoxon signed-rank test of test {PER_USER_METRIC} over {verdict['pairs']:,} (seed, user) "
+        f" by a paired Wilcoxon signed-rank test of test {metric} over {verdict['pairs']:,} (seed, user) "
         f"pairs from {verdict['seeds']} seed(s): mean difference {verdict['difference']:+.4f}, "
         f"{format_p(verdict['p'])}.")
+
+
+# --- per-row outputs of a context run and their paired bootstrap -------------------------------------------------
+
+LOGLOSS_EPS = 1e-15  # RecBole's LogLoss clips predictions to [eps, 1 - eps]
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+
+
+def write_per_row(record_path, labels, scores):
+    """A context run's test labels and predicted probabilities, row by row in the test loader's order, beside its
+    record (the per-user file's name: runs move it along), for the paired bootstrap at render time."""
+    payload = {"metric": "score", "labels": [int(v) for v in labels], "scores": [round(float(v), 6) for v in scores]}
+    path = per_user_path(record_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as handle:
+        json.dump(payload, handle, separators=(",", ":"))
+    tmp.replace(path)
+    return path
+
+
+def read_per_row(record_path):
+    """``(labels, scores)`` numpy arrays written by :func:`write_per_row`, or None where the run stored none."""
+    import numpy as np
+
+    path = per_user_path(record_path)
+    if not path.is_file():
+        return None
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        payload = json.load(handle)
+    if "labels" not in payload:
+        return None
+    return np.asarray(payload["labels"], dtype=np.int8), np.asarray(payload["scores"], dtype=np.float64)
+
+
+def per_row_by_seed(records):
+    """``{seed: (labels, scores)}`` of the records that stored their test rows (``per_row``)."""
+    values = {r["seed"]: read_per_row(r["_path"]) for r in records if r.get("per_row") and r.get("_path")}
+    return {seed: rows for seed, rows in values.items() if rows is not None}
+
+
+class _Sorted:
+    """One model's test rows sorted by score once, so the AUC of any reweighting (a bootstrap resample: each row
+    counted as often as drawn) is two sums over tie groups."""
+
+    def __init__(self, labels, scores):
+        import numpy as np
+
+        order = np.argsort(scores, kind="stable")
+        sorted_scores = scores[order]
+        self.order = order
+        self.positive = labels[order].astype(np.float64)
+        self.starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])  # each tie group's first
+
+    def auc(self, weights):
+        """AUC with each row counted ``weights[row]`` times (ties count one half), as RecBole's rank-based AUC."""
+        import numpy as np
+
+        w = weights[self.order]
+        positive = np.add.reduceat(w * self.positive, self.starts)  # (groups,)
+        negative = np.add.reduceat(w * (1 - self.positive), self.starts)
+        below = np.cumsum(negative) - negative
+        total = positive.sum() * negative.sum()
+        return float((positive * (below + 0.5 * negative)).sum() / total) if total else float("nan")
+
+
+def _logloss(labels, scores, weights):
+    import numpy as np
+
+    p = np.clip(scores, LOGLOSS_EPS, 1 - LOGLOSS_EPS)
+    losses = -(labels * np.log(p) + (1 - labels) * np.log(1 - p))
+    return float((weights * losses).sum() / weights.sum())
+
+
+def paired_bootstrap(a_by_seed, b_by_seed, metric="auc", resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED):
+    """Is model a ahead of, level with or behind model b on test ``metric`` (``auc``: bigger is better; ``logloss``:
+    smaller is better)? ``{seed: (labels, scores)}`` each, the same test rows in the same order for a seed (a
+    seed whose labels differ is not paired). Each resample draws the rows of every seed with replacement, the
+    same rows for both models, and takes the mean over seeds of metric(a) - metric(b); the two-sided p is twice
+    the smaller share of resamples on either side of 0 (with one added to both counts, so never 0). Returns
+    ``{"word", "p", "difference" (observed, a - b), "pairs" (rows), "seeds", ...}`` or None without a paired seed."""
+    import numpy as np
+
+    if metric not in ("auc", "logloss"):
+        raise ValueError(f"paired_bootstrap: metric {metric!r} is not one of auc, logloss")
+    seeds = [s for s in sorted(set(a_by_seed) & set(b_by_seed))
+             if len(a_by_seed[s][0]) == len(b_by_seed[s][0]) and np.array_equal(a_by_seed[s][0], b_by_seed[s][0])]
+    if not seeds:
+        return None
+    rng = np.random.default_rng(seed)
+
+    def value(labels, scores, prepared, weights):
+        return prepared.auc(weights) if metric == "auc" else _logloss(labels, scores, weights)
+
+    observed, draws = [], np.zeros(resamples)
+    for s in seeds:
+        labels, a_scores = a_by_seed[s]
+        b_scores = b_by_seed[s][1]
+        a_sorted, b_sorted = (_Sorted(labels, a_scores), _Sorted(labels, b_scores)) if metric == "auc" else (None,) * 2
+        ones = np.ones(len(labels))
+        observed.append(value(labels, a_scores, a_sorted, ones) - value(labels, b_scores, b_sorted, ones))
+        for i in range(resamples):
+            weights = np.bincount(rng.integers(0, len(labels), len(labels)), minlength=len(labels)).astype(np.float64)
+            draws[i] += value(labels, a_scores, a_sorted, weights) - value(labels, b_scores, b_sorted, weights)
+    draws /= len(seeds)
+    difference = float(np.mean(observed))
+    p = min(1.0, 2 * (min((draws <= 0).sum(), (draws >= 0).sum()) + 1) / (resamples + 1))
+    better = difference > 0 if metric == "auc" else difference < 0
+    word = "level" if p >= ALPHA or difference == 0 else "ahead" if better else "behind"
+    return {"word": word, "p": p, "difference": difference, "pairs": sum(len(a_by_seed[s][0]) for s in seeds),
+            "seeds": len(seeds), "test": "bootstrap", "metric": {"auc": "AUC", "logloss": "LogLoss"}[metric],
+            "resamples": resamples, "bootstrap_seed": seed}

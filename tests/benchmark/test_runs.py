@@ -347,3 +347,14 @@ def test_stored_values_count_dense_entries_and_sparse_nonzeros_once():
             self.other_parameter_name = ["similarity", "interactions", "dense"]
 
     assert stored_values(Fitted()) == 12 + 5 + 4 + 6
+
+
+def test_the_cap_rule_flags_a_run_the_cap_ended_while_early_stopping_had_not():
+    from recbole_mgformer.benchmark.runs import hit_cap
+
+    assert hit_cap(best_epoch=29, epochs=30, cap=30, stopping_step=10)  # best at the last epoch: still improving
+    assert hit_cap(best_epoch=19, epochs=30, cap=30, stopping_step=10)  # 10 epochs without gain: not yet stopped
+    assert not hit_cap(best_epoch=18, epochs=30, cap=30, stopping_step=10)  # the stop fired at the cap's last epoch
+    assert not hit_cap(best_epoch=5, epochs=17, cap=30, stopping_step=10)  # stopped early
+    assert hit_cap(best_epoch=10, epochs=30, cap=30, stopping_step=4, eval_step=5)  # evaluated every 5 epochs
+    assert not hit_cap(best_epoch=None, epochs=30, cap=30, stopping_step=10)

@@ -61,3 +61,51 @@ def test_the_verdict_follows_the_paired_test_not_the_third_decimal():
     assert verdict_text("MGFormer", "DirectAU", level).startswith("MGFormer is **level** with DirectAU")
     behind = paired_verdict(same, better)
     assert verdict_text("MGFormer", "DirectAU", behind).startswith("MGFormer is **behind** DirectAU by a paired")
+
+
+# --- the paired bootstrap of a context table's test rows ------------------------------------------------------------
+
+def test_the_weighted_auc_counts_ties_as_half_and_repeats_rows_by_weight():
+    from recbole_mgformer.benchmark.stats import _Sorted
+
+    labels, scores = np.array([1, 0, 1, 0]), np.array([0.9, 0.1, 0.5, 0.5])
+    prepared = _Sorted(labels, scores)
+    assert prepared.auc(np.ones(4)) == pytest.approx(3.5 / 4)  # (0.9 > both, 0.5 > 0.1, 0.5 ties 0.5) of 4 pairs
+    # drawn twice, the tied negative weighs double: 0.9 beats 1 + 2, 0.5 beats 1 and ties 2, of 2 * 3 pairs
+    assert prepared.auc(np.array([1.0, 1.0, 1.0, 2.0])) == pytest.approx((3 + 1 + 0.5 * 2) / 6)
+
+
+def test_a_perfect_ranker_is_ahead_of_a_random_one_and_equal_scores_are_level():
+    from recbole_mgformer.benchmark.stats import paired_bootstrap
+
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 400)
+    perfect = (0.25 + 0.5 * labels).astype(float)
+    noise = rng.random(400)
+    verdict = paired_bootstrap({0: (labels, perfect)}, {0: (labels, noise)}, "auc", resamples=200)
+    # the observed difference is 1 - AUC(noise), and no resample reverses it: p is its floor, 2 / 201
+    assert verdict["word"] == "ahead" and verdict["p"] == pytest.approx(2 / 201)
+    assert verdict["difference"] == pytest.approx(1 - _auc(labels, noise)) and verdict["pairs"] == 400
+    loss = paired_bootstrap({0: (labels, perfect)}, {0: (labels, noise)}, "logloss", resamples=200)
+    assert loss["word"] == "ahead" and loss["difference"] < 0  # a lower LogLoss is ahead
+    same = paired_bootstrap({0: (labels, noise)}, {0: (labels, noise.copy())}, "auc", resamples=50)
+    assert same["word"] == "level" and same["p"] == 1.0 and same["difference"] == 0
+
+
+def test_the_bootstrap_is_seeded_and_refuses_to_pair_rows_of_other_splits():
+    from recbole_mgformer.benchmark.stats import paired_bootstrap
+
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 2, 300)
+    a, b = labels * 0.1 + rng.random(300), rng.random(300)
+    first = paired_bootstrap({0: (labels, a)}, {0: (labels, b)}, resamples=100)
+    assert paired_bootstrap({0: (labels, a)}, {0: (labels, b)}, resamples=100) == first
+    assert paired_bootstrap({0: (labels, a)}, {0: (1 - labels, b)}) is None  # another split's labels
+    with pytest.raises(ValueError, match="metric 'ndcg'"):
+        paired_bootstrap({0: (labels, a)}, {0: (labels, b)}, "ndcg")
+
+
+def _auc(labels, scores):
+    positive, negative = scores[labels == 1], scores[labels == 0]
+    wins = (positive[:, None] > negative[None, :]).sum() + 0.5 * (positive[:, None] == negative[None, :]).sum()
+    return wins / (len(positive) * len(negative))
