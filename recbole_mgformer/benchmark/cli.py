@@ -13,8 +13,8 @@ from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.benchmark.runs import ROOT, Run
 from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search
 from recbole_mgformer.cli import parse_overrides
-from recbole_mgformer.tune.search import check_address
 from recbole_mgformer.input_checks import user_errors
+from recbole_mgformer.tune.search import check_address
 
 HEADLINES = {"general": general.HEADLINE, "sequential": sequential.HEADLINE, "context": context.HEADLINE}
 

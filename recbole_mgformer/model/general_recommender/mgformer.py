@@ -19,8 +19,7 @@ from recbole_mgformer.model.attention_options import AttentionBlock, AttentionOp
 from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops, lightgcn_propagate, normalized_adjacency
-from recbole_mgformer.model.key_summary import (EAGER, ChunkFunctions, chunked_key_summary,
-                                                eager_region_key_summary)
+from recbole_mgformer.model.key_summary import EAGER, ChunkFunctions, chunked_key_summary, eager_region_key_summary
 from recbole_mgformer.model.loss import directau_loss_of_pairs
 from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
 from recbole_mgformer.model.precision import PRECISIONS, matmul, resolve_precision
@@ -245,7 +244,8 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         self.degree_projection = nn.Linear(self.degree_embedding.embedding_dim, 1)
         if self.degree_mask == "adjacency":
             row_pointers, columns = graph_with_self_loops(interactions)
-            self.register_buffer("edge_row_pointers", row_pointers, persistent=False)  # rebuilt from the data, not saved
+            # rebuilt from the data, not saved
+            self.register_buffer("edge_row_pointers", row_pointers, persistent=False)
             self.register_buffer("edge_columns", columns, persistent=False)
 
         # keys (n, w) and features (n, h m) of every layer, in fp32
