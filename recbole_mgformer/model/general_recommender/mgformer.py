@@ -61,8 +61,7 @@ class MaskedAttentionLayer(nn.Module):
         # dynamic=True: the batch and key-sample sizes vary, one graph serves them all.
         self.mix = CompiledOrEager(self._mix, "MGFormer attention", dynamic=True) if compile else self._mix
         # compiled, the adjacency mask's per-edge products are fused into their sums instead of materialising
-        # (edges, m) and (edges, w) tensors: a Beauty step at d 128 2.2x faster (fp32, one thread;
-        # results/performance/performance.md)
+        # (edges, m) and (edges, w) tensors: a faster Beauty step (the figure: results/performance/performance.md)
         self.mix_edges = (CompiledOrEager(self._mix_edges, "MGFormer adjacency attention", dynamic=True) if compile
                           else self._mix_edges)
 
