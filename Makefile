@@ -1,5 +1,6 @@
 # make run: set up the virtual environment if missing, then train MGFormer on ml-100k (the copy inside the recbole wheel).
-# make test: set up the virtual environment if missing, then run the whole test suite (slow end-to-end tests included).
+# make test: set up the virtual environment if missing, lint (make lint), then run the whole test suite (slow tests included).
+# make lint: ruff check over the package, benchmarks/ and tests/ (configuration in pyproject.toml).
 #
 # PYTHON picks the interpreter and with it the stack:
 #   python3.11 (default here): the tested pin set (constraints/pinned.txt: torch 2.13.0 CPU, numpy 1.26, Ray 2.6.3) in .venv
@@ -17,7 +18,7 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed-$(STACK)
 ARGS ?=
 
-.PHONY: run test test-fast install clean
+.PHONY: run test test-fast lint install clean
 
 install: $(STAMP)
 
@@ -41,7 +42,10 @@ endif
 run: $(STAMP)
 	$(PY) run.py --model=MGFormer --dataset=ml-100k $(ARGS)
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+test: lint
 	$(PY) -m pytest -q $(ARGS)
 
 test-fast: $(STAMP)

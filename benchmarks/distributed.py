@@ -11,7 +11,8 @@ epoch time is what a user waits for. The time is rank 0's, which waits for the s
 
     python benchmarks/distributed.py --dataset amazon-beauty --models MGFormer,LightGCN --settings 1x1,1x2,2x1
     python benchmarks/distributed.py --settings 1x1,2x1,4x1        # on a machine with GPUs, P x 1 is P GPUs (nccl)
-    python benchmarks/distributed.py --models "MGFormer[train_batch_size=2048]" --table results/performance/distributed-batch.md
+    python benchmarks/distributed.py --models "MGFormer[train_batch_size=2048]" \
+        --table results/performance/distributed-batch.md
     python benchmarks/distributed.py --dataset tiny --data_path=/tmp/data --max_steps 2            # a quick smoke run
 
 Any ``--key=value`` overrides a config setting of every run. Writes results/performance/distributed-<dataset>.md
@@ -124,7 +125,8 @@ def render(records, dataset, provenance):
             times = [r["epoch_seconds"] for r in rows]
             speedups = [base[r["repeat"]] / r["epoch_seconds"] for r in rows if r["repeat"] in base]
             lines.append(f"| {model} | {setting[0]} x {setting[1]} | {rows[0]['device']} | {spread(times)} | "
-                         f"{spread(speedups) if speedups else ''} | {rows[0]['steps']} / {rows[0]['steps_per_epoch']} |")
+                         f"{spread(speedups) if speedups else ''} | "
+                         f"{rows[0]['steps']} / {rows[0]['steps_per_epoch']} |")
     lines += ["", provenance, ""]
     return "\n".join(lines)
 
@@ -138,7 +140,8 @@ def main(argv=None):
     parser.add_argument("--max_steps", type=int, default=0, help="time this many steps per epoch (0: all)")
     parser.add_argument("--port", type=int, default=None, help="port of the process group (default: a free one)")
     parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
-    parser.add_argument("--table", default=None, help="the table to write (default: <results>/distributed-<dataset>.md)")
+    parser.add_argument("--table", default=None,
+                        help="the table to write (default: <results>/distributed-<dataset>.md)")
     args, rest = parser.parse_known_args(argv)
     overrides = parse_overrides(rest)
     settings = [parse_setting(text) for text in args.settings.split(",")]

@@ -99,7 +99,8 @@ def render(records, dataset, provenance):
     lines = [f"# Epoch time on {dataset}", "",
              "Produced by `python benchmarks/epoch_time.py`. Each cell is min / median / max over repeats; ratios are "
              "to LightGCN (3 layers) at the same batch size in the same repeat, measured interleaved.", "",
-             "| model | batch | epoch s | ratio to LightGCN | evaluation s | eval ratio | peak memory MiB | steps timed "
+             "| model | batch | epoch s | ratio to LightGCN | evaluation s | eval ratio | peak memory MiB | steps "
+             "timed "
              "| threads |",
              "|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["batch_size"], r["model"]) for r in records})
@@ -119,9 +120,9 @@ def render(records, dataset, provenance):
 
 
 def main(argv=None):
+    from benchmarks.recorded_run import timing_provenance, write_timing_record
     from recbole_mgformer.benchmark import parse_entry, split_models, variant_name
     from recbole_mgformer.cli import parse_overrides
-    from benchmarks.recorded_run import timing_provenance, write_timing_record
     from recbole_mgformer.records import git_commit
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -1,7 +1,7 @@
 """The fit of each closed-form model (RecBole's traditional path: EASE, ItemKNN, SLIMElastic, and any model fit in its
 constructor) on one CPU core, against the targets of issue 55: Amazon-Beauty in under 2 minutes, Gowalla in under 10.
 
-    python benchmarks/fit_time.py                                        # EASE,ItemKNN,SLIMElastic on amazon-beauty,gowalla
+    python benchmarks/fit_time.py                   # EASE,ItemKNN,SLIMElastic on amazon-beauty,gowalla
     python benchmarks/fit_time.py --models EASE --datasets amazon-beauty --timeout 600
 
 Each (model, dataset) fits in a process of its own, with OMP/MKL/OpenBLAS threads and torch's set to 1 before
@@ -91,7 +91,8 @@ def fit_once(model, dataset, data_path):
     dataset_obj = train_data._dataset
     return {"model": model_class.__name__, "dataset": dataset, "seconds": round(seconds, 2),
             "cpu_seconds": round(cpu_seconds, 2),
-            "peak_rss_mb": round(peak / 1024), "fit_rss_mb": round((peak - before) / 1024) if peak > peak_before else None,
+            "peak_rss_mb": round(peak / 1024),
+            "fit_rss_mb": round((peak - before) / 1024) if peak > peak_before else None,
             "users": int(dataset_obj.user_num), "items": int(dataset_obj.item_num),
             "train_interactions": int(dataset_obj.inter_num), "torch_threads": torch.get_num_threads(),
             "blas_threads": _blas_threads(), "tuned_config": display_path(tuned, ROOT) if tuned else None,
@@ -184,7 +185,8 @@ def table_lines(records):
     lines = ["# Closed-form models: the fit on one CPU core", "",
              "Produced by `python benchmarks/fit_time.py`: each model's constructor, where it fits (RecBole's "
              "traditional path), in a process of its own with one thread (torch and OMP/MKL/OpenBLAS), the data "
-             "loaded and split before the clock starts; CPU s: the process time of the fit (wall time on quiet cores). Peak RSS: the process's maximum resident memory (data "
+             "loaded and split before the clock starts; CPU s: the process time of the fit (wall time on quiet "
+             "cores). Peak RSS: the process's maximum resident memory (data "
              "included); of it, the fit: its rise over the memory before the fit. Targets (issue 55): "
              + ", ".join(f"{dataset} under {seconds // 60} min" for dataset, seconds in TARGETS.items()) + ".", "",
              "| dataset | model | users x items | settings | fit s | CPU s | peak RSS MB | of it, the fit | target s | "

@@ -137,7 +137,8 @@ def cuda_graph_row(graph, args, device, replays=20):
         eager_loss = train_step(twin, twin_optimizer, batch)
         differences.append(abs(static_loss.item() - eager_loss.item()) / max(abs(eager_loss.item()), 1e-12))
     parameter_difference = max(float((a - b).abs().max()) for a, b in zip(graphed.parameters(), twin.parameters()))
-    return {"variant": "MGFormer, auto, whole step in one CUDA graph", "step_ms": round(1e3 * statistics.median(times), 3),
+    return {"variant": "MGFormer, auto, whole step in one CUDA graph",
+            "step_ms": round(1e3 * statistics.median(times), 3),
             "max_relative_loss_difference": max(differences), "max_parameter_difference": parameter_difference,
             "replays": len(times)}
 

@@ -101,7 +101,7 @@ def main(argv=None):
     for label, module in ((args.baseline, old_loss), ("this checkout", loss)):
         cases[f"uniformity loss, {label}"] = lambda m=module: time_uniformity(m, x, 256)
     times = {name: [] for name in cases}
-    for name, run in cases.items():  # warm-up: compilation, allocator
+    for run in cases.values():  # warm-up: compilation, allocator
         run(), run()
     for _ in range(args.repeats):
         for name, run in cases.items():

@@ -4,8 +4,8 @@
     python benchmarks/precision_accuracy.py                       # seeds 0,1,2, ml-100k
     python benchmarks/precision_accuracy.py --seeds 0,1,2,3,4 --dataset ml-100k
 
-Writes a JSON record per run to results/performance/runs/performance/precision-<dataset>/ (a rerun skips finished runs) and
-the table to results/performance/precision-<dataset>.md.
+Writes a JSON record per run to results/performance/runs/performance/precision-<dataset>/ (a rerun skips finished
+runs) and the table to results/performance/precision-<dataset>.md.
 """
 
 import argparse

@@ -235,7 +235,7 @@ def atomic_mutations(space):
         cases.append((f"random bytes #{index} ({size} B)", bytes(rng.randrange(256) for _ in range(size)), False))
         cases.append((f"header then random bytes #{index}", lines[0] + bytes(rng.randrange(256) for _ in range(size)),
                       False))
-    for index in range(3 if space.quick else 8):
+    for _ in range(3 if space.quick else 8):
         cut = rng.randint(1, len(clean) - 1)
         cases.append((f"truncated at byte {cut}", clean[:cut], True))  # a shorter file may still be well formed
     return cases
@@ -523,7 +523,7 @@ def kill_cases(space):
     repeats = 1 if space.quick else 3
     timed = {}  # each command's uninterrupted duration and test line, so a kill lands inside it
     epochs = [f"--epochs={4 if space.quick else 6}", "--stopping_step=100"]
-    for index in range(repeats):
+    for _ in range(repeats):
         folder = space.case_dir("kill-run")
         earlier = folder / "saved" / "BPR-earlier-run.pth"  # another run's file: must survive
         earlier.parent.mkdir(parents=True)
@@ -547,7 +547,7 @@ def kill_cases(space):
         how = f"killed after {delay} s" if killed else f"finished before {delay} s"
         results.append(Result("kill and rerun", f"run.py {how}" + (", resumed from its last epoch" if latest else ""),
                               verdict, last_line(ran)))
-    for index in range(min(repeats, 2)):
+    for _ in range(min(repeats, 2)):
         folder = space.case_dir("kill-benchmark")
         command = [sys.executable, "-m", "recbole_mgformer.benchmark", "--models", "BPR,LightGCN", "--datasets",
                    "tiny", "--seeds", "0", "--data_path", str(space.data), "--config_files", str(space.config),
@@ -565,7 +565,7 @@ def kill_cases(space):
             verdict = "recovery" if len(records) == 2 else "silent-wrong"
         how = f"killed after {delay} s" if killed else f"finished before {delay} s"
         results.append(Result("kill and rerun", f"benchmark {how}", verdict, f"records {records}; {last_line(ran)}"))
-    for index in range(1 if space.quick else 2):
+    for _ in range(1 if space.quick else 2):
         folder = space.case_dir("kill-tune")
         (folder / "space.yaml").write_text("learning_rate: {grid: [0.001, 0.01]}\n")
         delay = round(space.rng.uniform(12, 30), 1)  # Ray starts in about 10 s here

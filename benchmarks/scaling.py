@@ -44,7 +44,8 @@ def step_flops(n_nodes, batch, width):
     Per node on the key side, and per query node (2 * batch of them): W_K or W_Q (3 w^2 MACs with the
     backward), random-feature logits (2 w m; the projection is fixed), the masked key sums or their readout
     (6 m (v + 1): two branches of m features, forward plus two backward products); then the loss's two
-    batch x batch Gram matrices (2 b^2 w each: the Gram matmul and, in backward, the kernel times x). Checked against ``torch.utils.flop_counter`` in the tests.
+    batch x batch Gram matrices (2 b^2 w each: the Gram matmul and, in backward, the kernel times x).
+    Checked against ``torch.utils.flop_counter`` in the tests.
     """
     m = v = width
     per_node = 3 * width * width + 2 * width * m + 6 * m * (v + 1)
@@ -181,7 +182,8 @@ def render(records, provenance, chart_name, peak_flops=None):
         "`torch.cuda.max_memory_allocated` on a GPU, before the exact attention runs; working memory is what the "
         "step and the evaluation add to the setup (graph and tokens).",
         "Roofline: a step's matmul FLOPs (`step_flops`, equal to `torch.utils.flop_counter`'s count) over its time, "
-        "against the machine's dense fp32 matmul rate" + (f" of {peak_flops / 1e9:.1f} GFLOP/s (2048 x 2048, best of 5, "
+        "against the machine's dense fp32 matmul rate" + (f" of {peak_flops / 1e9:.1f} GFLOP/s (2048 x 2048, "
+                                                          "best of 5, "
                                                           "same threads)." if peak_flops else "."),
         "", f"![scaling]({chart_name})", "", provenance, ""]
     return "\n".join(lines), fits
@@ -232,7 +234,8 @@ def main(argv=None):
         record = measure_in_subprocess("scaling", "measure", n_nodes, args.batch, args.dim,
                                        args.exact_limit_gib, args.device)
         records.append(record)
-        print(f"{n_nodes:>10,} nodes: step {record['step_seconds']:.3f} s, evaluation {record['evaluation_seconds']:.3f} s, "
+        print(f"{n_nodes:>10,} nodes: step {record['step_seconds']:.3f} s, evaluation "
+              f"{record['evaluation_seconds']:.3f} s, "
               f"peak {record['peak_memory_bytes'] / 2**20:.0f} MiB", flush=True)
     provenance = (f"Commit {git_commit(ROOT)}, {machine()}, torch {package_versions()['torch']}, "
                   f"device {args.device}, {time.strftime('%Y-%m-%d')}.")

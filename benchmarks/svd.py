@@ -77,7 +77,8 @@ def errors(matrix, exact, approximate):
 
 def render(rows, rank, provenance):
     lines = ["# Truncated SVD for the structural encodings", "",
-             f"Produced by `python benchmarks/svd.py`. Rank {rank} (MGFormer's d). ARPACK is `scipy.sparse.linalg.svds`; "
+             f"Produced by `python benchmarks/svd.py`. Rank {rank} (MGFormer's d). ARPACK is "
+             "`scipy.sparse.linalg.svds`; "
              "randomized is `recbole_mgformer.model.structural.randomized_svd` (16 extra columns, 4 power iterations). "
              "Synthetic graphs: power-law bipartite, 5 edges per node (`benchmarks/scaling.py`). Amazon-beauty: 80% of "
              "each user's interactions. Single-run wall times, each solver in a fresh process.", "",
@@ -85,7 +86,8 @@ def render(rows, rank, provenance):
              "subspace captured | reconstruction error / optimal |", "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(
-            f"| {row['source']} | {row['shape'][0]:,} x {row['shape'][1]:,} | {row['nnz']:,} | {row['arpack_seconds']:.2f} | "
+            f"| {row['source']} | {row['shape'][0]:,} x {row['shape'][1]:,} | {row['nnz']:,} | "
+            f"{row['arpack_seconds']:.2f} | "
             f"{row['randomized_seconds']:.2f} | {row['arpack_seconds'] / row['randomized_seconds']:.1f}x | "
             f"{row['max_singular_value_error']:.2e} | {row['subspace_captured']:.4f} | "
             f"{row['reconstruction_error_ratio']:.6f} |")
@@ -117,7 +119,8 @@ def main(argv=None):
                 factors[solver] = dict(np.load(path))
             row.update(errors(load_matrix(source, args.data_path), factors["arpack"], factors["randomized"]))
             rows.append(row)
-            print(f"{row['source']}: ARPACK {row['arpack_seconds']:.2f} s, randomized {row['randomized_seconds']:.2f} s, "
+            print(f"{row['source']}: ARPACK {row['arpack_seconds']:.2f} s, randomized "
+                  f"{row['randomized_seconds']:.2f} s, "
                   f"subspace {row['subspace_captured']:.4f}, reconstruction x{row['reconstruction_error_ratio']:.6f}",
                   flush=True)
     provenance = f"Commit {git_commit(ROOT)}, {machine()}, numpy {np.__version__}, {time.strftime('%Y-%m-%d')}."

@@ -117,10 +117,12 @@ def render(rows, dataset, target):
         lines.append(
             f"| {row['variant']} | {settings.get('train_batch_size')} | {settings.get('embedding_size')} | "
             f"{row['learning_rate']} | {', '.join(map(str, row['seeds']))} | {to_target} | "
-            f"{_minutes(row['seconds_to_target'], 'not reached' if any(row['target_known']) else 'unknown')} | {', '.join(str(c[0]) for c in row['best_counts'])} | "
+            f"{_minutes(row['seconds_to_target'], 'not reached' if any(row['target_known']) else 'unknown')} | "
+            f"{', '.join(str(c[0]) for c in row['best_counts'])} | "
             f"{_minutes(row['seconds_to_best'])} | {statistics.mean(row['best_valid']):.4f} | "
             f"{cost['epoch_seconds']:.1f} | {cost['validation_seconds']:.1f} | {cost['one_off_seconds']:.0f} |")
-    lines += ["", "Epochs to target: per seed; `-` never reached; `?` unknown: a record that kept no validation history "
+    lines += ["",
+              "Epochs to target: per seed; `-` never reached; `?` unknown: a record that kept no validation history "
               "(older runs) and whose best score is above the target. "
               "Records (commit, machine of the run that trained them): "
               + "; ".join(f"{row['variant']}: " + ", ".join(row["record_sources"]) for row in rows) + "."]

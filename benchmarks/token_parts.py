@@ -1,6 +1,7 @@
 """What a trained MGFormer's outputs are made of: the sizes of its token parts and of the attention branch.
 
-    python benchmarks/token_parts.py --dataset amazon-beauty --checkpoint saved/benchmark/amazon-beauty/mgformer-seed0.pth
+    python benchmarks/token_parts.py --dataset amazon-beauty \
+        --checkpoint saved/benchmark/amazon-beauty/mgformer-seed0.pth
 
 For each node the output is ``h = [e, p] + Attn([e, p])``; the script reports the mean L2 norm of the learned
 embedding ``e``, the fixed SVD encoding ``p`` and the attention branch, the mean cosine of each node's attention

@@ -60,7 +60,8 @@ def main(argv=None):
     parser.add_argument("--no-tuned", "--no_tuned", dest="tuned", action="store_false",
                         help="leave out properties/benchmark/<dataset>/<Model>.yaml, the settings tuned for the "
                              "dataset: RecBole's defaults and the model's YAML only")
-    distributed = parser.add_argument_group("data-parallel training (torch.distributed DDP: gloo on CPUs, nccl on GPUs)")
+    distributed = parser.add_argument_group(
+        "data-parallel training (torch.distributed DDP: gloo on CPUs, nccl on GPUs)")
     distributed.add_argument("--nproc", type=int, default=1, help="processes on this machine (default 1)")
     distributed.add_argument("--world_size", type=int, default=-1,
                              help="processes on all machines together (default: nproc)")

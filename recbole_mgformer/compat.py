@@ -147,8 +147,8 @@ def _repair_pandas3_fillna():
                 elif ftype == FeatureType.FLOAT:
                     feat[field] = feat[field].fillna(value=feat[field].mean())
                 else:
-                    dtype = numpy.int64 if ftype == FeatureType.TOKEN_SEQ else numpy.float64
-                    feat[field] = feat[field].apply(lambda x: numpy.array([], dtype=dtype) if isinstance(x, float) else x)
+                    empty = numpy.array([], dtype=numpy.int64 if ftype == FeatureType.TOKEN_SEQ else numpy.float64)
+                    feat[field] = feat[field].apply(lambda x, empty=empty: empty.copy() if isinstance(x, float) else x)
 
     _replace(Dataset, "_fill_nan", _fill_nan)
 

@@ -157,7 +157,7 @@ def broadcast_value(value, src=0):
 
 
 class DistributedTrainerMixin:
-    """RecBole's trainer with DDP on CPUs or GPUs and metrics over the whole split; single-process runs are unchanged."""
+    """RecBole's trainer with DDP on CPUs or GPUs and metrics over the whole split; one process runs unchanged."""
 
     def __init__(self, config, model):
         distributed = is_distributed(config)

@@ -24,11 +24,20 @@ from recbole_mgformer.data.duplicates import apply_duplicate_policy
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.defaults import benchmark_config_file, dataset_config_file, model_config_file
 from recbole_mgformer.distributed import (
-    DistributedConfig, check_sizes, collective_error, is_collective_failure, is_distributed, launch, make_shared_folders,
+    DistributedConfig,
+    check_sizes,
+    collective_error,
+    is_collective_failure,
+    is_distributed,
+    launch,
+    make_shared_folders,
     shard_evaluation,
 )
 from recbole_mgformer.input_checks import (
-    check_dataset_name, check_setting_types, check_user_settings, read_config_file,
+    check_dataset_name,
+    check_setting_types,
+    check_user_settings,
+    read_config_file,
 )
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.registry import get_model, get_trainer

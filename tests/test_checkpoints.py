@@ -2,11 +2,11 @@
 
 import pytest
 import torch
+from conftest import TINY_CONFIG, write_payload
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.checkpoints import config_from_checkpoint, load_data_and_model
 from recbole_mgformer.trainer import plain_value
-from conftest import TINY_CONFIG, write_payload
 
 
 def test_the_rebuilt_config_equals_the_recorded_one(tiny_setup):

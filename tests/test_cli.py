@@ -46,7 +46,8 @@ def test_summary_shows_top_k_metrics_or_every_metric_the_run_computed():
              "test_result": {"recall@20": 0.25, "ndcg@20": 0.125}}
     assert format_summary("MGFormer", "ml-100k", top_k).splitlines() == [
         "MGFormer on ml-100k", "  valid recall@20 0.2000  ndcg@20 0.1500", "  test  recall@20 0.2500  ndcg@20 0.1250"]
-    labelled = {"best_valid_result": {"auc": 0.77231, "logloss": 0.5868}, "test_result": {"auc": 0.7721, "logloss": 0.59}}
+    labelled = {"best_valid_result": {"auc": 0.77231, "logloss": 0.5868},
+                "test_result": {"auc": 0.7721, "logloss": 0.59}}
     assert format_summary("CSA", "ml-100k", labelled).splitlines()[1:] == [
         "  valid auc 0.7723  logloss 0.5868", "  test  auc 0.7721  logloss 0.5900"]
 

@@ -9,16 +9,15 @@ import pytest
 import torch
 from recbole.utils import ModelType
 
-from recbole_mgformer import cli
-from recbole_mgformer import run_recommender
+from recbole_mgformer import cli, run_recommender
 from recbole_mgformer import tune as tuning
-from recbole_mgformer.tune import space as tuning_space
 from recbole_mgformer.benchmark import main as benchmark_main
 from recbole_mgformer.benchmark.entries import stem_model
 from recbole_mgformer.config_check import ConfigKeyError
 from recbole_mgformer.defaults import properties_dir
 from recbole_mgformer.quick_start import build_config
 from recbole_mgformer.registry import available_models, get_model
+from recbole_mgformer.tune import space as tuning_space
 
 ROOT = Path(__file__).resolve().parents[1]
 # A model's type picks the dataset config that holds its protocol (properties/dataset/).

@@ -10,16 +10,20 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
+from conftest import TINY_CONFIG, write_interactions
 from recbole.data.interaction import Interaction
 from recbole.utils import init_seed
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.distributed import (
-    UnpaddedShard, check_sizes, choose_backend, free_port, launch, make_shared_folders,
+    UnpaddedShard,
+    check_sizes,
+    choose_backend,
+    free_port,
+    launch,
+    make_shared_folders,
 )
 from recbole_mgformer.quick_start import build_config, prepare
-
-from conftest import TINY_CONFIG, write_interactions
 
 ROOT = Path(__file__).resolve().parents[1]
 # 41 users: the 2 ranks' shares of the evaluation users differ in size, and RecBole's padded sampler would

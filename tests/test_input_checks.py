@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from recbole_mgformer.input_checks import (
-    ConfigFileError, check_dataset_name, main_file_hidden_when_unreadable, read_config_file, refuse_existing,
-    refuse_nonempty_folder, user_errors,
+    ConfigFileError,
+    check_dataset_name,
+    main_file_hidden_when_unreadable,
+    read_config_file,
+    refuse_existing,
+    refuse_nonempty_folder,
+    user_errors,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

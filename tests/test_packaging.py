@@ -28,7 +28,8 @@ def test_wheel_ships_every_package_and_property_file(wheel):
 
 def test_installed_copy_finds_its_own_properties(wheel, tmp_path):
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
+                    str(wheel)],
                    check=True, capture_output=True)
     code = ("from recbole_mgformer.defaults import model_config_file, properties_dir; "
             "import recbole_mgformer; print(recbole_mgformer.__file__); print(properties_dir()); "

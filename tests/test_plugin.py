@@ -83,7 +83,8 @@ def test_recboles_sgl_keeps_its_name_quietly_beside_the_projects_refinement_of_i
             "from recbole.utils import get_model; from recbole_mgformer.registry import get_model as ours; "
             "print(get_model('SGL').__module__, ours('SGL').__module__)")
     printed = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, text=True).stdout
-    assert printed.split() == ["recbole.model.general_recommender.sgl", "recbole_mgformer.model.general_recommender.sgl"]
+    assert printed.split() == ["recbole.model.general_recommender.sgl",
+                               "recbole_mgformer.model.general_recommender.sgl"]
     assert "already has" not in printed
 
 

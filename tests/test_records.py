@@ -3,8 +3,15 @@ import subprocess
 import torch
 
 import recbole_mgformer.model.precision as precision
-from recbole_mgformer.records import (display_path, git_commit, machine, mean_std, notes_lines, read_records,
-                                     write_record)
+from recbole_mgformer.records import (
+    display_path,
+    git_commit,
+    machine,
+    mean_std,
+    notes_lines,
+    read_records,
+    write_record,
+)
 
 
 def git(repo, *args):

@@ -3,8 +3,17 @@ import sys
 
 import pytest
 
-from recbole_mgformer.model.general_recommender import BSPM, GFCF, ChebyCF, DirectAU, MGFormer, SGL, SimGCL, TurboCF, \
-    XSimGCL
+from recbole_mgformer.model.general_recommender import (
+    BSPM,
+    GFCF,
+    SGL,
+    ChebyCF,
+    DirectAU,
+    MGFormer,
+    SimGCL,
+    TurboCF,
+    XSimGCL,
+)
 from recbole_mgformer.registry import available_models, get_model, get_trainer
 from recbole_mgformer.trainer import SafeCheckpointMixin
 
@@ -32,7 +41,8 @@ def test_unknown_model_lists_the_available_ones():
 def test_every_trainer_writes_safe_checkpoints():
     from recbole.utils import ModelType
 
-    for model_type, name in [(ModelType.GENERAL, "MGFormer"), (ModelType.GENERAL, "LightGCN"), (ModelType.TRADITIONAL, "Pop"),
+    for model_type, name in [(ModelType.GENERAL, "MGFormer"), (ModelType.GENERAL, "LightGCN"),
+                             (ModelType.TRADITIONAL, "Pop"),
                              (ModelType.TRADITIONAL, "GFCF")]:
         assert issubclass(get_trainer(model_type, name), SafeCheckpointMixin)
 

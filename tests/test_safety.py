@@ -5,13 +5,13 @@ writing (``open(path, "w")`` as their ``__reduce__``). Each test asserts the mar
 
 import pytest
 import yaml
+from conftest import TINY_CONFIG, eval_payload, write_context_dataset, write_payload
 from recbole.config import Config
 from recbole.data import create_dataset, data_preparation
 
 from recbole_mgformer import safety
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.safety import UnsafeSettingError, literal_setting
-from conftest import TINY_CONFIG, eval_payload, write_context_dataset, write_payload
 
 
 @pytest.mark.parametrize("text, value", [
@@ -149,7 +149,6 @@ def test_kd_dagfm_builds_only_its_teacher_networks(tmp_path):
 
 def test_ldiffrec_refuses_pickled_item_embeddings(tiny_data, tmp_path):
     import numpy as np
-
     from conftest import Payload
 
     marker = tmp_path / "pwned"

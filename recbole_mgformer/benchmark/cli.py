@@ -13,9 +13,9 @@ from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.benchmark.runs import ROOT, Run
 from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search
 from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.input_checks import user_errors
 from recbole_mgformer.registry import fits_once
 from recbole_mgformer.tune.search import check_address
-from recbole_mgformer.input_checks import user_errors
 
 HEADLINES = {"general": general.HEADLINE, "sequential": sequential.HEADLINE, "context": context.HEADLINE}
 

@@ -12,8 +12,14 @@ from recbole_mgformer.benchmark.cost import chart_name, cost_chart, cost_points,
 from recbole_mgformer.benchmark.datasets import page_of
 from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS
 from recbole_mgformer.benchmark.published import published_numbers
-from recbole_mgformer.benchmark.stats import (format_p, mean_ci, paired_verdict, per_user_by_seed, relation_text,
-                                              verdict_text)
+from recbole_mgformer.benchmark.stats import (
+    format_p,
+    mean_ci,
+    paired_verdict,
+    per_user_by_seed,
+    relation_text,
+    verdict_text,
+)
 from recbole_mgformer.model.general_recommender.mgformer import MGFormer
 from recbole_mgformer.records import by_variant
 
@@ -291,7 +297,8 @@ def render_dataset(dataset, records):
         searches = sorted({(r["variant"], r["tuning"]["search"]) for r in group if r.get("tuning")})
         if searches:
             lines += ["", "Searches: " + "; ".join(f"{variant} `{page}`" for variant, page in searches) + "."]
-        tuned = sorted({(r["model"], r["tuned_config"]) for r in group if r.get("tuned_config") and not r.get("tuning")})
+        tuned = sorted({(r["model"], r["tuned_config"]) for r in group
+                        if r.get("tuned_config") and not r.get("tuning")})
         if tuned:
             lines += ["", "Tuned for this dataset, over each model's defaults: "
                       + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned) + "."]

@@ -40,7 +40,8 @@ def popularity_table(dataset, records):
     records = [r for r in records if "test_popularity" in r]
     if not records:
         return None, {}
-    lines = [f"## {dataset}", "", f"Groups: {GROUP_RULE}; a user counts in a group when one of their test items is in it.",
+    lines = [f"## {dataset}", "",
+             f"Groups: {GROUP_RULE}; a user counts in a group when one of their test items is in it.",
              "Cells: mean ± the 95% confidence interval over seeds (the value alone for one seed).", ""]
     parts = {}
     for record in records:
@@ -95,7 +96,8 @@ def render_popularity(by_dataset, folder):
     """``<folder>/popularity.md`` and a ``popularity-<dataset>.png`` per dataset, from the records that have group
     metrics; returns the page's path, or None (and writes nothing) when no record has them."""
     sections = ["# Metrics by item popularity", "",
-                "Rendered by `python -m recbole_mgformer.benchmark` (the paper's Fig. 2), at each run's best epoch.", ""]
+                "Rendered by `python -m recbole_mgformer.benchmark` (the paper's Fig. 2), at each run's best epoch.",
+                ""]
     for dataset in sorted(by_dataset):
         # the chart shows the equal-budget searches' models where there are any, else the models at their defaults;
         # the table also lists variants

@@ -56,7 +56,8 @@ def _checked(path, text):
                     "source: ...}}`")
     unknown = set(data) - {"datasets", "label", "note", "models"}
     if unknown:
-        _fail(path, f"unknown key(s) {', '.join(sorted(map(str, unknown)))}; the keys are datasets, label, note, models")
+        _fail(path,
+              f"unknown key(s) {', '.join(sorted(map(str, unknown)))}; the keys are datasets, label, note, models")
     models = {}
     for variant, entry in data["models"].items():
         if not isinstance(entry, dict):

@@ -120,7 +120,8 @@ def render_page(by_dataset, runs_shown):
              "Leave-one-out on each user's time-ordered history (last item: test, the one before: validation), "
              "every item ranked, the epoch with the best valid NDCG@10 tested. Each model runs with its defaults "
              "(`properties/model/EAGPS.yaml`; RecBole 1.2.1's own for SASRec and GRU4Rec); a variant's name lists "
-             "the overrides it ran with (the commands below give every run's settings). Values are means ± standard deviation over seeds.", "",
+             "the overrides it ran with (the commands below give every run's settings). Values are means ± standard "
+             "deviation over seeds.", "",
              f"Records: `{runs_shown}/<dataset>/`.", ""]
     if any(r.get("tuning") for r in records):
         lines += [TUNED_NOTE, ""]

@@ -94,7 +94,8 @@ def paired_verdict(a_by_seed, b_by_seed):
     if all(d == 0 for d in differences):
         p = 1.0
     else:
-        with warnings.catch_warnings():  # ties at zero (both models miss a user) switch scipy to its normal approximation
+        # ties at zero (both models miss a user) switch scipy to its normal approximation
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             p = float(stats.wilcoxon(a, b, zero_method="wilcox").pvalue)
     word = "level" if p >= ALPHA or difference == 0 else "ahead" if difference > 0 else "behind"

@@ -62,7 +62,7 @@ def edges_leaving(row_pointers, columns, nodes):
 
 class _SymmetricSparseMatmul(torch.autograd.Function):
     """``A @ x`` for a symmetric sparse ``A``: the backward reuses ``A`` as its own transpose, which
-    makes forward plus backward about 3x faster on CPU than ``torch.sparse.mm``'s transposing backward."""
+    makes forward plus backward faster on CPU than ``torch.sparse.mm``'s transposing backward."""
 
     @staticmethod
     def forward(ctx, adjacency, x):

@@ -50,9 +50,9 @@ def flush_subnormals(config=None):
 
     Weights that stop learning can decay into that range under Adam (MGFormer's key projection under
     ``degree_mask: adjacency`` reached 5e-34 by epoch 9 of one Beauty run), and x86 CPUs compute with subnormals
-    through microcode: that run's next epoch, after 80 s epochs, was unfinished after 11 minutes, at 20 s a step
-    (``benchmarks/subnormal_step.py`` rebuilds the state: a step 23.5x slower). Zero in their place changes no
-    result."""
+    through microcode: that run's next epoch took many times its usual time (results/performance/performance.md;
+    ``benchmarks/subnormal_step.py`` rebuilds the state and writes results/performance/subnormal_step-amazon-beauty.md).
+    Zero in their place changes no result."""
     if config is None or config["flush_subnormals"] is not False:
         torch.set_flush_denormal(True)
 

@@ -53,7 +53,7 @@ def block_size(config, key, model, total_rows, bytes_per_row, cpu_rows, zero_mea
         if memory_budget == AUTO:
             memory_budget = device_memory_budget(config["device"] or "cpu")
         rows = auto_rows(total_rows, bytes_per_row, cpu_rows, memory_budget)
-        where = (f"the CPU size (cache-sized blocks)" if memory_budget is None else
+        where = ("the CPU size (cache-sized blocks)" if memory_budget is None else
                  f"{'one block' if rows >= total_rows else 'the rows that fit'} of {total_rows} rows, "
                  f"{rows * bytes_per_row / 2**20:.0f} MiB of a {memory_budget / 2**20:.0f} MiB budget")
         logging.getLogger().info(f"{model}: {key} auto -> {rows} ({where})")

@@ -15,8 +15,8 @@ A space is a YAML mapping of config keys to one distribution each (by default ``
     n_heads: {randint: [1, 5]}                   # integers low <= x < high, as ray.tune.randint
 
 Each trial trains through :func:`recbole_mgformer.quick_start.prepare` and the trainer's ``fit``, the path of
-``run_recommender``, reports the validation metric after every evaluation with its last epoch as a checkpoint (``--resume``
-continues each unfinished trial from there), and ASHA stops poor trials early.
+``run_recommender``, reports the validation metric after every evaluation with its last epoch as a checkpoint
+(``--resume`` continues each unfinished trial from there), and ASHA stops poor trials early.
 Any other ``--key=value`` is a fixed config setting for every trial. The command writes
 ``results/tuning/<name>.md`` (all trials, best first, failed ones with their error, and the test metrics of the
 best configuration retrained once), ``.json`` beside it, and ``<name>.yaml``: the best configuration, for

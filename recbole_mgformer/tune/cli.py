@@ -52,7 +52,8 @@ def _main(argv):
     parser.add_argument("--no-retrain", action="store_true", help="skip retraining the best configuration")
     parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Ray Tune's progress output")
     parser.add_argument("--render", nargs="+", metavar="RECORD", default=None,
-                        help="only rewrite the page (.md) beside each search record (.json), e.g. results/tuning/*/*.json")
+                        help="only rewrite the page (.md) beside each search record (.json), e.g. "
+                             "results/tuning/*/*.json")
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.render:
         return render_pages(args.render)

@@ -103,6 +103,7 @@ def render_markdown(summary):
     counts = {s: sum(r["status"] == s for r in rows) for s in ("completed", "stopped early", "failed", "unfinished")}
     scheduler = (f"ASHA (grace period {request['grace_period']}, max {request['max_t']} evaluations)"
                  if request["scheduler"] == "asha" else "no early stopping of trials")
+    files = ", ".join(f"`{display_path(p)}`" for p in request["config_files"])
     lines = [
         f"# Hyperparameter search: {request['model']} on {request['dataset']}", "",
         f"Rendered by `python -m recbole_mgformer.tune`. Search: {request['search']}, {request['samples']} sample(s), "
@@ -111,7 +112,7 @@ def render_markdown(summary):
         f"Space{'' if request['space_source'] == 'the space' else ' (`' + request['space_source'] + '`)'}: "
         f"{space_text(request['space'])}; fixed settings: "
         f"{', '.join(f'`{k}={v}`' for k, v in request['overrides'].items()) or 'none'}"
-        f"{'; config files: ' + ', '.join(f'`{display_path(p)}`' for p in request['config_files']) if request['config_files'] else ''}.",
+        f"{'; config files: ' + files if files else ''}.",
         "",
         "Trials: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".", "",
     ]
@@ -144,6 +145,7 @@ def render_markdown(summary):
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     prov = summary["provenance"]
     lines += ["", f"Ran on {prov['machine']} at commit {prov['commit']}, {prov['date']}; Ray storage "
-              f"`{display_path(request['experiment'])}`; versions: " + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
+              f"`{display_path(request['experiment'])}`; versions: " + ", ".join(
+                  f"{k} {v}" for k, v in prov["versions"].items())
               + ".", ""]
     return "\n".join(lines)

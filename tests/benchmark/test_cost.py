@@ -22,9 +22,10 @@ def test_time_to_fit_is_construction_and_training_up_to_the_best_epoch():
 
 
 def test_the_table_has_a_fit_column_and_links_the_picture(tmp_path):
-    records = [record("LightGCN", 0, 0.15, per_epoch=10.0, best=49), record("LightGCN", 1, 0.16, per_epoch=12.0,
-                                                                          best=49),
-               record("GFCF", 0, 0.14, per_epoch=0.2, best=0, build=95.8), {**record("Old", 0, 0.1), "best_epoch": None}]
+    records = [record("LightGCN", 0, 0.15, per_epoch=10.0, best=49),
+               record("LightGCN", 1, 0.16, per_epoch=12.0, best=49),
+               record("GFCF", 0, 0.14, per_epoch=0.2, best=0, build=95.8),
+               {**record("Old", 0, 0.1), "best_epoch": None}]
     page = render_dataset("tiny", records)
     header = next(line for line in page.splitlines() if line.startswith("| model"))
     assert header.endswith("| s / epoch | fit s |")

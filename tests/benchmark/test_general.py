@@ -66,7 +66,8 @@ def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path
     assert ("Attention: MGFormer is **ahead** of MGFormer attention=False by a paired Wilcoxon signed-rank test of "
             "test ndcg@20 over 150 (seed, user) pairs from 3 seed(s): mean difference +0.0100") in tuned
     assert ("Attention: MGFormer degree_gate=True is **behind** MGFormer attention=False by a paired Wilcoxon "
-            "signed-rank test of test ndcg@20 over 150 (seed, user) pairs from 3 seed(s): mean difference -0.0050") in tuned
+            "signed-rank test of test ndcg@20 over 150 (seed, user) pairs from 3 seed(s): mean difference -0.0050"
+            ) in tuned
     # no control: a row without attention, and a row whose tokens differ (d = 128) from every row without attention
     assert "Attention: MGFormer attention=False is" not in tuned
     assert "Attention: MGFormer embedding_size=128" not in tuned

@@ -218,11 +218,13 @@ def write_histories(folder, name="tinyseq", n_users=20, n_items=25, length=8):
     return folder
 
 
-SEQUENTIAL = ("benchmark_table: sequential\nbenchmark_page: sequential\nload_col: {inter: [user_id, item_id, timestamp]}\n"
+SEQUENTIAL = ("benchmark_table: sequential\nbenchmark_page: sequential\nload_col: "
+              "{inter: [user_id, item_id, timestamp]}\n"
               "eval_args: {split: {LS: valid_and_test}, order: TO, group_by: user, mode: full}\n"
               "metrics: [Recall, MRR, NDCG]\ntopk: [5, 10]\nvalid_metric: NDCG@10\ntrain_neg_sample_args: ~\n")
 CONTEXT = ("benchmark_table: context\nbenchmark_page: context\nload_col: {inter: [user_id, item_id, rating]}\n"
-           "threshold: {rating: 4}\neval_args: {split: {RS: [0.56, 0.24, 0.2]}, order: RO, group_by: ~, mode: labeled}\n"
+           "threshold: {rating: 4}\neval_args: "
+           "{split: {RS: [0.56, 0.24, 0.2]}, order: RO, group_by: ~, mode: labeled}\n"
            "train_neg_sample_args: ~\nmetrics: [AUC, LogLoss]\nvalid_metric: AUC\n")
 
 

@@ -9,8 +9,14 @@ from conftest import held_elsewhere
 import recbole_mgformer.tune.search as tune_search
 from recbole_mgformer.benchmark import main
 from recbole_mgformer.benchmark.runs import Run
-from recbole_mgformer.benchmark.tuning import (TuneBudget, ensure_search, experiment_path, search_info, search_space,
-                                               tuned_file_for)
+from recbole_mgformer.benchmark.tuning import (
+    TuneBudget,
+    ensure_search,
+    experiment_path,
+    search_info,
+    search_space,
+    tuned_file_for,
+)
 from recbole_mgformer.tune.space import TuneSetupError
 
 TINY = ["--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--embedding_size=8"]

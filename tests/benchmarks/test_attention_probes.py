@@ -6,8 +6,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.attention_probes import control_of, main, paired_delta  # noqa: E402
 from conftest import held_elsewhere  # noqa: E402
+
+from benchmarks.attention_probes import control_of, main, paired_delta  # noqa: E402
 
 TINY = ["--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--state=WARNING", "--embedding_size=8"]
 
@@ -19,7 +20,8 @@ def probe_args(tiny_data, tmp_path, models, epochs=2):
 
 
 def test_probes_write_records_a_table_and_resume(tiny_data, tmp_path, capsys):
-    args = probe_args(tiny_data, tmp_path, "MGFormer[attention=False],MGFormer[degree_gate=True; learn_temperature=True]")
+    args = probe_args(tiny_data, tmp_path,
+                      "MGFormer[attention=False],MGFormer[degree_gate=True; learn_temperature=True]")
     assert main(args) == 0
     runs = tmp_path / "results" / "exploration" / "runs" / "tiny"
     control = json.loads((runs / "probe-mgformer-attention-false-seed0.json").read_text())

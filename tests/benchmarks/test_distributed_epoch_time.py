@@ -8,7 +8,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.distributed import main, parse_setting, render  # noqa: E402
 
 
-
 def test_settings_read_as_processes_by_threads():
     assert parse_setting("2x1") == (2, 1) and parse_setting("1X2") == (1, 2)
     with pytest.raises(SystemExit, match="processes x threads"):

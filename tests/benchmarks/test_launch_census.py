@@ -7,8 +7,16 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.launch_census import (CPU_DEFAULT, GPU_CONFIGURATION, GPU_STEP_OP_TARGET, SyntheticGraph,  # noqa: E402
-                                      build, count_step, graph_breaks, main)
+from benchmarks.launch_census import (  # noqa: E402
+    CPU_DEFAULT,
+    GPU_CONFIGURATION,
+    GPU_STEP_OP_TARGET,
+    SyntheticGraph,
+    build,
+    count_step,
+    graph_breaks,
+    main,
+)
 
 # with one key chunk and one loss block the counts do not depend on the graph's size, so a small graph counts
 # what a Beauty-sized one does (results/performance/launch_census.md)

@@ -9,7 +9,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.paired import main, per_user_by_seed  # noqa: E402
 from recbole_mgformer.benchmark.stats import write_per_user  # noqa: E402
 
-
 TUNED = {"tuning": {"text": "random search of 8 trials"}}
 
 

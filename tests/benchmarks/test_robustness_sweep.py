@@ -6,7 +6,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.robustness_sweep import (  # noqa: E402
-    Outcome, Result, classify, drop_option, main, render, selected, GROUPS,
+    GROUPS,
+    Outcome,
+    Result,
+    classify,
+    drop_option,
+    main,
+    render,
+    selected,
 )
 
 

@@ -84,7 +84,8 @@ def test_import_refuses_mismatched_or_unreadable_matrices(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"is 30 x 50 but .*other.npz is 3 x 4"):
         import_npz(tmp_path / "src" / "train.npz", tmp_path / "src" / "other.npz", "toy", tmp_path / "out")
     (tmp_path / "src" / "bad.npz").write_text("not a matrix")
-    args = ["--format", "npz", "--name", "toy", "--output", str(tmp_path / "out"), "--test", str(tmp_path / "src" / "test.npz")]
+    args = ["--format", "npz", "--name", "toy", "--output", str(tmp_path / "out"), "--test",
+            str(tmp_path / "src" / "test.npz")]
     assert main(args + ["--train", str(tmp_path / "src" / "bad.npz")]) == 2
     assert "bad.npz: not a scipy sparse .npz matrix" in capsys.readouterr().err
     assert main(args + ["--train", str(tmp_path / "src" / "train.npz"), "--valid-share", "0.2"]) == 0

@@ -3,7 +3,12 @@ import math
 import pytest
 import torch
 
-from recbole_mgformer.model.attention import adjacency_kernel_attention, key_summary, masked_kernel_attention, query_readout
+from recbole_mgformer.model.attention import (
+    adjacency_kernel_attention,
+    key_summary,
+    masked_kernel_attention,
+    query_readout,
+)
 
 
 def explicit_masked_attention(phi_q, phi_k, values, mask):
@@ -72,7 +77,8 @@ def test_random_feature_attention_approximates_softmax_attention():
 
     g = torch.Generator().manual_seed(0)
     k = 8
-    q, keys = 0.6 * torch.randn(1, 20, k, generator=g, dtype=torch.float64), 0.6 * torch.randn(1, 50, k, generator=g, dtype=torch.float64)
+    q = 0.6 * torch.randn(1, 20, k, generator=g, dtype=torch.float64)
+    keys = 0.6 * torch.randn(1, 50, k, generator=g, dtype=torch.float64)
     values = torch.randn(1, 50, 3, generator=g, dtype=torch.float64)
     exact = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(k), dim=-1) @ values
 

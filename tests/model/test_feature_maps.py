@@ -47,7 +47,8 @@ def test_structured_projections_have_the_expected_geometry(kind):
     k = 12
     w = draw_projection(kind, k, k, torch.Generator().manual_seed(0), torch.float64)
     directions = w / w.norm(dim=1, keepdim=True)
-    target = torch.eye(k, dtype=torch.float64) if kind == "orf" else simplex_matrix(k, torch.float64) @ simplex_matrix(k, torch.float64).T
+    simplex = simplex_matrix(k, torch.float64)
+    target = torch.eye(k, dtype=torch.float64) if kind == "orf" else simplex @ simplex.T
     torch.testing.assert_close(directions @ directions.T, target)
 
 

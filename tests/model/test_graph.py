@@ -4,8 +4,15 @@ import scipy.sparse as sp
 import torch
 from conftest import dense_normalized_adjacency
 
-from recbole_mgformer.model.graph import (edges_leaving, graph_with_self_loops, lightgcn_layers, lightgcn_propagate,
-                                          normalized_adjacency, sign_preserving_noise, symmetric_sparse_matmul)
+from recbole_mgformer.model.graph import (
+    edges_leaving,
+    graph_with_self_loops,
+    lightgcn_layers,
+    lightgcn_propagate,
+    normalized_adjacency,
+    sign_preserving_noise,
+    symmetric_sparse_matmul,
+)
 
 
 @pytest.fixture

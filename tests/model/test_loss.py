@@ -3,8 +3,15 @@ import math
 
 import torch
 
-from recbole_mgformer.model.loss import (alignment_loss, bpr_loss, directau_loss, directau_loss_of_pairs, info_nce_loss,
-                                         info_nce_over_all_nodes, uniformity_loss)
+from recbole_mgformer.model.loss import (
+    alignment_loss,
+    bpr_loss,
+    directau_loss,
+    directau_loss_of_pairs,
+    info_nce_loss,
+    info_nce_over_all_nodes,
+    uniformity_loss,
+)
 
 
 def direct_uniformity(x):
@@ -14,7 +21,8 @@ def direct_uniformity(x):
 
 def test_directau_loss_equals_eq_13_written_out():
     g = torch.Generator().manual_seed(0)
-    users, items = torch.randn(6, 4, generator=g, dtype=torch.float64), torch.randn(6, 4, generator=g, dtype=torch.float64)
+    users = torch.randn(6, 4, generator=g, dtype=torch.float64)
+    items = torch.randn(6, 4, generator=g, dtype=torch.float64)
     u = users / users.norm(dim=1, keepdim=True)
     i = items / items.norm(dim=1, keepdim=True)
     align = sum(float((u[k] - i[k]).pow(2).sum()) for k in range(6)) / 6
@@ -39,7 +47,8 @@ def test_bpr_loss_is_minus_log_sigmoid_of_the_margin():
 
 def test_info_nce_loss_equals_its_formula_written_out():
     g = torch.Generator().manual_seed(2)
-    view1, view2 = torch.randn(5, 3, generator=g, dtype=torch.float64), torch.randn(5, 3, generator=g, dtype=torch.float64)
+    view1 = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    view2 = torch.randn(5, 3, generator=g, dtype=torch.float64)
     tau = 0.2
 
     def cos(a, b):

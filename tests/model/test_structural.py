@@ -71,7 +71,7 @@ def test_size_beyond_the_rank_pads_with_zero_columns():
 def test_encodings_are_deterministic_and_sign_fixed():
     matrix = random_interactions(seed=3)
     a = svd_structural_encodings(matrix, 5, seed=7)
-    b = svd_structural_encodings(-(-matrix), 5, seed=7)
+    b = svd_structural_encodings(-(-matrix), 5, seed=7)  # noqa: B002 (a negated copy, on purpose)
     np.testing.assert_array_equal(a[0], b[0])
     u = a[0]
     assert (u[np.abs(u).argmax(axis=0), np.arange(5)] > 0).all()

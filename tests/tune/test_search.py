@@ -58,7 +58,7 @@ def run_py(cwd, *args):
                                check=True, cwd=cwd)
     values = {}
     for split in ("valid", "test"):
-        line = next(l for l in completed.stdout.splitlines() if l.strip().startswith(split))
+        line = next(row for row in completed.stdout.splitlines() if row.strip().startswith(split))
         values[split] = dict(re.findall(r"(\S+@\d+) ([0-9.]+)", line))
     return values
 
@@ -87,7 +87,8 @@ def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_da
     assert f"**test ndcg@20 {float(rerun['test']['ndcg@20']):.4f}**" in table
     assert f"**test recall@20 {float(rerun['test']['recall@20']):.4f}**" in table
     record = yaml.safe_load((results / "MGFormer-tiny.json").read_text())
-    assert record["best"]["score"] == pytest.approx(scores[0]) and record["provenance"]["versions"]["ray"] == ray.__version__
+    assert record["best"]["score"] == pytest.approx(scores[0])
+    assert record["provenance"]["versions"]["ray"] == ray.__version__
 
     # the experiment is kept: starting it again is refused, --resume restores it without training again
     assert main(arguments) == 2
@@ -193,7 +194,8 @@ def test_samples_below_one_is_an_error_and_leaves_nothing_behind(tiny_data, tiny
 def test_a_bad_address_or_data_path_is_an_error_before_any_trial(tiny_data, tiny_yaml, tmp_path, capsys):
     # Both ended in tracebacks: Ray's "Port is not specified", and each trial's missing-dataset error inside Ray.
     (tmp_path / "a-file").write_text("")
-    arguments = ["--model", "BPR", "--dataset", "tiny", f"--config_files={tiny_yaml}", "--storage", str(tmp_path / "tune"),
+    arguments = ["--model", "BPR", "--dataset", "tiny", f"--config_files={tiny_yaml}", "--storage",
+                 str(tmp_path / "tune"),
                  "--results", str(tmp_path / "results")]
     assert main(arguments + [f"--data_path={tiny_data}", "--address", str(tmp_path / "a-file")]) == 2
     assert "give auto (a Ray started with `ray start` on this machine), host:port" in capsys.readouterr().err
@@ -277,7 +279,8 @@ def test_hyperopt_search_draws_inside_the_space(ray_session, tiny_data, tiny_yam
     assert "Search: hyperopt" in Path(summary["markdown"]).read_text()
 
 
-@pytest.mark.parametrize("model, dataset, metric", [("CSA", "ml-100k-ctx-0.8", "auc"), ("EAGPS", "ml-100k-seq", "ndcg@10")])
+@pytest.mark.parametrize("model, dataset, metric",
+                         [("CSA", "ml-100k-ctx-0.8", "auc"), ("EAGPS", "ml-100k-seq", "ndcg@10")])
 def test_spaces_of_the_other_papers_fit_their_models_under_their_protocols(model, dataset, metric, tmp_path):
     request = make_request(model, dataset, data_path=str(tmp_path / "data"), storage_dir=tmp_path / "tune")
     assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
@@ -288,6 +291,7 @@ def test_spaces_of_the_other_papers_fit_their_models_under_their_protocols(model
 def test_a_resumed_searchs_stored_settings_are_checked_as_a_new_ones(tmp_path):
     """The search's stored request (recbole_mgformer_tune.json) feeds every resumed trial: code there is refused."""
     from conftest import eval_payload
+
     from recbole_mgformer.tune.search import REQUEST_FILE, _prepare_experiment
 
     marker = tmp_path / "pwned"

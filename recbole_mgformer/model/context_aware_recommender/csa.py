@@ -52,7 +52,8 @@ class TransformerBlock(nn.Module):
         if d % n_heads:
             raise ValueError(f"embedding size {d} is not divisible by {n_heads} heads")
         if attention_scale not in ATTENTION_SCALES:
-            raise ValueError(f"unknown attention_scale {attention_scale!r}; choose one of {', '.join(ATTENTION_SCALES)}")
+            raise ValueError(f"unknown attention_scale {attention_scale!r}; "
+                             f"choose one of {', '.join(ATTENTION_SCALES)}")
         self.n_heads, self.head_size = n_heads, d // n_heads
         self.scale = 1 / math.sqrt(d if attention_scale == "d" else self.head_size)
         self.query = nn.Linear(d, d, bias=False)

@@ -33,8 +33,15 @@ block of users, so no users x users or items x items matrix is formed.
 
 import torch
 
-from recbole_mgformer.model.filters import SOLVERS, ClosedFormRecommender, ItemGraph, ideal_low_pass, integrate, \
-    item_degrees, normalized_interactions
+from recbole_mgformer.model.filters import (
+    SOLVERS,
+    ClosedFormRecommender,
+    ItemGraph,
+    ideal_low_pass,
+    integrate,
+    item_degrees,
+    normalized_interactions,
+)
 from recbole_mgformer.model.options import choice, non_negative_float, positive_float, positive_int
 
 PROCESSES = (("idl", "T_idl", "K_idl"), ("blur", "T_b", "K_b"), ("sharpen", "T_s", "K_s"))

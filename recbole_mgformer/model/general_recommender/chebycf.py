@@ -32,8 +32,15 @@ import math
 import numpy as np
 import torch
 
-from recbole_mgformer.model.filters import ClosedFormRecommender, ItemGraph, LowRankFilter, degree_power, \
-    item_degrees, normalized_interactions, top_right_singular_vectors
+from recbole_mgformer.model.filters import (
+    ClosedFormRecommender,
+    ItemGraph,
+    LowRankFilter,
+    degree_power,
+    item_degrees,
+    normalized_interactions,
+    top_right_singular_vectors,
+)
 from recbole_mgformer.model.options import non_negative_float, non_negative_int, positive_float, positive_int
 
 

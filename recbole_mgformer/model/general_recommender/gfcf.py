@@ -18,8 +18,13 @@ without training interactions; here such an item scales to 0 (its column of ``R~
 items x items matrix is formed; ``alpha = 0`` skips the singular value decomposition.
 """
 
-from recbole_mgformer.model.filters import ClosedFormRecommender, ItemGraph, ideal_low_pass, item_degrees, \
-    normalized_interactions
+from recbole_mgformer.model.filters import (
+    ClosedFormRecommender,
+    ItemGraph,
+    ideal_low_pass,
+    item_degrees,
+    normalized_interactions,
+)
 from recbole_mgformer.model.options import non_negative_float, positive_int
 
 

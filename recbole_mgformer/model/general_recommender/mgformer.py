@@ -20,8 +20,7 @@ from recbole_mgformer.model.compilation import CompiledOrEager
 from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.filter_residual import FILTER_RESIDUAL_OPTIONS, matched_residual, residual_filter
 from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops, lightgcn_propagate, normalized_adjacency
-from recbole_mgformer.model.key_summary import (EAGER, ChunkFunctions, chunked_key_summary,
-                                                eager_region_key_summary)
+from recbole_mgformer.model.key_summary import EAGER, ChunkFunctions, chunked_key_summary, eager_region_key_summary
 from recbole_mgformer.model.loss import directau_loss_of_pairs
 from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
 from recbole_mgformer.model.precision import PRECISIONS, matmul, resolve_precision
@@ -63,8 +62,7 @@ class MaskedAttentionLayer(nn.Module):
         # dynamic=True: the batch and key-sample sizes vary, one graph serves them all.
         self.mix = CompiledOrEager(self._mix, "MGFormer attention", dynamic=True) if compile else self._mix
         # compiled, the adjacency mask's per-edge products are fused into their sums instead of materialising
-        # (edges, m) and (edges, w) tensors: a Beauty step at d 128 2.2x faster (fp32, one thread;
-        # results/performance/performance.md)
+        # (edges, m) and (edges, w) tensors: a faster Beauty step (the figure: results/performance/performance.md)
         self.mix_edges = (CompiledOrEager(self._mix_edges, "MGFormer adjacency attention", dynamic=True) if compile
                           else self._mix_edges)
 
@@ -249,7 +247,8 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         self.degree_projection = nn.Linear(self.degree_embedding.embedding_dim, 1)
         if self.degree_mask == "adjacency":
             row_pointers, columns = graph_with_self_loops(interactions)
-            self.register_buffer("edge_row_pointers", row_pointers, persistent=False)  # rebuilt from the data, not saved
+            # rebuilt from the data, not saved
+            self.register_buffer("edge_row_pointers", row_pointers, persistent=False)
             self.register_buffer("edge_columns", columns, persistent=False)
 
         # keys (n, w) and features (n, h m) of every layer, in fp32

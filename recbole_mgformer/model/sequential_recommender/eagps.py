@@ -122,7 +122,7 @@ def external_attention(x, memory_key, memory_value, n_heads, norm):
     keys = memory_key.view(alpha, n_heads, head).transpose(0, 1)          # (h, alpha, d/h)
     values = memory_value.view(alpha, n_heads, head).transpose(0, 1)      # (h, alpha, d/h)
     scores = queries @ keys.transpose(1, 2) / math.sqrt(head)             # (h, N, alpha)
-    if norm == "l2":  # scores / ||scores||, written out: F.normalize's backward is 3x slower on CPU
+    if norm == "l2":  # scores / ||scores||, written out: F.normalize's backward is slower on CPU
         weights = scores * scores.pow(2).sum(dim=-1, keepdim=True).clamp_min(1e-24).rsqrt()
     else:
         weights = scores.softmax(dim=-1)

@@ -11,7 +11,6 @@ from recbole_mgformer.model.context_aware_recommender.csa import CSA, Transforme
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.registry import get_model
 
-
 # ---- direct, slow references -------------------------------------------------------------------------------
 
 def direct_layer_norm(x, norm):
@@ -233,7 +232,8 @@ def test_context_protocol_is_the_papers_split():
     config, _ = build_config("LR", "ml-100k-ctx-0.2")
     train, valid, test = config["eval_args"]["split"]["RS"]
     assert (train + valid, test) == pytest.approx((0.2, 0.8)) and train / valid == pytest.approx(7 / 3)
-    assert config["eval_args"]["group_by"] is None and config["eval_args"]["mode"] == {"valid": "labeled", "test": "labeled"}
+    assert config["eval_args"]["group_by"] is None
+    assert config["eval_args"]["mode"] == {"valid": "labeled", "test": "labeled"}
     assert config["threshold"] == {"rating": 4} and config["valid_metric"] == "AUC"
 
 

@@ -5,7 +5,8 @@ import torch.nn.functional as F
 
 ML100K_FAST = {"epochs": 8, "stopping_step": 8, "show_progress": False, "state": "WARNING"}
 # With the authors' defaults (tuned on sparse data) SimGCL and DirectAU drift below popularity on the dense ml-100k
-# (results/ml-100k/leaderboard.md); a short schedule at a higher rate, with DirectAU's weaker uniformity, shows that they learn.
+# (results/ml-100k/leaderboard.md); a short schedule at a higher rate, with DirectAU's weaker uniformity, shows that
+# they learn.
 ML100K_SHORT_FAST_RATE = {**ML100K_FAST, "epochs": 4, "stopping_step": 4, "learning_rate": 0.01}
 
 
@@ -25,6 +26,7 @@ def direct_bpr_and_reg(model, batch, users_all, items_all):
     users, positives, negatives = batch[model.USER_ID], batch[model.ITEM_ID], batch[model.NEG_ITEM_ID]
     margin = (users_all[users] * (items_all[positives] - items_all[negatives])).sum(dim=1)
     bpr = -torch.sigmoid(margin).log().mean()
-    ego = [model.user_embedding.weight[users], model.item_embedding.weight[positives], model.item_embedding.weight[negatives]]
+    ego = [model.user_embedding.weight[users], model.item_embedding.weight[positives],
+           model.item_embedding.weight[negatives]]
     reg = sum(e.pow(2).sum() for e in ego) / (2 * len(users))
     return bpr + model.reg_weight * reg

@@ -1,11 +1,10 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from references import ML100K_SHORT_FAST_RATE
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.model.general_recommender.directau import DirectAU
-
-from references import ML100K_SHORT_FAST_RATE
 
 
 def direct_directau_loss(users, items, gamma):

@@ -291,4 +291,4 @@ def test_attention_options_change_nothing_without_attention(tiny_setup):
             model.user_embedding.weight.copy_(reference.user_embedding.weight)
             model.item_embedding.weight.copy_(reference.item_embedding.weight)
         for want, got in zip(expected, outputs(model, train)):
-            torch.testing.assert_close(got, want, msg=lambda text: f"{key}={value!r}: {text}")
+            torch.testing.assert_close(got, want, msg=lambda text, key=key, value=value: f"{key}={value!r}: {text}")

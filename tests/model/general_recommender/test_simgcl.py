@@ -1,9 +1,10 @@
 import pytest
 import torch
+from references import ML100K_SHORT_FAST_RATE, direct_bpr_and_reg, direct_info_nce, noisy
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.model.general_recommender.simgcl import SimGCL
-from references import ML100K_SHORT_FAST_RATE, direct_bpr_and_reg, direct_info_nce, noisy
+
 
 def test_forward_averages_layers_one_to_l_of_the_dense_propagation(tiny_setup, dense_adjacency):
     _, model, _, (train, _, _) = tiny_setup("SimGCL", n_layers=3)
