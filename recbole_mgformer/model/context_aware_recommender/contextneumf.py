@@ -20,8 +20,7 @@ import torch.nn as nn
 from recbole.model.abstract_recommender import ContextRecommender
 from recbole.model.layers import MLPLayers
 
-from recbole_mgformer.model.context_aware_recommender.imc import drop_base_tables, l2_loss, pooled, \
-    user_and_item_tokens
+from recbole_mgformer.model.context_aware_recommender.imc import drop_base_tables, l2_loss, pooled, user_and_item_tokens
 from recbole_mgformer.model.options import non_negative_float, positive_int
 
 

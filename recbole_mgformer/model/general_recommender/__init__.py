@@ -10,4 +10,6 @@ from recbole_mgformer.model.general_recommender.slimelastic import SLIMElastic
 from recbole_mgformer.model.general_recommender.turbocf import TurboCF
 from recbole_mgformer.model.general_recommender.xsimgcl import XSimGCL
 
-__all__ = ["BSPM", "ChebyCF", "DirectAU", "EASE", "GFCF", "MGFormer", "SGL", "SimGCL", "SLIMElastic", "TurboCF", "XSimGCL"]
+__all__ = [
+    "BSPM", "ChebyCF", "DirectAU", "EASE", "GFCF", "MGFormer", "SGL", "SimGCL", "SLIMElastic", "TurboCF", "XSimGCL",
+]

@@ -44,7 +44,7 @@ def _check_options(alpha, l1_ratio, positive_only, hide_item):
 
 def slim_weights(interactions, alpha, l1_ratio, positive_only=True, hide_item=True, max_iter=100, tol=1e-4,
                  random_state=None):
-    """SLIMElastic's item weights (items, items) as a CSC matrix: column ``j`` holds the ElasticNet fit of item ``j``."""
+    """SLIMElastic's item weights (items, items) as a CSC matrix: column ``j`` holds item ``j``'s ElasticNet fit."""
     _check_options(alpha, l1_ratio, positive_only, hide_item)
     x = sp.csc_matrix(interactions, dtype=np.float32)  # (users, items)
     x.sort_indices()

@@ -5,13 +5,12 @@ import torch
 import torch.nn.functional as F
 from conftest import write_context_dataset
 from recbole.model.abstract_recommender import ContextRecommender
+from test_csa import CONTEXT_TOY as CSA_TOY
 
 from recbole_mgformer.model.context_aware_recommender.contextneumf import ContextNeuMF
 from recbole_mgformer.model.context_aware_recommender.imc import IMC
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.registry import get_model
-
-from test_csa import CONTEXT_TOY as CSA_TOY
 
 CONTEXT_TOY = {key: value for key, value in CSA_TOY.items() if key not in ("n_heads", "d_ff")}
 NO_DROPOUT = {"IMC": {}, "ContextNeuMF": {"dropout_prob": 0.0}}
@@ -86,7 +85,7 @@ def test_neumf_score_is_gmf_and_mlp_over_the_feature_representations(toy):
             p.normal_()
     logits = model(batch)
     for row in range(len(batch)):
-        def rep(tokens):
+        def rep(tokens, row=row):
             return feature_vector(tokens, batch, row) @ tokens.table.weight
 
         gmf = rep(model.gmf_user) * rep(model.gmf_item)
