@@ -13,7 +13,7 @@ from recbole.model.abstract_recommender import GeneralRecommender
 from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
-from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
+from recbole_mgformer.model.abstract_recommender import CachedRepresentations, SharedSparseBuffers
 from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention, query_readout
 from recbole_mgformer.model.attention_options import AttentionBlock, AttentionOptions, set_query_temperature
 from recbole_mgformer.model.compilation import CompiledOrEager
@@ -178,7 +178,7 @@ def key_features_kept(value, kept_bytes):
     return kept_bytes <= KEEP_KEY_FEATURES_MAX_BYTES if value == "auto" else value == "keep"
 
 
-class MGFormer(SharedSparseBuffers, GeneralRecommender):
+class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
     r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``."""
 
     input_type = InputType.POINTWISE
@@ -275,8 +275,6 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         self.training_steps = 0
         self.key_generator = torch.Generator().manual_seed(self.seed)
 
-        self.restore_user_e = None
-        self.restore_item_e = None
         self.other_parameter_name = ["restore_user_e", "restore_item_e", "training_steps"]  # steps: the redraw clock
         self.apply(xavier_normal_initialization)
         for layer in self.layers:
@@ -377,9 +375,5 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         user_e, item_e = outputs.split([len(users), len(items)])
         return (user_e * item_e).sum(dim=-1)
 
-    def full_sort_predict(self, interaction):
-        if self.restore_user_e is None or self.restore_item_e is None:
-            outputs = self._scoring(self.forward())
-            self.restore_user_e, self.restore_item_e = outputs.split([self.n_users, self.n_items])
-        user_e = self.restore_user_e[interaction[self.USER_ID]]
-        return (user_e @ self.restore_item_e.T).view(-1)
+    def scoring_representations(self):
+        return self._scoring(self.forward()).split([self.n_users, self.n_items])
