@@ -22,33 +22,16 @@ or from code that imports only a submodule). Afterwards, with no RecBole file ed
 import importlib
 import importlib.abc
 import importlib.machinery
-import pkgutil
 import sys
 from logging import getLogger
 
-MODEL_TYPES = ("general_recommender", "context_aware_recommender", "sequential_recommender")
 _registered = []
 
 
-def project_model_modules():
-    """``[(model type, module name, module)]`` for every model module of this project."""
-    from recbole_mgformer.registry import _anomaly_mode_kept
-
-    found = []
-    for model_type in MODEL_TYPES:
-        package = importlib.import_module(f"recbole_mgformer.model.{model_type}")
-        for info in pkgutil.iter_modules(package.__path__):
-            with _anomaly_mode_kept():
-                module = importlib.import_module(f"{package.__name__}.{info.name}")
-            if any(name.lower() == info.name and isinstance(getattr(module, name), type) for name in dir(module)):
-                found.append((model_type, info.name, module))
-    return found
-
-
 def _alias_model_modules():
-    from recbole_mgformer.registry import _anomaly_mode_kept
+    from recbole_mgformer.registry import _anomaly_mode_kept, model_modules
 
-    for model_type, name, module in project_model_modules():
+    for model_type, name, module, _ in model_modules("recbole_mgformer.model"):
         alias = f"recbole.model.{model_type}.{name}"
         builtin = sys.modules.get(alias, module)
         if builtin is not module:
@@ -61,15 +44,12 @@ def _alias_model_modules():
         setattr(recbole_package, name, module)
 
 
-def _model_class(module, name):
-    return next((value for attribute, value in vars(module).items()
-                 if attribute.lower() == name and isinstance(value, type)), None)
-
-
 def _refines(module, builtin, name):
     """Does the project's model in ``module`` subclass RecBole's model of the same name (a deliberate, faster
     version of it, as SGL is) rather than collide with it by accident?"""
-    project, recbole = _model_class(module, name), _model_class(builtin, name)
+    from recbole_mgformer.registry import model_class
+
+    project, recbole = model_class(module, name), model_class(builtin, name)
     return project is not None and recbole is not None and issubclass(project, recbole)
 
 

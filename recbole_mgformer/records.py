@@ -13,18 +13,32 @@ def notes_lines(path):
     return [Path(path).read_text().strip(), ""] if path is not None and Path(path).exists() else []
 
 
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
 def git_commit(cwd=None):
-    """Short HEAD commit, ``-dirty`` when tracked files outside ``results/`` differ from it
-    (benchmarks rewrite their own tables in results/ while they run)."""
+    """Short HEAD commit of the checkout holding ``cwd``, ``-dirty`` when tracked files outside its top-level
+    ``results/`` differ from it (benchmarks rewrite their own tables in results/ while they run)."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=cwd, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                ":(exclude)results"], capture_output=True,
-                               text=True, cwd=cwd, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/",
+                                ":(top,exclude)results"], capture_output=True, text=True, cwd=cwd,
+                               check=True).stdout.strip()
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def code_commit():
+    """:func:`git_commit` of the code this process imported: the checkout the package was imported from, or
+    "unknown" for an installed copy (a wheel's files belong to no commit, even in a virtualenv inside a checkout)."""
+    try:
+        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "--", Path(__file__).name], cwd=PACKAGE_DIR,
+                                 capture_output=True).returncode == 0
+    except OSError:
+        tracked = False
+    return git_commit(PACKAGE_DIR) if tracked else "unknown"
 
 
 def package_versions():
@@ -76,6 +90,21 @@ def display_path(path, base=None):
         return str(Path(path).resolve().relative_to(Path(base or Path.cwd()).resolve()))
     except ValueError:
         return str(path)
+
+
+def shown_path(path, results):
+    """``path`` as records and pages name it, wherever the package is installed and ``results`` lies:
+    ``properties/...`` inside the package's shipped properties, ``<results folder>/...`` inside ``results``
+    (``results/tuning/...``), as given elsewhere; None stays None."""
+    from recbole_mgformer.defaults import properties_dir
+
+    if path is None:
+        return None
+    resolved = Path(path).resolve()
+    for folder in (properties_dir().resolve(), Path(results).resolve()):
+        if resolved.is_relative_to(folder):
+            return str(resolved.relative_to(folder.parent))
+    return str(path)
 
 
 def by_variant(records):

@@ -11,6 +11,7 @@ from recbole.utils import get_trainer as recbole_get_trainer
 
 import recbole_mgformer.trainer as project_trainers
 
+# RecBole's model packages, searched in this order under RecBole's prefix and this project's (which has the first three)
 MODEL_TYPES = (
     "general_recommender",
     "context_aware_recommender",
@@ -33,22 +34,36 @@ def _anomaly_mode_kept():
         torch.set_anomaly_enabled(anomaly, check_nan)
 
 
-def _models_in(package_prefix):
-    """``{lower name: class}`` for every model module under ``<package_prefix>.<type>``."""
-    models = {}
+def model_class(module, name):
+    """The class in ``module`` named ``name`` in any case (a model module holds its model under the module's name:
+    ``lightgcn`` -> ``LightGCN``), else None."""
+    return next((value for attribute, value in vars(module).items()
+                 if attribute.lower() == name.lower() and isinstance(value, type)), None)
+
+
+def model_modules(package_prefix):
+    """``[(model type, module name, module, class)]`` for every model module under ``<package_prefix>.<type>``."""
+    found = []
     for model_type in MODEL_TYPES:
         try:
             with _anomaly_mode_kept():
                 package = importlib.import_module(f"{package_prefix}.{model_type}")
-        except ImportError:
+        except ImportError:  # a type this package lacks (the project's), or whose libraries are absent
             continue
-        module_names = {info.name for info in pkgutil.iter_modules(package.__path__)}
-        for name in module_names:
+        for name in sorted({info.name for info in pkgutil.iter_modules(package.__path__)}):
             with _anomaly_mode_kept():
                 module = importlib.import_module(f"{package.__name__}.{name}")
-            for attribute in dir(module):
-                if attribute.lower() == name and isinstance(getattr(module, attribute), type):
-                    models.setdefault(name, getattr(module, attribute))
+            cls = model_class(module, name)
+            if cls is not None:
+                found.append((model_type, name, module, cls))
+    return found
+
+
+def _models_in(package_prefix):
+    """``{lower name: class}`` for every model module under ``<package_prefix>.<type>``."""
+    models = {}
+    for _, name, _, cls in model_modules(package_prefix):
+        models.setdefault(name, cls)
     return models
 
 
@@ -81,11 +96,9 @@ def get_model(name):
         return name
     for prefix in ("recbole_mgformer.model", "recbole.model"):
         module = _find_module(prefix, name)
-        if module is None:
-            continue
-        for attribute in dir(module):
-            if attribute.lower() == name.lower() and isinstance(getattr(module, attribute), type):
-                return getattr(module, attribute)
+        cls = None if module is None else model_class(module, name)
+        if cls is not None:
+            return cls
     raise ValueError(f"unknown model {name!r}; available models: {', '.join(available_models())}")
 
 
@@ -121,4 +134,5 @@ def get_trainer(model_type, model_name):
     return project_trainers.safe_trainer_class(base)
 
 
-__all__ = ["available_models", "fits_once", "get_model", "get_trainer", "is_deterministic", "project_models"]
+__all__ = ["available_models", "fits_once", "get_model", "get_trainer", "is_deterministic", "model_class",
+           "model_modules", "project_models"]

@@ -3,13 +3,16 @@ import subprocess
 import torch
 
 import recbole_mgformer.model.precision as precision
+from recbole_mgformer.defaults import properties_dir
 from recbole_mgformer.records import (
+    code_commit,
     display_path,
     git_commit,
     machine,
     mean_std,
     notes_lines,
     read_records,
+    shown_path,
     write_record,
 )
 
@@ -32,6 +35,48 @@ def test_commit_is_dirty_for_code_changes_but_not_for_results(tmp_path):
     assert git_commit(tmp_path) == clean
     (tmp_path / "model.py").write_text("x = 2\n")
     assert git_commit(tmp_path) == clean + "-dirty"
+
+
+def test_commit_ignores_the_top_level_results_from_any_folder_of_the_checkout(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "table.md").write_text("old\n")
+    (tmp_path / "model.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "code.py").write_text("y = 1\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "first")
+    clean = git_commit(tmp_path / "pkg")
+    (tmp_path / "results" / "table.md").write_text("new\n")
+    assert git_commit(tmp_path / "pkg") == clean
+    (tmp_path / "model.py").write_text("x = 2\n")  # outside the folder asked from, inside the checkout
+    assert git_commit(tmp_path / "pkg") == clean + "-dirty"
+
+
+def test_code_commit_is_unknown_for_a_copy_in_no_checkout(tmp_path, monkeypatch):
+    import recbole_mgformer.records as records
+
+    monkeypatch.setattr(records, "PACKAGE_DIR", tmp_path)  # as an installed copy: no git checkout holds it
+    assert code_commit() == "unknown"
+    git(tmp_path, "init", "-q")  # a checkout that does not track the package (a virtualenv inside a checkout)
+    (tmp_path / "other.py").write_text("x = 1\n")
+    git(tmp_path, "add", "other.py")
+    git(tmp_path, "commit", "-qm", "first")
+    assert code_commit() == "unknown"
+    (tmp_path / "records.py").write_text("z = 1\n")  # a checkout that tracks it: its commit
+    git(tmp_path, "add", "records.py")
+    git(tmp_path, "commit", "-qm", "second")
+    assert code_commit() == git_commit(tmp_path) != "unknown"
+
+
+def test_shown_path_names_package_files_and_results_files_wherever_they_lie(tmp_path):
+    tuned = properties_dir() / "benchmark" / "ml-100k" / "BPR.yaml"
+    assert shown_path(tuned, tmp_path / "results") == "properties/benchmark/ml-100k/BPR.yaml"
+    results = tmp_path / "copy" / "results"
+    assert shown_path(results / "runs", results) == "results/runs"
+    assert shown_path(results / "exploration" / "runs", results) == "results/exploration/runs"
+    assert shown_path(str(tmp_path / "mine.yaml"), results) == str(tmp_path / "mine.yaml")  # as given elsewhere
+    assert shown_path(None, results) is None
 
 
 def test_records_round_trip(tmp_path):

@@ -69,3 +69,14 @@ def test_closed_form_models_fit_once_and_are_deterministic_unless_they_draw_rand
         deterministic = True
 
     assert is_deterministic(Filter) and not fits_once(Filter)
+
+
+def test_one_lookup_finds_every_project_model_under_the_one_list_of_model_types():
+    import recbole_mgformer.model.general_recommender.mgformer as module
+    from recbole_mgformer.registry import MODEL_TYPES, model_class, model_modules
+
+    found = {(model_type, cls.__name__) for model_type, _, _, cls in model_modules("recbole_mgformer.model")}
+    assert {("general_recommender", "MGFormer"), ("sequential_recommender", "EAGPS"),
+            ("context_aware_recommender", "CSA")} <= found
+    assert {model_type for model_type, _ in found} <= set(MODEL_TYPES)
+    assert model_class(module, "MGFORMER") is MGFormer and model_class(module, "attention") is None

@@ -10,7 +10,7 @@ from recbole_mgformer.benchmark.claims import Busy
 from recbole_mgformer.benchmark.datasets import check_model_fits, same_for_every_seed
 from recbole_mgformer.benchmark.entries import comma_list, parse_entry, split_models, tuning_target
 from recbole_mgformer.benchmark.render import render_results, required_metrics
-from recbole_mgformer.benchmark.runs import ROOT, Run
+from recbole_mgformer.benchmark.runs import Run
 from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search
 from recbole_mgformer.cli import parse_overrides
 from recbole_mgformer.input_checks import user_errors
@@ -141,7 +141,7 @@ def _main(argv):
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--data_path", default="dataset", help="RecBole's data_path; known datasets are imported here")
     parser.add_argument("--config_files", default="", help="space-separated YAML files applied to every run")
-    parser.add_argument("--results", default=str(ROOT / "results"), help="folder of runs/ and the pages")
+    parser.add_argument("--results", default="results", help="folder of runs/ and the pages (default ./results)")
     parser.add_argument("--checkpoint_dir", default="saved/benchmark", help="per-run checkpoints, for resuming")
     parser.add_argument("--render-only", action="store_true", help="only re-render every table from its records")
     tuning = parser.add_argument_group("equal-budget tuning: a search per model entry before its seed runs")

@@ -13,9 +13,8 @@ import yaml
 from recbole_mgformer.benchmark import context, general, sequential
 from recbole_mgformer.benchmark.datasets import page_of, table_kind
 from recbole_mgformer.benchmark.popularity import render_popularity
-from recbole_mgformer.records import display_path, notes_lines
+from recbole_mgformer.records import notes_lines, shown_path
 
-ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"general": general, "sequential": sequential, "context": context}
 
 
@@ -97,14 +96,16 @@ def pages(by_dataset, warn=warn):
     return result
 
 
-def render_results(results):
-    """Write every page of ``results`` (and of its folders with their own ``runs/``); returns the paths written."""
+def render_results(results, top=None):
+    """Write every page of ``results`` (and of its folders with their own ``runs/``); returns the paths written.
+    ``top``: the results folder the pages name their records' folders from (default ``results``)."""
     results = Path(results)
+    top = top or results
     written = []
     for page, (kind, by_dataset) in sorted(pages(records_by_dataset(results / "runs")).items()):
         folder = results / page
         folder.mkdir(parents=True, exist_ok=True)
-        text = TABLES[kind].render_page(by_dataset, display_path(results / "runs", ROOT))
+        text = TABLES[kind].render_page(by_dataset, shown_path(results / "runs", top))
         leaderboard = folder / "leaderboard.md"
         leaderboard.write_text("\n".join([text] + notes_lines(folder / "notes.md")))
         written.append(leaderboard)
@@ -112,5 +113,5 @@ def render_results(results):
             written.append(render_popularity(by_dataset, folder))
             written += general.render_costs(by_dataset, folder)
     for nested in sorted(p.parent for p in results.glob("*/runs") if p.is_dir()):
-        written += render_results(nested)
+        written += render_results(nested, top)
     return [path for path in written if path is not None]

@@ -20,12 +20,11 @@ from recbole_mgformer.benchmark.tuning import search_info, settings_hash, tuned_
 from recbole_mgformer.compat import init_logger
 from recbole_mgformer.evaluation import ndcg_by_user, scores_by_row
 from recbole_mgformer.quick_start import build_config, prepare
-from recbole_mgformer.records import display_path, git_commit, machine, package_versions, write_record
+from recbole_mgformer.records import code_commit, machine, package_versions, shown_path, write_record
 from recbole_mgformer.registry import fits_once
 from recbole_mgformer.resume import fit_resumably, forget_resume_state
 from recbole_mgformer.trainer import RUNTIME_KEYS, plain_value
 
-ROOT = Path(__file__).resolve().parents[2]
 # Settings that change where and how a run computes, not its result: the resume's runtime keys (less ``epochs``,
 # which a benchmark run's result depends on), the GPU flag a device implies, evaluation batching, and RecBole's
 # saved-data paths.
@@ -210,7 +209,7 @@ class Run:
         if self.record_path.exists():
             self.complete_record()
             return None
-        commit = git_commit(ROOT)  # the code this process imported, however long the run takes
+        commit = code_commit()  # the code this process imported, however long the run takes
         checkpoint = self.checkpoint
         config, model, trainer, (train_data, valid_data, test_data) = self.setup(checkpoint)
         started = time.perf_counter()
@@ -224,7 +223,7 @@ class Run:
         record = {
             "dataset": self.dataset, "model": self.model, "variant": self.variant, "overrides": self.overrides,
             "seed": self.seed, "deterministic": same_for_every_seed(self.model, config),
-            "tuned_config": display_path(self.tuned_file, ROOT), "tuning": tuning,
+            "tuned_config": shown_path(self.tuned_file, self.results), "tuning": tuning,
             "valid": dict(best_valid_result), "test": dict(test_result),
             **self.popularity(trainer, train_data, test_data), **self.per_user(trainer, test_data),
             **timer.summary(config["valid_metric_bigger"]), **self.cap(config, timer),

@@ -21,10 +21,8 @@ from recbole.config import Config
 from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.entries import tuned_stem, variant_name
 from recbole_mgformer.defaults import benchmark_config_file, tuned_dir
-from recbole_mgformer.records import display_path
+from recbole_mgformer.records import shown_path
 from recbole_mgformer.registry import get_model
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -106,7 +104,7 @@ def search_info(tuned_file, results):
     if record.get("interrupted") or not best or read_settings(tuned_file) != best["params"]:
         return None
     request = record["request"]
-    return {"search": display_path(paths["md"], ROOT), "file": display_path(tuned_file, ROOT),
+    return {"search": shown_path(paths["md"], results), "file": shown_path(tuned_file, results),
             "budget": request["samples"], "epochs": request["overrides"].get("epochs"),
             "grace_period": request["grace_period"], "search_seed": request["search_seed"],
             "metric": request["metric"], "best_valid": best["score"], "commit": record["provenance"]["commit"],
@@ -186,7 +184,7 @@ def _search_once(model, overrides, dataset, budget, experiment, *, results, data
         raise TuneSetupError(f"no trial of the {label} finished; see the errors on {paths['md']}")
     chosen = Path(folder or tuned_dir()) / dataset / f"{stem}.yaml"
     chosen.parent.mkdir(parents=True, exist_ok=True)
-    chosen.write_text(chosen_yaml(record, variant_name(model, overrides), display_path(paths["md"], ROOT)))
+    chosen.write_text(chosen_yaml(record, variant_name(model, overrides), shown_path(paths["md"], results)))
     return str(chosen)
 
 

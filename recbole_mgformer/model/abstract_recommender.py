@@ -26,21 +26,19 @@ class SharedSparseBuffers:
         return copied
 
 
-class GraphRecommender(SharedSparseBuffers, GeneralRecommender):
-    """A general recommender whose user and item representations come from the whole training graph.
-
-    It builds ``D^-1/2 A D^-1/2`` from the training interactions once (the dataset a model receives is
-    the training split), and computes every node's representation once per evaluation, cached in
-    ``restore_user_e`` / ``restore_item_e`` until the model next changes mode.
-    Subclasses implement ``forward() -> (users (n_users, d), items (n_items, d))``.
-    """
+class CachedRepresentations:
+    """All users' and items' representations for scoring (``scoring_representations``, by default ``forward()``),
+    computed once per evaluation and cached in ``restore_user_e`` / ``restore_item_e`` until the model next
+    changes mode (RecBole's convention); in training they are computed afresh."""
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
-        adjacency = normalized_adjacency(dataset.inter_matrix(form="coo"))
-        self.register_buffer("adjacency", adjacency, persistent=False)  # rebuilt from the data, never saved
         self.restore_user_e = None
         self.restore_item_e = None
+
+    def scoring_representations(self):
+        """users (n_users, d), items (n_items, d)."""
+        return self.forward()
 
     def forget_representations(self):
         self.restore_user_e, self.restore_item_e = None, None
@@ -52,18 +50,32 @@ class GraphRecommender(SharedSparseBuffers, GeneralRecommender):
     def representations(self):
         """All users' and items' representations for scoring, cached outside training."""
         if self.training:
-            return self.forward()
+            return self.scoring_representations()
         if self.restore_user_e is None or self.restore_item_e is None:
-            self.restore_user_e, self.restore_item_e = self.forward()
+            self.restore_user_e, self.restore_item_e = self.scoring_representations()
         return self.restore_user_e, self.restore_item_e
-
-    def predict(self, interaction):
-        users, items = self.representations()
-        return (users[interaction[self.USER_ID]] * items[interaction[self.ITEM_ID]]).sum(dim=-1)
 
     def full_sort_predict(self, interaction):
         users, items = self.representations()
         return (users[interaction[self.USER_ID]] @ items.T).view(-1)
+
+
+class GraphRecommender(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
+    """A general recommender whose user and item representations come from the whole training graph.
+
+    It builds ``D^-1/2 A D^-1/2`` from the training interactions once (the dataset a model receives is
+    the training split), and computes every node's representation once per evaluation
+    (:class:`CachedRepresentations`). Subclasses implement ``forward() -> (users (n_users, d), items (n_items, d))``.
+    """
+
+    def __init__(self, config, dataset):
+        super().__init__(config, dataset)
+        adjacency = normalized_adjacency(dataset.inter_matrix(form="coo"))
+        self.register_buffer("adjacency", adjacency, persistent=False)  # rebuilt from the data, never saved
+
+    def predict(self, interaction):
+        users, items = self.representations()
+        return (users[interaction[self.USER_ID]] * items[interaction[self.ITEM_ID]]).sum(dim=-1)
 
     def split_nodes(self, nodes):
         """(n, d) -> users (n_users, d), items (n_items, d)."""

@@ -58,14 +58,23 @@ def draw_projection(kind, n_features, k, generator, dtype=torch.float32):
     return torch.cat(blocks)[:n_features]
 
 
-def random_feature_logits(x, projection):
-    """Logarithm of Eq. (7) without its ``m^-1/2`` factor: ``w_i^T a - |a|^2 / 2``.
+def random_feature_logits(x, projection, dtype=None):
+    """Logarithm of Eq. (7) without its ``m^-1/2`` factor: ``w_i^T a - |a|^2 / 2``; the one log-space form of the
+    random features, which :func:`positive_random_features` and the fused key side (model/key_summary.py) share.
 
-    ``x``: (..., n, k), ``projection``: (..., m, k) -> (..., n, m).
+    ``x``: (..., n, k), ``projection``: (..., m, k), both in the matmul's format -> (..., n, m) in ``dtype``
+    (default: that format; the fused key side multiplies in bf16 and sums in fp32).
     """
     logits = x @ projection.transpose(-2, -1)
+    if dtype is not None:
+        logits = logits.to(dtype)
     # In place: the matmul's backward needs its inputs, not its output, so no (n, m) copy is made.
-    return logits.sub_(0.5 * x.pow(2).sum(-1, keepdim=True))
+    return logits.sub_(0.5 * x.to(logits.dtype).pow(2).sum(-1, keepdim=True))
+
+
+def shifted_exp(logits, shift):
+    """``exp(logits - shift)`` in place: random features from their logits, shifted so that nothing overflows."""
+    return logits.sub_(shift).exp_()
 
 
 def positive_random_features(x, projection, is_query):
@@ -80,7 +89,7 @@ def positive_random_features(x, projection, is_query):
     logits = random_feature_logits(x, projection)
     dims = -1 if is_query else (-2, -1)
     shift = logits.detach().amax(dim=dims, keepdim=True) + 0.5 * math.log(projection.shape[-2])
-    return logits.sub_(shift).exp_()
+    return shifted_exp(logits, shift)
 
 
 def elu_features(x):

@@ -14,7 +14,6 @@ RecBole's ``TraditionalTrainer`` with a fake loss, as RecBole's EASE) and scores
 """
 
 import time
-import warnings
 from logging import getLogger
 
 import numpy as np
@@ -26,6 +25,7 @@ from recbole.utils import InputType, ModelType
 from scipy.sparse.linalg import svds
 
 from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
+from recbole_mgformer.model.graph import to_torch_csr
 from recbole_mgformer.model.options import positive_int
 
 SOLVERS = ("euler", "rk4")
@@ -78,19 +78,6 @@ def top_right_singular_vectors(matrix, k, seed, model, key="k"):
     return vt.T.copy()
 
 
-def torch_sparse(matrix, dtype=torch.float32):
-    """A scipy sparse matrix as a torch sparse CSR tensor: ``torch.sparse.mm`` with a contiguous dense right-hand
-    side runs several times faster with CSR than with COO on the CPU, and works on the GPU too."""
-    matrix = sp.csr_matrix(matrix)
-    matrix.sum_duplicates()
-    with warnings.catch_warnings():  # "sparse CSR tensor support is in beta"
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(torch.from_numpy(matrix.indptr.astype(np.int64)),
-                                       torch.from_numpy(matrix.indices.astype(np.int64)),
-                                       torch.from_numpy(matrix.data).to(dtype), size=matrix.shape,
-                                       check_invariants=False)
-
-
 # ------------------------------------------------------------------------------------------------ operators
 
 
@@ -105,10 +92,10 @@ class ItemGraph(nn.Module):
             raise ValueError("ItemGraph takes a factor N (P = N^T N) or the matrix P, exactly one")
         self.factored = factor is not None
         if self.factored:
-            self.register_buffer("factor", torch_sparse(factor), persistent=False)  # (users, items)
-            self.register_buffer("factor_t", torch_sparse(factor.T), persistent=False)  # (items, users)
+            self.register_buffer("factor", to_torch_csr(factor), persistent=False)  # (users, items)
+            self.register_buffer("factor_t", to_torch_csr(factor.T), persistent=False)  # (items, users)
         else:
-            self.register_buffer("matrix_t", torch_sparse(matrix.T), persistent=False)  # (items, items)
+            self.register_buffer("matrix_t", to_torch_csr(matrix.T), persistent=False)  # (items, items)
 
     def forward(self, x):  # (block, items) -> (block, items)
         x_t = x.T.contiguous()  # (items, block)

@@ -1,6 +1,6 @@
 """LightGCN propagation (He et al., SIGIR 2020) on ``torch.sparse``: one adjacency builder and one
-propagation, shared by SimGCL, XSimGCL and DirectAU's LightGCN encoder; and the edge lists behind
-MGFormer's adjacency mask.
+propagation, shared by SimGCL, XSimGCL and DirectAU's LightGCN encoder; the edge lists behind
+MGFormer's adjacency mask; and the one scipy-to-torch sparse conversion (``to_torch_csr``) every model uses.
 
 Shapes: ``n = n_users + n_items`` nodes, ``d`` embedding size.
 """
@@ -22,6 +22,19 @@ def bipartite_graph(interactions):
     return sp.bmat([[None, binary], [binary.T, None]], format="csr", dtype=np.float32)
 
 
+def to_torch_csr(matrix, dtype=torch.float32):
+    """A scipy sparse matrix as a torch sparse CSR tensor in ``dtype``, repeated entries summed: ``A @ x`` with a
+    contiguous dense ``x`` runs several times faster with CSR than with COO on the CPU, and works on the GPU too."""
+    matrix = sp.csr_matrix(matrix)
+    matrix.sum_duplicates()  # also sorts each row's columns, as CSR tensors expect
+    with warnings.catch_warnings():  # CSR is "beta" in torch
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(torch.from_numpy(matrix.indptr.astype(np.int64)),
+                                       torch.from_numpy(matrix.indices.astype(np.int64)),
+                                       torch.from_numpy(matrix.data).to(dtype), size=matrix.shape,
+                                       check_invariants=False)
+
+
 def normalized_adjacency(interactions):
     """``D^-1/2 A D^-1/2`` of the bipartite graph ``A = [[0, R], [R^T, 0]]``, a sparse CSR (n, n) float32 tensor.
 
@@ -33,11 +46,7 @@ def normalized_adjacency(interactions):
     inverse_sqrt = np.zeros_like(degrees)
     np.power(degrees, -0.5, out=inverse_sqrt, where=degrees > 0)
     values = inverse_sqrt[adjacency.row] * adjacency.data * inverse_sqrt[adjacency.col]
-    indices = torch.from_numpy(np.vstack([adjacency.row, adjacency.col]).astype(np.int64))
-    coo = torch.sparse_coo_tensor(indices, torch.from_numpy(values), adjacency.shape, check_invariants=True)
-    with warnings.catch_warnings():  # CSR is "beta" in torch, and the fastest sparse format for A_hat @ x
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return coo.coalesce().to_sparse_csr()
+    return to_torch_csr(sp.coo_matrix((values, (adjacency.row, adjacency.col)), shape=adjacency.shape))
 
 
 def graph_with_self_loops(interactions):

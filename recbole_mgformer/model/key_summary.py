@@ -19,6 +19,7 @@ import math
 import torch
 
 from recbole_mgformer.model.compilation import CompiledOrEager
+from recbole_mgformer.model.feature_maps import random_feature_logits, shifted_exp
 
 # Rows per chunk: the (h, r, g m) temporaries of 4096 rows at m = 128 take 4 MiB, which a CPU's L2 or L3 cache
 # holds; the per-chunk Python overhead stays small beside the chunk's matmuls.
@@ -36,15 +37,13 @@ def _merge_heads(x):  # (h, r, k) -> (r, w)
 def _chunk_terms(tokens_and_ones, weight, projection):
     """What forward and backward both compute for a chunk: tokens_and_ones (r, w + 1) = ``[X | 1]`` in the matmul
     format, weight (w, w) = k^-1/4 W_K and projection (h, m, k) in that format -> tokens (r, w) and keys (h, r, k)
-    in that format, logits (h, r, m) in fp32 or the parameters' format (Eq. 7 in log space:
-    ``w_i^T a - |a|^2 / 2``), values ``[V | 1]`` (h, r, k + 1)."""
+    in that format, logits (h, r, m) in fp32 or the parameters' format (Eq. 7 in log space, as the unfused
+    feature map computes it), values ``[V | 1]`` (h, r, k + 1)."""
     # fp32 sums for fp32 and bf16 inputs (a Python choice: promote_types would be an op a step)
     heads, accumulate = projection.shape[0], (torch.float64 if weight.dtype == torch.float64 else torch.float32)
     tokens = tokens_and_ones[:, :-1]
     keys = _heads(tokens @ weight.T, heads)
-    logits = (keys @ projection.transpose(-2, -1)).to(accumulate)
-    # |a|^2 in one pass, accumulated in fp32 whatever the keys' format.
-    logits.sub_(0.5 * torch.linalg.vector_norm(keys, dim=-1, keepdim=True, dtype=accumulate).square())
+    logits = random_feature_logits(keys, projection, accumulate)
     if heads == 1:  # the ones column is already there: [V | 1] is the chunk itself
         values = tokens_and_ones.unsqueeze(0)
     else:  # the ones column makes the normaliser of Eq. (12) one more output column of the summary's matmul
@@ -84,7 +83,7 @@ def summary_of_chunk(tokens_and_ones, weight, projection, gates, keep=False):
     None."""
     _, keys, logits, values = _chunk_terms(tokens_and_ones, weight, projection)
     maximum = logits.amax(dim=(-2, -1))
-    features = logits.sub_(maximum[:, None, None]).exp_()
+    features = shifted_exp(logits, maximum[:, None, None])
     sums = _gated(features, gates, projection.dtype).transpose(-2, -1) @ values
     return sums.to(logits.dtype), maximum, ((keys, features, maximum) if keep else None)
 
@@ -107,7 +106,7 @@ def gradients_of_chunk(tokens_and_ones, weight, projection, gates, shift, grad_s
     matmul_dtype, n_features = projection.dtype, projection.shape[1]
     if kept is None:
         tokens_mm, keys, logits, values = _chunk_terms(tokens_and_ones, weight, projection)
-        features = logits.sub_(shift[:, None, None]).exp_()  # phi, (h, r, m)
+        features = shifted_exp(logits, shift[:, None, None])  # phi, (h, r, m)
     else:
         keys, features, maximum = kept
         tokens_mm, _, _, values = _chunk_terms_without_features(tokens_and_ones, projection.shape[0])

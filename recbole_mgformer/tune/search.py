@@ -16,8 +16,8 @@ from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.quick_start import build_config
 from recbole_mgformer.records import (
+    code_commit,
     display_path,
-    git_commit,
     machine,
     package_versions,
     write_record,
@@ -42,7 +42,6 @@ from recbole_mgformer.tune.space import (
 )
 from recbole_mgformer.tune.trials import METRIC, PROGRESS, STATES_DIR, train_trial
 
-ROOT = Path(__file__).resolve().parents[2]
 REQUEST_FILE = "recbole_mgformer_tune.json"  # the search's settings, inside Ray's experiment folder, for --resume
 
 
@@ -358,7 +357,7 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
     try:
         _check_resources(cpus_per_trial, gpus_per_trial)
         _store_request(request)
-        commit = git_commit(ROOT)
+        commit = code_commit()
         grid = _fit(_tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose))
         rows = sort_rows(trial_rows(grid, list(request["space"])), request["mode"] == "max")
         best = next((r for r in rows if ranked(r)), None)

@@ -12,6 +12,7 @@ from recbole_mgformer.model.graph import (
     normalized_adjacency,
     sign_preserving_noise,
     symmetric_sparse_matmul,
+    to_torch_csr,
 )
 
 
@@ -27,6 +28,16 @@ def test_normalized_adjacency_equals_the_dense_formula(small_graph):
     adjacency = normalized_adjacency(small_graph)
     assert adjacency.layout == torch.sparse_csr and adjacency.shape == (9, 9)
     np.testing.assert_allclose(adjacency.to_dense().numpy(), dense_normalized_adjacency(small_graph), rtol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["coo", "csr", "csc"])
+def test_to_torch_csr_sums_repeated_entries_in_the_asked_format(small_graph, form):
+    matrix = small_graph.asformat(form) if form != "coo" else small_graph.astype(np.float64)
+    tensor = to_torch_csr(matrix)
+    assert tensor.layout == torch.sparse_csr and tensor.dtype == torch.float32 and tensor.shape == (4, 5)
+    assert tensor.to_dense()[0, 1] == 2.0  # (0, 1) appears twice
+    np.testing.assert_array_equal(tensor.to_dense().numpy(), small_graph.toarray())
+    assert to_torch_csr(matrix, torch.float64).dtype == torch.float64
 
 
 def test_isolated_nodes_get_zero_rows_not_nan(small_graph):

@@ -13,7 +13,7 @@ from recbole.model.abstract_recommender import GeneralRecommender
 from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
-from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
+from recbole_mgformer.model.abstract_recommender import CachedRepresentations, SharedSparseBuffers
 from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention, query_readout
 from recbole_mgformer.model.attention_options import AttentionBlock, AttentionOptions, set_query_temperature
 from recbole_mgformer.model.compilation import CompiledOrEager
@@ -177,7 +177,7 @@ def key_features_kept(value, kept_bytes):
     return kept_bytes <= KEEP_KEY_FEATURES_MAX_BYTES if value == "auto" else value == "keep"
 
 
-class MGFormer(SharedSparseBuffers, GeneralRecommender):
+class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
     r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``."""
 
     input_type = InputType.POINTWISE
@@ -278,8 +278,6 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         self.training_steps = 0
         self.key_generator = torch.Generator().manual_seed(self.seed)
 
-        self.restore_user_e = None
-        self.restore_item_e = None
         self.other_parameter_name = ["restore_user_e", "restore_item_e", "training_steps"]  # steps: the redraw clock
         self.apply(xavier_normal_initialization)
         for layer in self.layers:
@@ -386,17 +384,12 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
             return scores
         # the residual standardises over all items: each distinct user's whole row, then the pairs' entries
         unique, row = torch.unique(users, return_inverse=True)
-        all_users, all_items = self._restored_outputs()
+        all_users, all_items = self.representations()
         residual = self._filter_residual(unique, all_users[unique] @ all_items.T)  # (distinct users, items)
         return scores + self.filter_residual_weight * residual[row, items]
 
-    def _restored_outputs(self):
-        """Every user's and item's scoring outputs, (n_users, w) and (n_items, w), cached until the next training
-        step."""
-        if self.restore_user_e is None or self.restore_item_e is None:
-            outputs = self._scoring(self.forward())
-            self.restore_user_e, self.restore_item_e = outputs.split([self.n_users, self.n_items])
-        return self.restore_user_e, self.restore_item_e
+    def scoring_representations(self):
+        return self._scoring(self.forward()).split([self.n_users, self.n_items])
 
     def _filter_residual(self, users, model_scores):
         """``filter_residual``'s term of ``users`` (b,) given the model's scores of them, (b, items)."""
@@ -405,9 +398,9 @@ class MGFormer(SharedSparseBuffers, GeneralRecommender):
         return matched_residual(model_scores, filter_scores)
 
     def full_sort_predict(self, interaction):
-        all_users, all_items = self._restored_outputs()
+        scores = super().full_sort_predict(interaction)
+        if self.residual_filter is None:
+            return scores
         users = interaction[self.USER_ID]
-        scores = all_users[users] @ all_items.T  # (b, items)
-        if self.residual_filter is not None:
-            scores = scores + self.filter_residual_weight * self._filter_residual(users, scores)
-        return scores.view(-1)
+        scores = scores.view(len(users), -1)  # (b, items)
+        return (scores + self.filter_residual_weight * self._filter_residual(users, scores)).view(-1)

@@ -8,14 +8,11 @@ equal computations: every graph is a CSR tensor propagated by ``symmetric_sparse
 keeps one (b, n) buffer instead of four.
 """
 
-import warnings
-
-import numpy as np
 import torch
 from recbole.model.general_recommender.sgl import SGL as RecBoleSGL
 
 from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
-from recbole_mgformer.model.graph import symmetric_sparse_matmul
+from recbole_mgformer.model.graph import symmetric_sparse_matmul, to_torch_csr
 from recbole_mgformer.model.loss import info_nce_over_all_nodes
 
 
@@ -24,13 +21,7 @@ class SGL(SharedSparseBuffers, RecBoleSGL):
 
     def csr2tensor(self, matrix):
         """A scipy matrix -> a sparse CSR float32 tensor on the model's device."""
-        coo = matrix.tocoo()
-        indices = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
-        tensor = torch.sparse_coo_tensor(indices, torch.from_numpy(coo.data.astype(np.float32)), coo.shape,
-                                         check_invariants=True)
-        with warnings.catch_warnings():  # CSR is "beta" in torch, and the fastest sparse format for A_hat @ x
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            return tensor.coalesce().to_sparse_csr().to(self.device)
+        return to_torch_csr(matrix).to(self.device)
 
     def forward(self, graph):
         """Mean of ``E_0 .. E_L`` over ``graph`` (one matrix used L times, or RW's list of L): (users, items)."""

@@ -18,7 +18,6 @@ in Eq. 2), ``d`` embedding size, ``alpha`` memory slots, ``h`` heads, ``B`` batc
 """
 
 import math
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,6 +29,7 @@ from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
+from recbole_mgformer.model.graph import to_torch_csr
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
 
 EA_NORMS = ("l2", "softmax")
@@ -62,16 +62,6 @@ def sequential_adjacency(user_item, transitions, n_items, n_users):
     m = m + sp.identity(n_items + n_users, dtype=np.float32, format="csr")
     inverse_sqrt = sp.diags(np.power(np.asarray(m.sum(axis=1)).ravel(), -0.5).astype(np.float32))
     return (inverse_sqrt @ m @ inverse_sqrt).tocsr().astype(np.float32)
-
-
-def to_torch_csr(matrix):
-    """scipy CSR -> torch sparse CSR (the fastest CPU format for ``A @ x``)."""
-    matrix = matrix.tocsr()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return torch.sparse_csr_tensor(torch.from_numpy(matrix.indptr.astype(np.int64)),
-                                       torch.from_numpy(matrix.indices.astype(np.int64)),
-                                       torch.from_numpy(matrix.data), matrix.shape, check_invariants=True)
 
 
 class _SparseMatmul(torch.autograd.Function):

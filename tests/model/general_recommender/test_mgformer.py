@@ -132,10 +132,19 @@ def test_every_option_trains_and_scores_consistently(tiny_setup, overrides):
 def test_full_sort_cache_is_cleared_when_training_resumes(tiny_setup):
     _, model, _, (train, _, test) = tiny_setup()
     interaction = next(iter(test))[0]
+    model.eval()  # the base class's cache (CachedRepresentations) holds evaluation's representations only
+    with torch.no_grad():
+        scores = model.full_sort_predict(interaction)
+        cached = model.restore_user_e
+        assert cached is not None
+        torch.testing.assert_close(model.full_sort_predict(interaction), scores)
+        assert model.restore_user_e is cached
+    model.calculate_loss(next(iter(train)))
+    assert model.restore_user_e is None and model.restore_item_e is None
+    model.eval()
     with torch.no_grad():
         model.full_sort_predict(interaction)
-    assert model.restore_user_e is not None
-    model.calculate_loss(next(iter(train)))
+    model.train()
     assert model.restore_user_e is None and model.restore_item_e is None
 
 
