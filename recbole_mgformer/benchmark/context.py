@@ -132,9 +132,10 @@ def render_page(by_dataset, runs_shown):
              "Protocol (`properties/dataset/ml-100k-ctx-<rho>.yaml`): the real ml-100k "
              "user features (user_id, age, gender, occupation, zip_code) and item features (item_id, release_year, "
              "genres); label 1 for rating >= 4; all interactions split at random, (train + valid) : test = rho : "
-             "1 - rho with train : valid = 7 : 3; at most 20 epochs, the epoch with the best valid AUC is tested on "
-             "every labelled test pair. CSA runs with `properties/model/CSA.yaml`, the others with RecBole's "
-             "defaults. Cells: test mean ± std over seeds " + ", ".join(map(str, seeds)) + " (the seed also draws "
+             "1 - rho with train : valid = 7 : 3; the epoch with the best valid AUC is tested on every labelled test "
+             "pair (epoch cap: 20 for the older runs; each tuned section states its own). In the older runs CSA ran "
+             "with `properties/model/CSA.yaml` and the others with RecBole's defaults. Cells: test mean ± std over "
+             + "seeds " + ", ".join(map(str, seeds)) + " (the seed also draws "
              "the split); best mean per column in bold.", ""]
     if overrides:
         lines += ["Overrides: " + "; ".join(overrides), ""]
