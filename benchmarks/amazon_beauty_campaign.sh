@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The amazon-beauty equal-budget campaign of issue 24 on a CPU machine: two streams side by side, one thread each.
+# The amazon-beauty equal-budget campaign (every model tuned with the same budget, three seeds) on a CPU machine: two streams side by side, one thread each.
 # Usage: bash benchmarks/amazon_beauty_campaign.sh A|B [--key=value ...]
 # Rerun a stream to resume it: searches, trials and seed runs continue where they stopped, finished ones are skipped.
 # What follows A or B goes to every command (e.g. --device=cuda). Every search: 8 random trials, ASHA grace 10 of at

@@ -1,4 +1,4 @@
-"""Short probes of MGFormer's attention designs (issue 25): every variant with the same short schedule, its
+"""Short probes of MGFormer's attention designs beyond the paper: every variant with the same short schedule, its
 per-popularity-group test recall beside the control ``attention=False``.
 
     python benchmarks/attention_probes.py --dataset ml-100k --seeds 0,1
@@ -132,7 +132,7 @@ def render_table(dataset, records):
                "Δ test NDCG@20 vs its control (paired seeds)", "control"]
               + [f"{g} Recall@20" for g in GROUPS] + ["z median", "best epoch", "epochs", "s / epoch"])
     lines = [f"# Attention probes on {dataset}", "",
-             "Produced by `python benchmarks/attention_probes.py` (issue 25): each variant with the same short "
+             "Produced by `python benchmarks/attention_probes.py`: each variant with the same short "
              "schedule; test metrics at the epoch with the best validation NDCG@20, mean ± std over seeds.", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     ordered = sorted(groups.items(), key=lambda item: -statistics.mean(r["valid"]["ndcg@20"] for r in item[1]))

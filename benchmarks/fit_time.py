@@ -1,5 +1,5 @@
 """The fit of each closed-form model (RecBole's traditional path: EASE, ItemKNN, SLIMElastic, and any model fit in its
-constructor) on one CPU core, against the targets of issue 55: Amazon-Beauty in under 2 minutes, Gowalla in under 10.
+constructor) on one CPU core, against two targets: Amazon-Beauty in under 2 minutes, Gowalla in under 10.
 
     python benchmarks/fit_time.py                   # EASE,ItemKNN,SLIMElastic on amazon-beauty,gowalla
     python benchmarks/fit_time.py --models EASE --datasets amazon-beauty --timeout 600
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TARGETS = {"amazon-beauty": 120, "gowalla": 600}  # seconds on one core, issue 55
+TARGETS = {"amazon-beauty": 120, "gowalla": 600}  # seconds on one core
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                      "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 
@@ -187,7 +187,7 @@ def table_lines(records):
              "traditional path), in a process of its own with one thread (torch and OMP/MKL/OpenBLAS), the data "
              "loaded and split before the clock starts; CPU s: the process time of the fit (wall time on quiet "
              "cores). Peak RSS: the process's maximum resident memory (data "
-             "included); of it, the fit: its rise over the memory before the fit. Targets (issue 55): "
+             "included); of it, the fit: its rise over the memory before the fit. Targets: "
              + ", ".join(f"{dataset} under {seconds // 60} min" for dataset, seconds in TARGETS.items()) + ".", "",
              "| dataset | model | users x items | settings | fit s | CPU s | peak RSS MB | of it, the fit | target s | "
              "result |", "|---|---|---|---|---|---|---|---|---|---|"]

@@ -1,4 +1,4 @@
-"""A hostile user's sweep (issue 51): bad atomic files, bad config files, every command-line option of ``run.py``,
+"""A hostile user's sweep: bad atomic files, bad config files, every command-line option of ``run.py``,
 ``tune``, ``benchmark``, ``recommend`` and the importer given a wrong value, outputs pointed at existing files, eval
 payloads, and each long command killed at a random (seeded) moment and run again. Each case is classified by its
 outcome, not by the words of its message:

@@ -14,6 +14,7 @@ results/performance/subnormal_step-<dataset>.md.
 """
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -23,12 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 TUNED_ADJACENCY = "MGFormer[precision=fp32; degree_mask=adjacency]"
+# an attention layer's key projection W_K (Eq. 7), in a plain layer or inside an AttentionBlock
+KEY_PROJECTION = re.compile(r"(?:.*\.)?layers\.\d+\.(?:attention\.)?key\.weight")
 
 
 def main(argv=None):
     import torch
 
-    from benchmarks.inspect_attention import PROJECTION
     from benchmarks.recorded_run import timing_provenance, write_table
     from benchmarks.step_time import build, train_step
     from recbole_mgformer.benchmark import parse_entry
@@ -60,7 +62,7 @@ def main(argv=None):
         model, optimizer, batches, _ = build(model_name, args.dataset, args.batch_size, overrides, args.steps, "cpu",
                                              [tuned] if tuned else [])
         keys = [weight for name, weight in model.named_parameters()
-                if (match := PROJECTION.fullmatch(name)) and match["name"] == "key"]
+                if KEY_PROJECTION.fullmatch(name)]
         if not keys:
             parser.error(f"{args.model} has no key projection to shrink")
         with torch.no_grad():

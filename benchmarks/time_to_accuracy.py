@@ -1,7 +1,8 @@
 """Time to accuracy, the figure a user feels: wall time of training and validation until the validation NDCG@20
 first reaches a target, and until the best epoch, for the leaderboard's rows with the leaderboard's settings.
 
-    python benchmarks/time_to_accuracy.py                 # amazon-beauty, the rows of issue 22, target 0.060
+    python benchmarks/time_to_accuracy.py                 # amazon-beauty, target 0.060, rows: MGFormer (d 64, d 128,
+                                                          # attention off), DirectAU, XSimGCL, LightGCN
     python benchmarks/time_to_accuracy.py --models "MGFormer,DirectAU" --max_steps 40 --repeats 3
 
 The figure is the product of two measurements that need different conditions, so they are made apart:

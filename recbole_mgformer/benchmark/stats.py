@@ -42,10 +42,8 @@ def per_user_path(record_path):
     return record_path.with_name(record_path.stem + PER_USER_SUFFIX)
 
 
-def write_per_user(record_path, values, metric=PER_USER_METRIC):
-    """``{user token: value}`` compactly beside a run's record (users sorted, values rounded to 5 decimals)."""
-    users = sorted(values)
-    payload = {"metric": metric, "users": users, "values": [round(values[u], 5) for u in users]}
+def _write_beside(record_path, payload):
+    """``payload`` as compact gzipped JSON in the file beside a run's record, written whole or not at all."""
     path = per_user_path(record_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -55,14 +53,26 @@ def write_per_user(record_path, values, metric=PER_USER_METRIC):
     return path
 
 
-def read_per_user(record_path):
-    """The ``{user token: value}`` written beside a record, or None where the run stored none (older records)."""
+def _read_beside(record_path):
+    """The payload written by :func:`_write_beside`, or None where the run stored none."""
     path = per_user_path(record_path)
     if not path.is_file():
         return None
     with gzip.open(path, "rt", encoding="utf-8") as handle:
-        payload = json.load(handle)
-    return dict(zip(payload["users"], payload["values"]))
+        return json.load(handle)
+
+
+def write_per_user(record_path, values, metric=PER_USER_METRIC):
+    """``{user token: value}`` compactly beside a run's record (users sorted, values rounded to 5 decimals)."""
+    users = sorted(values)
+    payload = {"metric": metric, "users": users, "values": [round(values[u], 5) for u in users]}
+    return _write_beside(record_path, payload)
+
+
+def read_per_user(record_path):
+    """The ``{user token: value}`` written beside a record, or None where the run stored none (older records)."""
+    payload = _read_beside(record_path)
+    return None if payload is None else dict(zip(payload["users"], payload["values"]))
 
 
 def per_user_by_seed(records):
@@ -139,25 +149,15 @@ def write_per_row(record_path, labels, scores):
     """A context run's test labels and predicted probabilities, row by row in the test loader's order, beside its
     record (the per-user file's name: runs move it along), for the paired bootstrap at render time."""
     payload = {"metric": "score", "labels": [int(v) for v in labels], "scores": [round(float(v), 6) for v in scores]}
-    path = per_user_path(record_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with gzip.open(tmp, "wt", encoding="utf-8") as handle:
-        json.dump(payload, handle, separators=(",", ":"))
-    tmp.replace(path)
-    return path
+    return _write_beside(record_path, payload)
 
 
 def read_per_row(record_path):
     """``(labels, scores)`` numpy arrays written by :func:`write_per_row`, or None where the run stored none."""
     import numpy as np
 
-    path = per_user_path(record_path)
-    if not path.is_file():
-        return None
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        payload = json.load(handle)
-    if "labels" not in payload:
+    payload = _read_beside(record_path)
+    if payload is None or "labels" not in payload:
         return None
     return np.asarray(payload["labels"], dtype=np.int8), np.asarray(payload["scores"], dtype=np.float64)
 

@@ -2,6 +2,8 @@
 
 import copy
 
+import numpy as np
+import scipy.sparse as sp
 import torch
 from recbole.model.abstract_recommender import GeneralRecommender
 
@@ -58,6 +60,25 @@ class CachedRepresentations:
     def full_sort_predict(self, interaction):
         users, items = self.representations()
         return (users[interaction[self.USER_ID]] @ items.T).view(-1)
+
+
+class ItemSimilarityScores:
+    """RecBole's scoring for item-item closed-form models: a user's scores are ``X_u S``, the user's training row
+    of ``interaction_matrix`` (scipy CSR, users x items) times ``item_similarity`` (items x items, dense or
+    sparse), returned in float32 on ``self.device``."""
+
+    def predict(self, interaction):
+        users = interaction[self.USER_ID].cpu().numpy()
+        items = interaction[self.ITEM_ID].cpu().numpy()
+        rows = self.interaction_matrix[users]  # (batch, items), sparse
+        scores = np.asarray(rows.multiply(self.item_similarity[:, items].T).sum(axis=1)).ravel()
+        return torch.from_numpy(scores.astype(np.float32)).to(self.device)
+
+    def full_sort_predict(self, interaction):
+        users = interaction[self.USER_ID].cpu().numpy()
+        scores = self.interaction_matrix[users] @ self.item_similarity  # (batch, items)
+        scores = scores.toarray() if sp.issparse(scores) else np.asarray(scores)
+        return torch.from_numpy(scores.ravel().astype(np.float32, copy=False)).to(self.device)
 
 
 class GraphRecommender(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):

@@ -1,4 +1,4 @@
-"""MGFormer's attention beyond the paper (issue 25), each an option whose default is the paper's form:
+"""MGFormer's attention beyond the paper, each an option whose default is the paper's form:
 a query temperature, a value projection ``W_V``, a per-node degree gate on the residual and a learned residual
 scale. They wrap the attention layer from outside, so the layer's own (fast) internals stay as they are.
 

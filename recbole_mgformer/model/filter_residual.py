@@ -1,4 +1,4 @@
-"""MGFormer's filter residual (issue 55, beyond the papers): a training-free filter's scores added to the model's
+"""MGFormer's filter residual (beyond the papers): a training-free filter's scores added to the model's
 at test time, ``s_ui = e_u . e_i + w * r_ui``. Training is unchanged: the DirectAU loss is on the outputs, so the
 residual gets no gradient from it; the weight ``w`` is a fixed setting, chosen on validation.
 

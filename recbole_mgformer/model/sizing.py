@@ -3,8 +3,8 @@ and the uniformity loss's rows per block (``uniformity_block_size``).
 
 Why by device: on a CPU a block sized for the cache is fastest (its elementwise passes stay in L2; measured in
 ``results/performance/``), so ``auto`` keeps the CPU sizes. On a GPU every block is a handful of kernel launches
-whatever its size, and a step of small blocks is bound by launches, not arithmetic (issue 52: 17 key chunks and
-16 loss blocks made 1,423 launches of a Beauty step), so ``auto`` takes all rows in one block while the block's
+whatever its size, and a step of small blocks is bound by launches, not arithmetic (counted in
+``results/performance/launch_census.md``), so ``auto`` takes all rows in one block while the block's
 temporaries fit in a share of the device's memory, and else the most rows that do.
 """
 

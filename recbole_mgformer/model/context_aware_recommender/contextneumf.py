@@ -20,7 +20,8 @@ import torch.nn as nn
 from recbole.model.abstract_recommender import ContextRecommender
 from recbole.model.layers import MLPLayers
 
-from recbole_mgformer.model.context_aware_recommender.imc import drop_base_tables, l2_loss, pooled, user_and_item_tokens
+from recbole_mgformer.model.context_aware_recommender.csa import drop_base_tables, l2_loss, user_and_item_tokens
+from recbole_mgformer.model.context_aware_recommender.imc import pooled
 from recbole_mgformer.model.options import non_negative_float, positive_int
 
 
@@ -45,8 +46,8 @@ class ContextNeuMF(ContextRecommender):
         if dropout >= 1:
             raise ValueError(f"ContextNeuMF: dropout_prob must be in [0, 1), got {dropout!r}")
         self.reg_weight = non_negative_float(config, "reg_weight", "ContextNeuMF")
-        self.gmf_user, self.gmf_item = user_and_item_tokens(self, config, dataset, d, "ContextNeuMF")
-        self.mlp_user, self.mlp_item = user_and_item_tokens(self, config, dataset, d, "ContextNeuMF")
+        self.gmf_user, self.gmf_item = user_and_item_tokens(self, dataset, d, "ContextNeuMF")
+        self.mlp_user, self.mlp_item = user_and_item_tokens(self, dataset, d, "ContextNeuMF")
         self.mlp = MLPLayers([2 * d] + sizes, dropout)
         self.predict_layer = nn.Linear(d + sizes[-1], 1)
         for module in self.modules():

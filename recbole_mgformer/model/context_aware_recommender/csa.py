@@ -126,6 +126,50 @@ class FieldTokens(nn.Module):
         return value_weighted_tokens(self.table, torch.cat(indices, dim=1), torch.cat(values, dim=1))
 
 
+_BASE_TABLES = ("token_embedding_table", "float_embedding_table", "token_seq_embedding_table",
+                "float_seq_embedding_table")
+
+
+def drop_base_tables(model, keep_first_order=False):
+    """The base class's pooled field tables (and, unless kept, its first-order term) are not part of these
+    models: each feature is its own token (Eq. 1)."""
+    for name in _BASE_TABLES + (() if keep_first_order else ("first_order_linear",)):
+        if hasattr(model, name):
+            delattr(model, name)
+
+
+def side_tokens(model, dataset, sources, d, side, name):
+    """One side's feature tokens (``FieldTokens``); a clear error naming the model ``name`` if the side has none."""
+    fields, kinds, sizes = [], [], []
+    for field in dataset.fields(source=sources):
+        ftype = dataset.field2type[field]
+        if field == model.LABEL or ftype not in FieldTokens.KINDS:
+            continue
+        if ftype in (FeatureType.FLOAT, FeatureType.FLOAT_SEQ) and field not in model.numerical_features:
+            continue  # RecBole's rule: a float is a feature only when declared numerical
+        fields.append(field)
+        kinds.append(FieldTokens.KINDS[ftype])
+        sizes.append(dataset.num(field))
+    if not fields:
+        raise ValueError(f"{name}: the dataset has no {side} feature fields (check load_col)")
+    return FieldTokens(fields, kinds, sizes, d)
+
+
+def user_and_item_tokens(model, dataset, d, name):
+    """The user side (``user_id`` and the ``.user`` file's fields), then the item side, as tokens."""
+    users = side_tokens(model, dataset, [FeatureSource.USER_ID, FeatureSource.USER], d, "user", name)
+    items = side_tokens(model, dataset, [FeatureSource.ITEM_ID, FeatureSource.ITEM], d, "item", name)
+    return users, items
+
+
+def l2_loss(model, logits, interaction):
+    """Eq. (6): the mean logistic loss over the batch + reg_weight / 2 * squared L2 norm of all parameters."""
+    loss = nn.functional.binary_cross_entropy_with_logits(logits, interaction[model.LABEL])
+    if model.reg_weight:
+        loss = loss + model.reg_weight / 2 * sum(p.pow(2).sum() for p in model.parameters())
+    return loss
+
+
 class CSA(ContextRecommender):
     r"""CSA; see ``properties/model/CSA.yaml`` for its options.
 
@@ -139,11 +183,7 @@ class CSA(ContextRecommender):
         # CSA embeds every feature as its own token (Eq. 1); the base class's pooled field tables are not
         # part of the model, nor its first-order term unless ``first_order`` asks for it.
         self.first_order = bool(config["first_order"])
-        unused = ["token_embedding_table", "float_embedding_table", "token_seq_embedding_table",
-                  "float_seq_embedding_table"] + ([] if self.first_order else ["first_order_linear"])
-        for name in unused:
-            if hasattr(self, name):
-                delattr(self, name)
+        drop_base_tables(self, keep_first_order=self.first_order)
 
         d = positive_int(config, "embedding_size", "CSA")
         n_heads = positive_int(config, "n_heads", "CSA")
@@ -158,8 +198,7 @@ class CSA(ContextRecommender):
         scale = choice(config, "attention_scale", ATTENTION_SCALES, "CSA")
         self.reg_weight = non_negative_float(config, "reg_weight", "CSA")
 
-        self.user_tokens = self._side_tokens(dataset, config, [FeatureSource.USER_ID, FeatureSource.USER], d, "user")
-        self.item_tokens = self._side_tokens(dataset, config, [FeatureSource.ITEM_ID, FeatureSource.ITEM], d, "item")
+        self.user_tokens, self.item_tokens = user_and_item_tokens(self, dataset, d, "CSA")
 
         def encoder():
             return nn.ModuleList(TransformerBlock(d, n_heads, d_ff, dropout, scale) for _ in range(n_layers))
@@ -167,26 +206,10 @@ class CSA(ContextRecommender):
         self.user_encoder, self.item_encoder, self.cross_encoder = encoder(), encoder(), encoder()
         self.dropout = nn.Dropout(dropout)
         self.theta = nn.Linear(d, 1)  # Eq. (5); its bias, not in the paper, is the score of an empty pair
-        self.loss = nn.BCEWithLogitsLoss()
         self.apply(self._init_weights)
         # The pooled sides are sums of LayerNorm outputs, so their product is large: a zero theta starts
         # every logit at 0 instead of saturating the sigmoid.
         nn.init.zeros_(self.theta.weight)
-
-    def _side_tokens(self, dataset, config, sources, d, side):
-        fields, kinds, sizes = [], [], []
-        for field in dataset.fields(source=sources):
-            ftype = dataset.field2type[field]
-            if field == self.LABEL or ftype not in FieldTokens.KINDS:
-                continue
-            if ftype in (FeatureType.FLOAT, FeatureType.FLOAT_SEQ) and field not in self.numerical_features:
-                continue  # RecBole's rule: a float is a feature only when declared numerical
-            fields.append(field)
-            kinds.append(FieldTokens.KINDS[ftype])
-            sizes.append(dataset.num(field))
-        if not fields:
-            raise ValueError(f"CSA: the dataset has no {side} feature fields (check load_col)")
-        return FieldTokens(fields, kinds, sizes, d)
 
     @staticmethod
     def _init_weights(module):
@@ -211,11 +234,7 @@ class CSA(ContextRecommender):
         return logits
 
     def calculate_loss(self, interaction):
-        """Eq. (6): mean logistic loss over the batch + reg_weight / 2 * squared L2 norm of all parameters."""
-        loss = self.loss(self.forward(interaction), interaction[self.LABEL])
-        if self.reg_weight:
-            loss = loss + self.reg_weight / 2 * sum(p.pow(2).sum() for p in self.parameters())
-        return loss
+        return l2_loss(self, self.forward(interaction), interaction)
 
     def predict(self, interaction):
         return torch.sigmoid(self.forward(interaction))

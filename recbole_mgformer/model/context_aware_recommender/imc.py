@@ -12,57 +12,15 @@ Shapes: ``b`` batch, ``n`` a side's token count, ``d`` embedding size.
 import torch
 import torch.nn as nn
 from recbole.model.abstract_recommender import ContextRecommender
-from recbole.utils import FeatureSource, FeatureType
 
-from recbole_mgformer.model.context_aware_recommender.csa import FieldTokens
+from recbole_mgformer.model.context_aware_recommender.csa import drop_base_tables, l2_loss, user_and_item_tokens
 from recbole_mgformer.model.options import non_negative_float, positive_int
-
-_BASE_TABLES = ["token_embedding_table", "float_embedding_table", "token_seq_embedding_table",
-                "float_seq_embedding_table", "first_order_linear"]
-
-
-def drop_base_tables(model):
-    """The base class's pooled field tables and first-order term are not part of these models."""
-    for name in _BASE_TABLES:
-        if hasattr(model, name):
-            delattr(model, name)
-
-
-def side_tokens(model, dataset, sources, d, side, name):
-    """One side's feature tokens (``FieldTokens``), as CSA builds them; a clear error if the side has none."""
-    fields, kinds, sizes = [], [], []
-    for field in dataset.fields(source=sources):
-        ftype = dataset.field2type[field]
-        if field == model.LABEL or ftype not in FieldTokens.KINDS:
-            continue
-        if ftype in (FeatureType.FLOAT, FeatureType.FLOAT_SEQ) and field not in model.numerical_features:
-            continue  # RecBole's rule: a float is a feature only when declared numerical
-        fields.append(field)
-        kinds.append(FieldTokens.KINDS[ftype])
-        sizes.append(dataset.num(field))
-    if not fields:
-        raise ValueError(f"{name}: the dataset has no {side} feature fields (check load_col)")
-    return FieldTokens(fields, kinds, sizes, d)
-
-
-def user_and_item_tokens(model, config, dataset, d, name):
-    users = side_tokens(model, dataset, [FeatureSource.USER_ID, FeatureSource.USER], d, "user", name)
-    items = side_tokens(model, dataset, [FeatureSource.ITEM_ID, FeatureSource.ITEM], d, "item", name)
-    return users, items
 
 
 def pooled(tokens, interaction):
     """``X U``: the sum of a side's value-weighted feature rows (absent features are zero rows). -> (b, d)"""
     rows, _ = tokens(interaction)  # (b, n, d)
     return rows.sum(dim=1)
-
-
-def l2_loss(model, logits, interaction):
-    """The logistic loss + reg_weight / 2 * squared L2 norm of all parameters (CSA's Eq. 6)."""
-    loss = nn.functional.binary_cross_entropy_with_logits(logits, interaction[model.LABEL])
-    if model.reg_weight:
-        loss = loss + model.reg_weight / 2 * sum(p.pow(2).sum() for p in model.parameters())
-    return loss
 
 
 class IMC(ContextRecommender):
@@ -80,7 +38,7 @@ class IMC(ContextRecommender):
         if not isinstance(config["bias"], bool):
             raise ValueError(f"IMC: bias must be True or False, got {config['bias']!r} "
                              "(set it in a config file or with --bias=...)")
-        self.user_tokens, self.item_tokens = user_and_item_tokens(self, config, dataset, d, "IMC")  # U, V
+        self.user_tokens, self.item_tokens = user_and_item_tokens(self, dataset, d, "IMC")  # U, V
         self.bias = nn.Parameter(torch.zeros(())) if config["bias"] else None
         for tokens in (self.user_tokens, self.item_tokens):
             nn.init.xavier_normal_(tokens.table.weight)

@@ -17,6 +17,8 @@ import torch
 from recbole.model.abstract_recommender import GeneralRecommender
 from recbole.model.general_recommender.ease import EASE as RecBoleEASE
 
+from recbole_mgformer.model.abstract_recommender import ItemSimilarityScores
+
 _SYMMETRISE_BLOCK = 2048  # rows copied at a time: O(n * block) extra memory, not a second n x n matrix
 
 
@@ -60,7 +62,7 @@ def ease_weights(interactions, reg_weight):
     return weights
 
 
-class EASE(RecBoleEASE):
+class EASE(ItemSimilarityScores, RecBoleEASE):
     r"""EASE with RecBole's interface and settings, its closed form computed by :func:`ease_weights`."""
 
     def __init__(self, config, dataset):
@@ -71,15 +73,3 @@ class EASE(RecBoleEASE):
         self.interaction_matrix = interactions
         self.other_parameter_name = ["interaction_matrix", "item_similarity"]
         self.device = config.device
-
-    def predict(self, interaction):
-        users = interaction[self.USER_ID].cpu().numpy()
-        items = interaction[self.ITEM_ID].cpu().numpy()
-        rows = self.interaction_matrix[users]  # (batch, items), sparse
-        scores = np.asarray(rows.multiply(self.item_similarity[:, items].T).sum(axis=1)).ravel()
-        return torch.from_numpy(scores.astype(np.float32)).to(self.device)
-
-    def full_sort_predict(self, interaction):
-        users = interaction[self.USER_ID].cpu().numpy()
-        scores = np.asarray(self.interaction_matrix[users] @ self.item_similarity)  # (batch, items)
-        return torch.from_numpy(scores.ravel()).to(self.device)

@@ -31,6 +31,8 @@ from recbole.model.general_recommender.slimelastic import SLIMElastic as RecBole
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet
 
+from recbole_mgformer.model.abstract_recommender import ItemSimilarityScores
+
 
 def _check_options(alpha, l1_ratio, positive_only, hide_item):
     if not (isinstance(alpha, (int, float)) and alpha > 0):
@@ -81,7 +83,7 @@ def slim_weights(interactions, alpha, l1_ratio, positive_only=True, hide_item=Tr
     return sp.csc_matrix((np.asarray(values, dtype=np.float32), (rows, cols)), shape=(n_items, n_items))
 
 
-class SLIMElastic(RecBoleSLIMElastic):
+class SLIMElastic(ItemSimilarityScores, RecBoleSLIMElastic):
     r"""SLIMElastic with RecBole's interface and settings, its weights computed by :func:`slim_weights`."""
 
     def __init__(self, config, dataset):
@@ -97,15 +99,3 @@ class SLIMElastic(RecBoleSLIMElastic):
         self.interaction_matrix = interactions
         self.other_parameter_name = ["interaction_matrix", "item_similarity"]
         self.device = config.device
-
-    def predict(self, interaction):
-        users = interaction[self.USER_ID].cpu().numpy()
-        items = interaction[self.ITEM_ID].cpu().numpy()
-        rows = self.interaction_matrix[users]  # (batch, items)
-        scores = np.asarray(rows.multiply(self.item_similarity[:, items].T).sum(axis=1)).ravel()
-        return torch.from_numpy(scores.astype(np.float32)).to(self.device)
-
-    def full_sort_predict(self, interaction):
-        users = interaction[self.USER_ID].cpu().numpy()
-        scores = (self.interaction_matrix[users] @ self.item_similarity).toarray()  # (batch, items)
-        return torch.from_numpy(scores.ravel().astype(np.float32)).to(self.device)

@@ -98,6 +98,17 @@ def training_transitions(dataset, item_seq_field, item_seq_len_field, item_field
 
 # ---------------------------------------------------------------- external attention (Eq. 13-15)
 
+def head_scores(x, memory_key, memory_value, n_heads):
+    """Per head ``j`` (feature columns ``j*d/h ... (j+1)*d/h``): the scores ``x M_k^T / sqrt(d/h)`` and the
+    value memory. x (N, d), memory_key and memory_value (alpha, d) -> scores (h, N, alpha), values (h, alpha, d/h)."""
+    n, d = x.shape
+    alpha, head = memory_key.shape[0], d // n_heads
+    queries = x.view(n, n_heads, head).transpose(0, 1)                    # (h, N, d/h)
+    keys = memory_key.view(alpha, n_heads, head).transpose(0, 1)          # (h, alpha, d/h)
+    values = memory_value.view(alpha, n_heads, head).transpose(0, 1)      # (h, alpha, d/h)
+    return queries @ keys.transpose(1, 2) / math.sqrt(head), values
+
+
 def external_attention(x, memory_key, memory_value, n_heads, norm):
     """Multi-head external attention, Eq. 13-14 per head, heads concatenated (Eq. 15 before ``W_1``).
 
@@ -106,17 +117,12 @@ def external_attention(x, memory_key, memory_value, n_heads, norm):
     normalised over each node's own ``alpha`` slots (``l2``: Eq. 13 as written; ``softmax``), so a node's
     output depends on that node alone: the cost is O(N alpha d), linear in N.
     """
-    n, d = x.shape
-    alpha, head = memory_key.shape[0], d // n_heads
-    queries = x.view(n, n_heads, head).transpose(0, 1)                    # (h, N, d/h)
-    keys = memory_key.view(alpha, n_heads, head).transpose(0, 1)          # (h, alpha, d/h)
-    values = memory_value.view(alpha, n_heads, head).transpose(0, 1)      # (h, alpha, d/h)
-    scores = queries @ keys.transpose(1, 2) / math.sqrt(head)             # (h, N, alpha)
+    scores, values = head_scores(x, memory_key, memory_value, n_heads)  # (h, N, alpha), (h, alpha, d/h)
     if norm == "l2":  # scores / ||scores||, written out: F.normalize's backward is slower on CPU
         weights = scores * scores.pow(2).sum(dim=-1, keepdim=True).clamp_min(1e-24).rsqrt()
     else:
         weights = scores.softmax(dim=-1)
-    return (weights @ values).transpose(0, 1).reshape(n, d)
+    return (weights @ values).transpose(0, 1).reshape(x.shape)
 
 
 def token_external_attention(x, memory_key, memory_value, n_heads, valid):
@@ -126,16 +132,11 @@ def token_external_attention(x, memory_key, memory_value, n_heads, valid):
     The tokens are the item nodes; rows where ``valid`` is False (the padding item) take no part in the
     softmax over tokens, so their content cannot reach a real node, and their own output is zero.
     """
-    n, d = x.shape
-    alpha, head = memory_key.shape[0], d // n_heads
-    queries = x.view(n, n_heads, head).transpose(0, 1)                    # (h, N, d/h)
-    keys = memory_key.view(alpha, n_heads, head).transpose(0, 1)          # (h, alpha, d/h)
-    values = memory_value.view(alpha, n_heads, head).transpose(0, 1)      # (h, alpha, d/h)
-    scores = queries @ keys.transpose(1, 2) / math.sqrt(head)             # (h, N, alpha)
-    scores = scores.masked_fill(~valid.view(1, n, 1), float("-inf"))
+    scores, values = head_scores(x, memory_key, memory_value, n_heads)  # (h, N, alpha), (h, alpha, d/h)
+    scores = scores.masked_fill(~valid.view(1, -1, 1), float("-inf"))
     weights = scores.softmax(dim=1)                                       # over tokens
     weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-9) # l1 over slots
-    return (weights @ values).transpose(0, 1).reshape(n, d)
+    return (weights @ values).transpose(0, 1).reshape(x.shape)
 
 
 class ExternalEncoder(nn.Module):
