@@ -14,23 +14,33 @@ from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import CachedRepresentations, SharedSparseBuffers
-from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention, query_readout
-from recbole_mgformer.model.attention_options import AttentionBlock, AttentionOptions, set_query_temperature
-from recbole_mgformer.model.compilation import CompiledOrEager
-from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.filter_residual import FILTER_RESIDUAL_OPTIONS, matched_residual, residual_filter
 from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops, lightgcn_propagate, normalized_adjacency
-from recbole_mgformer.model.key_summary import EAGER, ChunkFunctions, chunked_key_summary, eager_region_key_summary
 from recbole_mgformer.model.loss import directau_loss_of_pairs
-from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
-from recbole_mgformer.model.precision import PRECISIONS, matmul, resolve_precision
-from recbole_mgformer.model.sizing import block_size, uniformity_block_rows
-from recbole_mgformer.model.structural import (
+from recbole_mgformer.model.mgformer.attention import adjacency_kernel_attention, masked_kernel_attention, query_readout
+from recbole_mgformer.model.mgformer.attention_options import AttentionBlock, AttentionOptions, set_query_temperature
+from recbole_mgformer.model.mgformer.compilation import CompiledOrEager
+from recbole_mgformer.model.mgformer.feature_maps import (
+    FEATURE_MAPS,
+    RANDOM_FEATURE_MAPS,
+    apply_feature_map,
+    draw_projection,
+)
+from recbole_mgformer.model.mgformer.key_summary import (
+    EAGER,
+    ChunkFunctions,
+    chunked_key_summary,
+    eager_region_key_summary,
+)
+from recbole_mgformer.model.mgformer.structural import (
     SVD_SOLVERS,
     degree_buckets,
     n_degree_buckets,
     svd_structural_encodings,
 )
+from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
+from recbole_mgformer.model.precision import PRECISIONS, matmul, resolve_precision
+from recbole_mgformer.model.sizing import block_size, uniformity_block_rows
 
 
 class MaskedAttentionLayer(nn.Module):
@@ -53,7 +63,7 @@ class MaskedAttentionLayer(nn.Module):
         self.register_buffer("projection", torch.empty(n_heads, self.n_features, self.head_size))
         self.redraw_features(generator)
         self.matmul_dtype = matmul_dtype
-        # The fused key side (model/key_summary.py) serves the random feature maps; 0 keeps the autograd form.
+        # The fused key side (model/mgformer/key_summary.py) serves the random feature maps; 0 keeps the autograd form.
         self.key_chunk_size = key_chunk_size if feature_map in RANDOM_FEATURE_MAPS else 0
         if compile or keep_key_features:
             self.chunk_functions = ChunkFunctions(compile=compile, keep=keep_key_features)

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from recbole_mgformer.model.general_recommender.mgformer import MGFormer
-from recbole_mgformer.model.structural import svd_structural_encodings
+from recbole_mgformer.model.mgformer.structural import svd_structural_encodings
 
 
 def test_structural_encodings_come_from_the_training_split_only(tiny_setup):
@@ -102,7 +102,7 @@ def test_degree_centrality_is_in_the_open_unit_interval_and_learnable(tiny_setup
     {"residual": False}, {"layer_norm": True, "qk_init": "identity", "score": "cosine"},
     {"svd_solver": "randomized"}, {"key_sample_size": 16}, {"key_sample_size": 16, "degree_mask": "none"},
     {"key_chunk_size": 0}, {"key_chunk_size": 7, "n_heads": 2}, {"precision": "bf16"}, {"key_features": "keep"},
-    # the options beyond the paper (model/attention_options.py, token_propagation)
+    # the options beyond the paper (model/mgformer/attention_options.py, token_propagation)
     {"token_propagation": 2, "key_sample_size": 16}, {"token_propagation": 1, "degree_mask": "adjacency"},
     {"token_propagation": 1, "structural_encoding": "none"}, {"token_propagation": 1, "key_chunk_size": 0},
     {"attention_temperature": 0.5, "learn_temperature": True, "feature_map": "prf", "n_features": 24},
