@@ -38,7 +38,8 @@ class MaskedAttentionLayer(nn.Module):
         self.key = nn.Linear(width, width, bias=False)
         self.norm = nn.LayerNorm(width) if layer_norm else nn.Identity()
         self.qk_init = qk_init
-        self.register_buffer("projection", torch.empty(n_heads, self.n_features, self.head_size))
+        # zeros, not empty: the deterministic maps never draw it, and a checkpoint must not carry stray memory
+        self.register_buffer("projection", torch.zeros(n_heads, self.n_features, self.head_size))
         self.redraw_features(generator)
         self.matmul_dtype = matmul_dtype
         # The fused key side (model/mgformer/key_summary.py) serves the random feature maps; 0 keeps the autograd form.

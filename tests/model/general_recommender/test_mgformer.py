@@ -179,6 +179,12 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     assert not torch.equal(before, redrawing.layers[0].projection)
 
 
+def test_a_deterministic_feature_map_saves_a_zero_projection_not_stray_memory(tiny_setup):
+    for _ in range(2):  # a fresh allocation each time: left uninitialised, it held whatever memory it got
+        _, model, _, _ = tiny_setup(feature_map="elu")
+        assert torch.equal(model.state_dict()["layers.0.projection"], torch.zeros(1, 16, 16))
+
+
 @pytest.mark.parametrize("overrides, message", [
     ({"feature_map": "gaussian"}, "unknown feature_map 'gaussian'; choose one of simrf"),
     ({"embedding_size": -4}, "embedding_size (must be a positive integer|is -4: it must be a whole number)"),
