@@ -41,7 +41,7 @@ def attention_diagnostics(model):
     {} for other models."""
     import torch
 
-    from recbole_mgformer.model.attention_options import AttentionBlock, query_temperature
+    from recbole_mgformer.model.mgformer.attention_options import AttentionBlock, query_temperature
 
     if not hasattr(model, "degree_centrality") or not model.use_attention:
         return {}

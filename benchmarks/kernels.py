@@ -1,5 +1,5 @@
 """The two kernels that dominate an MGFormer step, timed alone, forward plus backward, against their form at an
-earlier commit: the fused key side of Eq. (12) (``model/key_summary.py``) and the uniformity loss
+earlier commit: the fused key side of Eq. (12) (``model/mgformer/key_summary.py``) and the uniformity loss
 (``model/loss.py``), both in one process, interleaved over repeats.
 
     python benchmarks/kernels.py --baseline 6c8142d          # Beauty's sizes: n = 34,464, d = 64, m = 128
@@ -13,6 +13,7 @@ and the table to results/performance/kernels.md.
 import argparse
 import importlib.util
 import math
+import re
 import statistics
 import subprocess
 import sys
@@ -24,10 +25,26 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+# MGFormer's own modules moved from model/ to model/mgformer/; a baseline from before the move has them at model/.
+MOVED_TO_MGFORMER = ("attention", "attention_options", "compilation", "feature_maps", "key_summary", "structural")
+
+
+def source_at(commit, path):
+    """``path`` as it was at ``commit``, read from its place before the model/mgformer/ move where it was there
+    then, with its imports of the moved modules pointed at where they are now."""
+    old_path = path.replace("recbole_mgformer/model/mgformer/", "recbole_mgformer/model/")
+    for candidate in dict.fromkeys((path, old_path)):
+        shown = subprocess.run(["git", "show", f"{commit}:{candidate}"], cwd=ROOT, capture_output=True, text=True)
+        if shown.returncode == 0:
+            moved = "|".join(MOVED_TO_MGFORMER)
+            return re.sub(rf"recbole_mgformer\.model\.({moved})\b", r"recbole_mgformer.model.mgformer.\1",
+                          shown.stdout)
+    raise SystemExit(f"kernels.py: {path} is not in commit {commit} (nor at {old_path}); pick another --baseline")
+
+
 def module_at(commit, path, name):
     """The module ``path`` as it was at ``commit``, imported under ``name``."""
-    source = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout
+    source = source_at(commit, path)
     file = Path(tempfile.mkdtemp()) / f"{name}.py"
     file.write_text(source)
     spec = importlib.util.spec_from_file_location(name, file)
@@ -39,7 +56,7 @@ def module_at(commit, path, name):
 def key_side_inputs(n, d, m, seed=0):
     import torch
 
-    from recbole_mgformer.model.feature_maps import draw_projection
+    from recbole_mgformer.model.mgformer.feature_maps import draw_projection
 
     g = torch.Generator().manual_seed(seed)
     embeddings = (0.1 * torch.randn(n, d, generator=g)).requires_grad_()
@@ -71,7 +88,8 @@ def main(argv=None):
     import torch
 
     from benchmarks.recorded_run import timing_provenance, write_table
-    from recbole_mgformer.model import key_summary, loss
+    from recbole_mgformer.model import loss
+    from recbole_mgformer.model.mgformer import key_summary
     from recbole_mgformer.records import git_commit, package_versions, write_record
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -86,7 +104,7 @@ def main(argv=None):
     parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    old_keys = module_at(args.baseline, "recbole_mgformer/model/key_summary.py", "baseline_key_summary")
+    old_keys = module_at(args.baseline, "recbole_mgformer/model/mgformer/key_summary.py", "baseline_key_summary")
     old_loss = module_at(args.baseline, "recbole_mgformer/model/loss.py", "baseline_loss")
     d = args.embedding_size
     inputs = key_side_inputs(args.nodes, d, 2 * d)

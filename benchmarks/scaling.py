@@ -73,9 +73,9 @@ def measure(n_nodes, batch, dim, exact_limit_gib, device, seed=0, repeats=3):
     """Step and evaluation time, and peak memory, of MGFormer's attention + loss on a synthetic graph."""
     import torch
 
-    from recbole_mgformer.model.attention import masked_kernel_attention
-    from recbole_mgformer.model.feature_maps import apply_feature_map, draw_projection
     from recbole_mgformer.model.loss import directau_loss
+    from recbole_mgformer.model.mgformer.attention import masked_kernel_attention
+    from recbole_mgformer.model.mgformer.feature_maps import apply_feature_map, draw_projection
 
     torch.manual_seed(seed)
     n_users, _, users, items = power_law_graph(n_nodes, 5, 1.0, seed)

@@ -71,8 +71,8 @@ def step_flops(model, optimizer, batch):
     """Matmul FLOPs of one eager step, forward and backward (Adam has none)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from recbole_mgformer.model.attention_options import AttentionBlock
-    from recbole_mgformer.model.key_summary import ChunkFunctions
+    from recbole_mgformer.model.mgformer.attention_options import AttentionBlock
+    from recbole_mgformer.model.mgformer.key_summary import ChunkFunctions
 
     blocks = getattr(model, "layers", None) or []
     eager = [block.attention if isinstance(block, AttentionBlock) else block for block in blocks]

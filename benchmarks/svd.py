@@ -50,7 +50,7 @@ def load_matrix(source, data_path):
 
 def solve(source, rank, solver, data_path, out_path):
     """Time one solver on one matrix in this process; the factors go to ``out_path`` for the error."""
-    from recbole_mgformer.model.structural import truncated_svd
+    from recbole_mgformer.model.mgformer.structural import truncated_svd
 
     matrix = load_matrix(source, data_path)
     started = time.perf_counter()
@@ -79,7 +79,8 @@ def render(rows, rank, provenance):
     lines = ["# Truncated SVD for the structural encodings", "",
              f"Produced by `python benchmarks/svd.py`. Rank {rank} (MGFormer's d). ARPACK is "
              "`scipy.sparse.linalg.svds`; "
-             "randomized is `recbole_mgformer.model.structural.randomized_svd` (16 extra columns, 4 power iterations). "
+             "randomized is `recbole_mgformer.model.mgformer.structural.randomized_svd` (16 extra columns, "
+             "4 power iterations). "
              "Synthetic graphs: power-law bipartite, 5 edges per node (`benchmarks/scaling.py`). Amazon-beauty: 80% of "
              "each user's interactions. Single-run wall times, each solver in a fresh process.", "",
              "| matrix | users x items | nnz | ARPACK s | randomized s | speed-up | max singular value error | "

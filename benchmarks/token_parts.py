@@ -51,7 +51,7 @@ def mask_focus(z, degree_bucket):
     """Where the sin mask of Eq. (10) sends a typical query: the share of the median-z query's mask weights
     ``M_ij`` on the quarter of keys with the largest ``z`` (0.25 when z is flat), and the median degree bucket (the
     training degree, below ``max_exact_degree``) of those keys and of all nodes. z (n,), degree_bucket (n,)."""
-    from recbole_mgformer.model.attention import degree_mask_gates
+    from recbole_mgformer.model.mgformer.attention import degree_mask_gates
 
     # the model's own split of M_ij = sin(a_i + a_j) (Eq. 11), for the median query against every key
     (sin_query, cos_query), (sin_keys, cos_keys) = degree_mask_gates(z.median().reshape(1)), degree_mask_gates(z)

@@ -20,7 +20,7 @@ from recbole_mgformer.benchmark.stats import (
     relation_text,
     verdict_text,
 )
-from recbole_mgformer.model.general_recommender.mgformer import MGFormer
+from recbole_mgformer.model.mgformer.option_names import ATTENTION_OPTIONS
 from recbole_mgformer.records import by_variant
 
 HEADLINE = ("recall@20", "ndcg@20")  # what a finished run prints
@@ -140,13 +140,13 @@ def _mgformer_row(overrides, rows, like):
 
 
 def attention_control(row, rows):
-    """The row of the same MGFormer entry without attention (and without ``MGFormer.ATTENTION_OPTIONS``, which
+    """The row of the same MGFormer entry without attention (and without MGFormer's ``ATTENTION_OPTIONS``, which
     change nothing then), or None: absent, or the row itself has no attention, or its records do not say their
     overrides (older scripts)."""
     overrides = _overrides(row)
     if row["model"] != "MGFormer" or overrides is None or overrides.get("attention") is False:
         return None
-    wanted = {**{k: v for k, v in overrides.items() if k not in MGFormer.ATTENTION_OPTIONS}, "attention": False}
+    wanted = {**{k: v for k, v in overrides.items() if k not in ATTENTION_OPTIONS}, "attention": False}
     return _mgformer_row(wanted, rows, row)
 
 

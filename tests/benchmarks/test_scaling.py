@@ -33,9 +33,9 @@ def test_step_flops_equal_torchs_count_of_the_step():
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from recbole_mgformer.model.attention import masked_kernel_attention
-    from recbole_mgformer.model.feature_maps import apply_feature_map, draw_projection
     from recbole_mgformer.model.loss import directau_loss
+    from recbole_mgformer.model.mgformer.attention import masked_kernel_attention
+    from recbole_mgformer.model.mgformer.feature_maps import apply_feature_map, draw_projection
 
     n, width, batch = 500, 16, 24
     x = torch.randn(n, width, requires_grad=True)

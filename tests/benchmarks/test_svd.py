@@ -6,7 +6,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.svd import errors, main, synthetic_matrix  # noqa: E402
-from recbole_mgformer.model.structural import truncated_svd  # noqa: E402
+from recbole_mgformer.model.mgformer.structural import truncated_svd  # noqa: E402
 
 
 def factors(matrix, rank, solver):

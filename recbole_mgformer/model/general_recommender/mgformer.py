@@ -6,6 +6,10 @@ linear time, and the DirectAU loss (Eq. 13) trains it. Shapes: ``n`` nodes, ``b`
 ``d`` embedding size, ``w`` token width (2d with structural encodings), ``h`` heads, ``m`` features.
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 import torch.nn as nn
@@ -14,287 +18,103 @@ from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import CachedRepresentations, SharedSparseBuffers
-from recbole_mgformer.model.attention import adjacency_kernel_attention, masked_kernel_attention, query_readout
-from recbole_mgformer.model.attention_options import AttentionBlock, AttentionOptions, set_query_temperature
-from recbole_mgformer.model.compilation import CompiledOrEager
-from recbole_mgformer.model.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS, apply_feature_map, draw_projection
 from recbole_mgformer.model.filter_residual import FILTER_RESIDUAL_OPTIONS, matched_residual, residual_filter
-from recbole_mgformer.model.graph import edges_leaving, graph_with_self_loops, lightgcn_propagate, normalized_adjacency
-from recbole_mgformer.model.key_summary import EAGER, ChunkFunctions, chunked_key_summary, eager_region_key_summary
+from recbole_mgformer.model.graph import graph_with_self_loops, lightgcn_propagate, normalized_adjacency
 from recbole_mgformer.model.loss import directau_loss_of_pairs
-from recbole_mgformer.model.options import choice, non_negative_int, positive_float, positive_int
-from recbole_mgformer.model.precision import PRECISIONS, matmul, resolve_precision
-from recbole_mgformer.model.sizing import block_size, uniformity_block_rows
-from recbole_mgformer.model.structural import (
-    SVD_SOLVERS,
-    degree_buckets,
-    n_degree_buckets,
-    svd_structural_encodings,
-)
+from recbole_mgformer.model.mgformer.layer import attention_layers
+from recbole_mgformer.model.mgformer.options import MGFormerOptions
+from recbole_mgformer.model.mgformer.structural import degree_buckets, n_degree_buckets, svd_structural_encodings
 
 
-class MaskedAttentionLayer(nn.Module):
-    """One layer of masked kernel attention: ``Q = X W_Q``, ``K = X W_K``, ``V = X`` (Eq. 5)."""
+@dataclass(frozen=True)
+class GraphInputs:
+    """What MGFormer computes once from the training graph. ``structural``: P (n, q), scaled, or None;
+    ``degrees``: (n,) numpy; ``adjacency``: the normalised graph for ``token_propagation`` and
+    ``propagated_structural`` its propagation of P, or None; ``edges``: (row pointers, columns) of the graph with
+    self-loops for the adjacency mask, or None."""
 
-    def __init__(self, width, n_heads, feature_map, n_features, focusing_factor, residual,
-                 attention_weight, layer_norm, qk_init, generator, compile=False, matmul_dtype=torch.float32,
-                 key_chunk_size=0, keep_key_features=False):
-        super().__init__()
-        if width % n_heads:
-            raise ValueError(f"MGFormer: n_heads={n_heads} must divide the token width {width}")
-        self.n_heads, self.head_size = n_heads, width // n_heads
-        self.feature_map, self.focusing_factor = feature_map, focusing_factor
-        self.n_features = n_features or self.head_size
-        self.residual, self.attention_weight = residual, attention_weight
-        self.query = nn.Linear(width, width, bias=False)
-        self.key = nn.Linear(width, width, bias=False)
-        self.norm = nn.LayerNorm(width) if layer_norm else nn.Identity()
-        self.qk_init = qk_init
-        self.register_buffer("projection", torch.empty(n_heads, self.n_features, self.head_size))
-        self.redraw_features(generator)
-        self.matmul_dtype = matmul_dtype
-        # The fused key side (model/key_summary.py) serves the random feature maps; 0 keeps the autograd form.
-        self.key_chunk_size = key_chunk_size if feature_map in RANDOM_FEATURE_MAPS else 0
-        if compile or keep_key_features:
-            self.chunk_functions = ChunkFunctions(compile=compile, keep=keep_key_features)
-        else:
-            self.chunk_functions = EAGER
-        # dynamic=True: the batch and key-sample sizes vary, one graph serves them all.
-        self.mix = CompiledOrEager(self._mix, "MGFormer attention", dynamic=True) if compile else self._mix
-        # compiled, the adjacency mask's per-edge products are fused into their sums instead of materialising
-        # (edges, m) and (edges, w) tensors: a faster Beauty step (the figure: results/performance/performance.md)
-        self.mix_edges = (CompiledOrEager(self._mix_edges, "MGFormer adjacency attention", dynamic=True) if compile
-                          else self._mix_edges)
-
-    def reset_qk(self):
-        """``identity`` starts the attention as a kernel on token similarity ``x_i^T x_j``."""
-        for linear in (self.query, self.key):
-            if self.qk_init == "identity":
-                nn.init.eye_(linear.weight)
-            else:
-                nn.init.xavier_normal_(linear.weight)
-
-    def redraw_features(self, generator):
-        if self.feature_map in RANDOM_FEATURE_MAPS:
-            draws = [draw_projection(self.feature_map, self.n_features, self.head_size, generator)
-                     for _ in range(self.n_heads)]
-            self.projection.copy_(torch.stack(draws))
-
-    def split_heads(self, x):  # (b, w) -> (h, b, w/h)
-        return x.view(x.shape[0], self.n_heads, self.head_size).transpose(0, 1)
-
-    def features(self, x, is_query):
-        return apply_feature_map(self.feature_map, x, self.projection, is_query, self.focusing_factor)
-
-    def forward(self, learned, fixed=None, z=None, query_index=None, edges=None, key_index=None):
-        """Tokens ``x = [learned, fixed]``: learned (n, d) columns that train, fixed (n, d') or None (the structural
-        encodings, which get no gradient); z (n,) degree centralities or None; query_index (b,) or None for all
-        nodes; edges (row_pointers, columns): the adjacency mask in CSR form; key_index (s,) keys to attend to, or
-        None for all n. Returns (b, w)."""
-        def tokens(index=None):
-            rows = learned if index is None else learned[index]
-            return rows if fixed is None else torch.cat([rows, fixed if index is None else fixed[index]], dim=1)
-
-        x_query = tokens(query_index)
-        if edges is not None:
-            # Only the edges leaving the queries: a training step costs O(batch edges m), not O(E m).
-            x = tokens()
-            queries = torch.arange(len(x), device=x.device) if query_index is None else query_index
-            return self.mix_edges(x_query, x, *edges_leaving(*edges, queries))
-        query_z = z if z is None or query_index is None else z[query_index]
-        if key_index is not None:
-            learned, fixed = learned[key_index], None if fixed is None else fixed[key_index]
-            z = None if z is None else z[key_index]
-        return self.mix(x_query, learned, fixed, query_z, z)
-
-    def _mix_edges(self, x_query, x, positions, neighbours):
-        """Eq. (8) under the adjacency mask: x_query (b, w), x (n, w), the edges ``positions[e] -> neighbours[e]``
-        leaving the queries -> (b, w)."""
-        phi_q = self.features(self.split_heads(self.query(x_query)), is_query=True)
-        phi_k = self.features(self.split_heads(self.key(x)), is_query=False)
-        mixed = adjacency_kernel_attention(phi_q, phi_k, self.split_heads(x), positions, neighbours)
-        return self._combine(x_query, mixed)
-
-    def _mix(self, x_query, key_learned, key_fixed, query_z, key_z):
-        """Eq. (5)-(12) for the sin mask (or none): x_query (b, w), keys' token columns (s, d) and (s, d') or None,
-        z's (b,), (s,) or None -> (b, w)."""
-        phi_q = self.features(self.split_heads(matmul(x_query, self.query.weight.T, self.matmul_dtype)), is_query=True)
-        if self.key_chunk_size:
-            key_summary = eager_region_key_summary if self.chunk_functions.compiled else chunked_key_summary
-            summary = key_summary(key_learned, key_fixed, self.key.weight, self.projection, key_z, self.matmul_dtype,
-                                  self.key_chunk_size, self.chunk_functions)
-            mixed = query_readout(phi_q, summary, query_z)
-        else:
-            x_key = key_learned if key_fixed is None else torch.cat([key_learned, key_fixed], dim=1)
-            phi_k = self.features(self.split_heads(matmul(x_key, self.key.weight.T, self.matmul_dtype)),
-                                  is_query=False)
-            mixed = masked_kernel_attention(phi_q, phi_k, self.split_heads(x_key), query_z, key_z)
-        return self._combine(x_query, mixed)
-
-    def _combine(self, x_query, mixed):  # mixed (h, b, w/h) -> (b, w)
-        mixed = mixed.transpose(0, 1).reshape(x_query.shape)
-        out = x_query + self.attention_weight * mixed if self.residual else mixed
-        return self.norm(out)
+    structural: torch.Tensor | None
+    degrees: np.ndarray
+    adjacency: torch.Tensor | None
+    propagated_structural: torch.Tensor | None
+    edges: tuple | None
 
 
-# From this many nodes on, ``compile: auto`` compiles: the key side's elementwise work over all n nodes then
-# outweighs compilation's one-off cost (about 30 s per process) within a few epochs (Beauty, 34k nodes: 4 s an
-# epoch saved); on smaller graphs the step is the loss's, and compiling would only add the wait.
-COMPILE_MIN_NODES = 10_000
-
-
-def compile_choice(value, n_nodes):
-    """The ``compile`` option: True, False, or ``auto`` (True from ``COMPILE_MIN_NODES`` nodes on)."""
-    if not (isinstance(value, bool) or value == "auto"):
-        raise ValueError(f"MGFormer: unknown compile {value!r}; choose one of False, True, auto "
-                         f"(set it in a config file or with --compile=...)")
-    return n_nodes >= COMPILE_MIN_NODES if value == "auto" else value
-
-
-# ``key_chunk_size: auto`` on a CPU: 2048 rows, whose (h, r, g m) temporaries a core's L2 or L3 cache holds
-# (results/performance/step_time-amazon-beauty.md); on a GPU one chunk while it fits (model/sizing.py).
-CPU_KEY_CHUNK_SIZE = 2048
-
-
-def chunk_bytes_per_row(width, features_width, sin_mask):
-    """Memory of one key row of a chunk, forward and backward together, in fp32 (for ``key_chunk_size: auto``):
-    tokens and keys (w each), features and their gradients (h m each), the gated features and their gradients
-    (g h m each, g = 2 with the sin mask); twice that as headroom for the allocator."""
-    branches = 2 if sin_mask else 1
-    return 2 * 4 * (3 * width + (2 + 2 * branches) * features_width)
-
-
-# ``key_features: auto`` keeps the fused key side's keys and features for backward while all layers' take at most
-# this much memory: keeping spares backward two matmuls and the exponentials per chunk (the key side's forward and
-# backward 17-20% faster, fp32, one thread, Beauty) and costs 35 MB there; at 10^6 nodes (1 GB) backward
-# recomputes them instead.
-KEEP_KEY_FEATURES_MAX_BYTES = 512 * 2**20
-
-
-def key_features_kept(value, kept_bytes):
-    """The ``key_features`` option (recompute, keep, or ``auto``: keep up to ``KEEP_KEY_FEATURES_MAX_BYTES``)
-    -> True to keep them."""
-    return kept_bytes <= KEEP_KEY_FEATURES_MAX_BYTES if value == "auto" else value == "keep"
+def graph_inputs(interactions, options):
+    """The SVD encodings (Eq. 3), the degrees (Eq. 10) and the graphs ``options`` need, from ``interactions``
+    (users, items), the training split only. Draws from no torch generator (the SVD's from ``options.seed``)."""
+    structural = adjacency = propagated = edges = None
+    if options.structural_encoding == "svd":
+        users_p, items_p = svd_structural_encodings(interactions, options.structural_size, options.seed,
+                                                    options.svd_solver)
+        structural = options.structural_scale * torch.from_numpy(np.concatenate([users_p, items_p]))
+    if options.token_propagation:
+        adjacency = normalized_adjacency(interactions)
+        if structural is not None:
+            propagated = lightgcn_propagate(adjacency, structural, options.token_propagation)
+    if options.degree_mask == "adjacency":
+        edges = graph_with_self_loops(interactions)
+    degrees = np.concatenate([interactions.getnnz(axis=1), interactions.getnnz(axis=0)])
+    return GraphInputs(structural, degrees, adjacency, propagated, edges)
 
 
 class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
-    r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``."""
+    r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``
+    (``MGFormerOptions``; the options that act only inside the attention: ``option_names.ATTENTION_OPTIONS``)."""
 
     input_type = InputType.POINTWISE
-    # Options that act only inside the attention layers: with ``attention: False`` none changes the model, so the
-    # control of a variant (what its attention adds: the leaderboards' "Attention:" lines) drops them. Not
-    # ``precision``: the DirectAU loss's Gram matrices run in it too.
-    ATTENTION_OPTIONS = frozenset({
-        "n_layers", "n_heads", "feature_map", "n_features", "feature_redraw_interval", "focusing_factor",
-        "degree_mask", "degree_embedding_size", "max_exact_degree", "residual", "attention_weight", "layer_norm",
-        "qk_init", "key_sample_size", "attention_temperature", "learn_temperature", "value_projection",
-        "degree_gate", "residual_scale", "compile", "key_chunk_size", "key_features"})
     # Options that act only on the scores after training (the filter residual, model/filter_residual.py): a run
     # with them trains as the same entry without them, so the benchmark gives it that entry's tuned settings.
     SCORING_OPTIONS = FILTER_RESIDUAL_OPTIONS
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
-        self.embedding_size = positive_int(config, "embedding_size", "MGFormer")
-        self.structural_encoding = choice(config, "structural_encoding", ("svd", "none"), "MGFormer")
-        svd_solver = choice(config, "svd_solver", SVD_SOLVERS, "MGFormer")
-        self.use_attention = choice(config, "attention", (True, False), "MGFormer")
-        self.degree_mask = choice(config, "degree_mask", ("sin", "none", "adjacency"), "MGFormer")
-        feature_map = choice(config, "feature_map", FEATURE_MAPS, "MGFormer")
-        self.score = choice(config, "score", ("dot", "cosine"), "MGFormer")
-        qk_init = choice(config, "qk_init", ("xavier", "identity"), "MGFormer")
-        n_layers = positive_int(config, "n_layers", "MGFormer")
-        n_heads = positive_int(config, "n_heads", "MGFormer")
-        n_features = positive_int(config, "n_features", "MGFormer", optional=True)
-        self.uniformity_weight = float(config["uniformity_weight"])
-        self.feature_redraw_interval = int(config["feature_redraw_interval"] or 0)
-        self.key_sample_size = non_negative_int(config, "key_sample_size", "MGFormer")
-        if self.key_sample_size and self.degree_mask == "adjacency":
-            raise ValueError("MGFormer: key_sample_size applies to degree_mask sin or none; the adjacency mask is "
-                             "already sparse (set key_sample_size: 0)")
-        self.seed = int(config["seed"])
-        compile_attention = compile_choice(config["compile"], self.n_users + self.n_items)
-        self.precision = choice(config, "precision", PRECISIONS, "MGFormer")
-        self.matmul_dtype = resolve_precision(self.precision, config["device"])
-        key_features = choice(config, "key_features", ("recompute", "keep", "auto"), "MGFormer")
-        options = AttentionOptions(config, feature_map, RANDOM_FEATURE_MAPS)  # beyond the paper (issue 25)
-        self.token_propagation = options.token_propagation
+        self.n_nodes = self.n_users + self.n_items
+        self.options = options = MGFormerOptions.from_config(config, self.n_nodes)
+        # read by the methods below, by benchmarks/ and by tests
+        self.embedding_size, self.structural_encoding, self.width = (options.embedding_size,
+                                                                     options.structural_encoding, options.width)
+        self.use_attention, self.degree_mask, self.score = options.attention, options.degree_mask, options.score
+        self.uniformity_weight, self.uniformity_block_rows = options.uniformity_weight, options.uniformity_block_rows
+        self.feature_redraw_interval, self.key_sample_size = options.feature_redraw_interval, options.key_sample_size
+        self.seed, self.token_propagation = options.seed, options.token_propagation
+        self.precision, self.matmul_dtype = options.precision, options.matmul_dtype
 
         # Training interactions only: the dataset handed to a model is the training split.
-        interactions = dataset.inter_matrix(form="csr").astype(np.float32)
-        self.n_nodes = self.n_users + self.n_items
+        graph = graph_inputs(dataset.inter_matrix(form="csr").astype(np.float32), options)
+        # Modules and buffers in this order: it sets the draws from torch's generator and the state dict's keys.
         self.user_embedding = nn.Embedding(self.n_users, self.embedding_size)
         self.item_embedding = nn.Embedding(self.n_items, self.embedding_size)
-        width = self.embedding_size
-        if self.structural_encoding == "svd":
-            # q, the SVD rank: Eq. (3) has q = d; q < d is the PureSVD recommender's own knob on dense data.
-            rank = positive_int(config, "structural_size", "MGFormer", optional=True) or self.embedding_size
-            users_p, items_p = svd_structural_encodings(interactions, rank, self.seed, svd_solver)
-            scale = positive_float(config, "structural_scale", "MGFormer")
-            self.register_buffer("structural", scale * torch.from_numpy(np.concatenate([users_p, items_p])))
-            width += rank
-        self.width = width
-        if self.token_propagation:
-            self._set_up_propagation(interactions)
-
-        degrees = np.concatenate([interactions.getnnz(axis=1), interactions.getnnz(axis=0)])
-        max_exact_degree = positive_int(config, "max_exact_degree", "MGFormer")
-        self.register_buffer("degree_bucket", torch.from_numpy(degree_buckets(degrees, max_exact_degree)))
-        self.degree_embedding = nn.Embedding(
-            n_degree_buckets(int(degrees.max(initial=0)), max_exact_degree),
-            positive_int(config, "degree_embedding_size", "MGFormer"),
-        )
+        if graph.structural is not None:
+            self.register_buffer("structural", graph.structural)
+        if graph.adjacency is not None:  # rebuilt from the data, not saved
+            self.register_buffer("adjacency", graph.adjacency, persistent=False)
+            if graph.propagated_structural is not None:
+                self.register_buffer("propagated_structural", graph.propagated_structural, persistent=False)
+        self.register_buffer("degree_bucket", torch.from_numpy(degree_buckets(graph.degrees, options.max_exact_degree)))
+        self.degree_embedding = nn.Embedding(n_degree_buckets(int(graph.degrees.max(initial=0)),
+                                                              options.max_exact_degree),
+                                             options.degree_embedding_size)
         self.degree_projection = nn.Linear(self.degree_embedding.embedding_dim, 1)
-        if self.degree_mask == "adjacency":
-            row_pointers, columns = graph_with_self_loops(interactions)
-            # rebuilt from the data, not saved
-            self.register_buffer("edge_row_pointers", row_pointers, persistent=False)
-            self.register_buffer("edge_columns", columns, persistent=False)
+        if graph.edges is not None:  # rebuilt from the data, not saved
+            self.register_buffer("edge_row_pointers", graph.edges[0], persistent=False)
+            self.register_buffer("edge_columns", graph.edges[1], persistent=False)
 
-        # keys (n, w) and features (n, h m) of every layer, in fp32
-        features_width = n_heads * (n_features or width // n_heads)
-        # all n keys: evaluation attends to every node, with or without a training key sample
-        key_chunk_size = block_size(config, "key_chunk_size", "MGFormer", self.n_nodes,
-                                    chunk_bytes_per_row(width, features_width, self.degree_mask == "sin"),
-                                    CPU_KEY_CHUNK_SIZE, zero_means="the unfused autograd form")
-        self.uniformity_block_rows = uniformity_block_rows(config, "MGFormer")
-        keep_features = key_features_kept(key_features, 4 * n_layers * self.n_nodes * (width + features_width))
         self.generator = torch.Generator().manual_seed(self.seed)
-        plain = not options.needs_block  # else an AttentionBlock adds the residual and the norm around each layer
-        self.layers = nn.ModuleList(
-            MaskedAttentionLayer(width, n_heads, feature_map, n_features, float(config["focusing_factor"]),
-                                 bool(config["residual"]) and plain, float(config["attention_weight"]),
-                                 bool(config["layer_norm"]) and plain, qk_init, self.generator, compile_attention,
-                                 self.matmul_dtype, key_chunk_size, keep_features)
-            for _ in range(n_layers)
-        )
-        if options.needs_block:
-            log_degree = torch.log1p(torch.from_numpy(degrees).float()) if options.degree_gate else None
-            self.layers = nn.ModuleList(
-                AttentionBlock(layer, width, n_heads, options.residual, float(config["attention_weight"]),
-                               options.residual_scale, options.value_projection, log_degree, bool(config["layer_norm"]))
-                for layer in self.layers)
+        self.layers = attention_layers(options, generator=self.generator,
+                                       log_degree=torch.log1p(torch.from_numpy(graph.degrees).float()))
         self.register_buffer("feature_draws", torch.zeros((), dtype=torch.long))
         self.training_steps = 0
         self.key_generator = torch.Generator().manual_seed(self.seed)
 
         self.other_parameter_name = ["restore_user_e", "restore_item_e", "training_steps"]  # steps: the redraw clock
         self.apply(xavier_normal_initialization)
+        # after the xavier pass above, whose draws come first: W_Q and W_K, then each layer's query temperature
         for layer in self.layers:
-            attention = layer.attention if options.needs_block else layer
-            attention.reset_qk()
-            if options.has_temperature:
-                set_query_temperature(attention, options.temperature, options.learn_temperature)
+            layer.reset_qk(options.temperature if options.has_temperature else None, options.learn_temperature)
         # beyond the papers (issue 55): fitted last, it draws nothing from torch's generators, so the embeddings and
         # the training are those of the same model without it
         self.residual_filter, self.filter_residual_weight = residual_filter(config, dataset)
-
-    def _set_up_propagation(self, interactions):
-        """``token_propagation: K``: the normalised training graph, and the propagation of the fixed ``P``, once."""
-        self.register_buffer("adjacency", normalized_adjacency(interactions), persistent=False)  # from the data
-        if self.structural_encoding == "svd":
-            propagated = lightgcn_propagate(self.adjacency, self.structural, self.token_propagation)
-            self.register_buffer("propagated_structural", propagated, persistent=False)
 
     def propagated_token_parts(self):
         """``token_propagation: K``: LightGCN's mean of layers ``0..K`` of ``A_hat E`` (learned) and of ``A_hat P``
@@ -336,13 +156,16 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
         (all n nodes when None, as in Eq. 12)."""
         if not self.use_attention:
             return self.node_tokens(query_nodes)
+        # Layer 1's tokens are [E, P]: E learned, P fixed (no gradient; the fused key side skips its columns).
         learned, fixed = self.token_parts()
         z = self.degree_centrality() if self.degree_mask == "sin" else None
         edges = (self.edge_row_pointers, self.edge_columns) if self.degree_mask == "adjacency" else None
         for depth, layer in enumerate(self.layers):
             last = depth == len(self.layers) - 1
-            learned, fixed = layer(learned, fixed, z, query_nodes if last else None, edges, key_nodes), None
-        return learned
+            outputs = layer(learned, fixed, z, query_nodes if last else None, edges, key_nodes)  # (n or b, w)
+            # From layer 2 on, a token is the previous layer's whole output: all of it learned, nothing fixed.
+            learned, fixed = outputs, None
+        return outputs
 
     def sample_keys(self):
         """``key_sample_size`` distinct nodes drawn uniformly for one training step, or None for all.

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from recbole_mgformer.model.general_recommender.mgformer import MGFormer
-from recbole_mgformer.model.structural import svd_structural_encodings
+from recbole_mgformer.model.mgformer.option_names import ATTENTION_OPTIONS
+from recbole_mgformer.model.mgformer.structural import svd_structural_encodings
 
 
 def test_structural_encodings_come_from_the_training_split_only(tiny_setup):
@@ -102,7 +103,7 @@ def test_degree_centrality_is_in_the_open_unit_interval_and_learnable(tiny_setup
     {"residual": False}, {"layer_norm": True, "qk_init": "identity", "score": "cosine"},
     {"svd_solver": "randomized"}, {"key_sample_size": 16}, {"key_sample_size": 16, "degree_mask": "none"},
     {"key_chunk_size": 0}, {"key_chunk_size": 7, "n_heads": 2}, {"precision": "bf16"}, {"key_features": "keep"},
-    # the options beyond the paper (model/attention_options.py, token_propagation)
+    # the options beyond the paper (model/mgformer/attention_options.py, token_propagation)
     {"token_propagation": 2, "key_sample_size": 16}, {"token_propagation": 1, "degree_mask": "adjacency"},
     {"token_propagation": 1, "structural_encoding": "none"}, {"token_propagation": 1, "key_chunk_size": 0},
     {"attention_temperature": 0.5, "learn_temperature": True, "feature_map": "prf", "n_features": 24},
@@ -178,6 +179,12 @@ def test_random_features_are_seeded_saved_and_redrawn_on_schedule(tiny_setup):
     assert not torch.equal(before, redrawing.layers[0].projection)
 
 
+def test_a_deterministic_feature_map_saves_a_zero_projection_not_stray_memory(tiny_setup):
+    for _ in range(2):  # a fresh allocation each time: left uninitialised, it held whatever memory it got
+        _, model, _, _ = tiny_setup(feature_map="elu")
+        assert torch.equal(model.state_dict()["layers.0.projection"], torch.zeros(1, 16, 16))
+
+
 @pytest.mark.parametrize("overrides, message", [
     ({"feature_map": "gaussian"}, "unknown feature_map 'gaussian'; choose one of simrf"),
     ({"embedding_size": -4}, "embedding_size (must be a positive integer|is -4: it must be a whole number)"),
@@ -245,20 +252,7 @@ def test_structural_size_sets_the_svd_rank_and_the_token_width(tiny_setup):
     assert paper.structural.shape == (paper.n_nodes, paper.embedding_size)
 
 
-def test_compile_auto_compiles_large_graphs_only():
-    from recbole_mgformer.model.general_recommender.mgformer import COMPILE_MIN_NODES, compile_choice
-
-    assert compile_choice("auto", COMPILE_MIN_NODES) is True
-    assert compile_choice("auto", COMPILE_MIN_NODES - 1) is False
-    assert compile_choice(True, 10) is True and compile_choice(False, 10**6) is False
-
-
-def test_key_features_auto_keeps_them_while_they_are_small(tiny_setup):
-    from recbole_mgformer.model.general_recommender.mgformer import KEEP_KEY_FEATURES_MAX_BYTES, key_features_kept
-
-    assert key_features_kept("auto", KEEP_KEY_FEATURES_MAX_BYTES) is True
-    assert key_features_kept("auto", KEEP_KEY_FEATURES_MAX_BYTES + 1) is False
-    assert key_features_kept("keep", 10**12) is True and key_features_kept("recompute", 1) is False
+def test_key_features_auto_keeps_them_on_a_small_graph(tiny_setup):
     _, model, _, _ = tiny_setup()  # the default, key_features: auto, on a small graph
     assert model.layers[0].chunk_functions.keep is True
     _, model, _, _ = tiny_setup(key_features="recompute")
@@ -270,7 +264,7 @@ def test_compile_auto_leaves_a_small_graph_eager(tiny_setup):
     assert model.layers[0].mix == model.layers[0]._mix
 
 
-# A value other than the default for each of MGFormer.ATTENTION_OPTIONS.
+# A value other than the default for each of ATTENTION_OPTIONS.
 CHANGED_ATTENTION_OPTIONS = {
     "n_layers": 2, "n_heads": 2, "feature_map": "elu", "n_features": 8, "feature_redraw_interval": 1,
     "focusing_factor": 2, "degree_mask": "none", "degree_embedding_size": 4, "max_exact_degree": 2,
@@ -284,7 +278,7 @@ def test_attention_options_change_nothing_without_attention(tiny_setup):
     ``attention: False`` (the same tokens, loss and gradients from the same embeddings). Building attention layers
     draws from the global generator, so an option may change the embeddings' initial draw, as another seed would:
     the embeddings are copied from the reference."""
-    assert set(CHANGED_ATTENTION_OPTIONS) == MGFormer.ATTENTION_OPTIONS
+    assert set(CHANGED_ATTENTION_OPTIONS) == ATTENTION_OPTIONS
 
     def outputs(model, train):
         loss = model.calculate_loss(next(iter(train)))
@@ -301,3 +295,26 @@ def test_attention_options_change_nothing_without_attention(tiny_setup):
             model.item_embedding.weight.copy_(reference.item_embedding.weight)
         for want, got in zip(expected, outputs(model, train)):
             torch.testing.assert_close(got, want, msg=lambda text, key=key, value=value: f"{key}={value!r}: {text}")
+
+
+# The state dict's keys as saved before MGFormer's options and layers were reorganised: a checkpoint from then
+# loads into the model of today (strict load_state_dict compares exactly these).
+SAVED_KEYS = ["structural", "degree_bucket", "feature_draws", "user_embedding.weight", "item_embedding.weight",
+              "degree_embedding.weight", "degree_projection.weight", "degree_projection.bias"]
+PLAIN_LAYER = ["layers.0.projection", "layers.0.query.weight", "layers.0.key.weight"]
+TEMPERATURE_LAYER = ["layers.0.projection", "layers.0.query.parametrizations.weight.original",
+                     "layers.0.query.parametrizations.weight.0.log_temperature", "layers.0.key.weight"]
+BLOCKS = [f"layers.{i}.{name}" for i in (0, 1) for name in (
+    "residual_scale", "value_weight", "gate_slope", "gate_bias", "attention.projection", "attention.query.weight",
+    "attention.key.weight")]
+
+
+@pytest.mark.parametrize("overrides, layer_keys", [
+    ({}, PLAIN_LAYER),
+    ({"attention_temperature": 0.5, "learn_temperature": True, "feature_map": "prf"}, TEMPERATURE_LAYER),
+    ({"value_projection": True, "degree_gate": True, "residual_scale": "learned", "n_layers": 2, "n_heads": 2},
+     BLOCKS),
+], ids=["paper", "temperature", "blocks"])
+def test_the_state_dict_keeps_the_keys_checkpoints_were_saved_with(tiny_setup, overrides, layer_keys):
+    _, model, _, _ = tiny_setup(**overrides)
+    assert list(model.state_dict()) == SAVED_KEYS + layer_keys

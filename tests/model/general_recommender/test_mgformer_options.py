@@ -1,4 +1,4 @@
-"""MGFormer's options beyond the paper (issue 25, model/attention_options.py): each against a direct reference,
+"""MGFormer's options beyond the paper (issue 25, model/mgformer/attention_options.py): each against a direct reference,
 each changes the outputs, and each at its neutral setting is the paper's form."""
 
 import copy
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from recbole_mgformer.model.attention_options import AttentionBlock, query_temperature
+from recbole_mgformer.model.mgformer.attention_options import AttentionBlock, query_temperature
 
 
 def explicit_attention(layer, x_query, x_keys, values, z_query=None, z_keys=None):

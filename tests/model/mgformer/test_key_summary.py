@@ -3,9 +3,9 @@ import math
 import pytest
 import torch
 
-from recbole_mgformer.model.attention import key_summary, query_readout
-from recbole_mgformer.model.feature_maps import apply_feature_map, draw_projection
-from recbole_mgformer.model.key_summary import ChunkFunctions, chunked_key_summary
+from recbole_mgformer.model.mgformer.attention import key_summary, query_readout
+from recbole_mgformer.model.mgformer.feature_maps import apply_feature_map, draw_projection
+from recbole_mgformer.model.mgformer.key_summary import ChunkFunctions, chunked_key_summary
 
 
 def make_inputs(n=600, d=8, heads=1, m=None, dtype=torch.float64, seed=0, structural=True):
@@ -25,7 +25,7 @@ def split_heads(x, heads):
 
 
 def unfused_summary(embeddings, fixed, weight, projection, z):
-    """The autograd form the fused one replaces: key features, then key_summary (model/attention.py)."""
+    """The autograd form the fused one replaces: key features, then key_summary (model/mgformer/attention.py)."""
     x = embeddings if fixed is None else torch.cat([embeddings, fixed], dim=1)
     heads = projection.shape[0]
     phi_k = apply_feature_map("simrf", split_heads(x @ weight.T, heads), projection, is_query=False)

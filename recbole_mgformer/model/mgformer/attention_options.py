@@ -6,10 +6,14 @@ Shapes: ``n`` nodes, ``b`` query nodes, ``w`` token width, ``h`` heads of size `
 """
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 from torch.nn.utils import parametrize
+
+from recbole_mgformer.model.mgformer.feature_maps import FEATURE_MAPS, RANDOM_FEATURE_MAPS
+from recbole_mgformer.model.options import choice, non_negative_int, positive_float
 
 RESIDUAL_SCALES = ("fixed", "learned")
 
@@ -105,6 +109,9 @@ class AttentionBlock(nn.Module):
         log_degree = self.log_degree if query_index is None else self.log_degree[query_index]
         return degree_gate(log_degree, self.gate_slope, self.gate_bias)
 
+    def reset_qk(self, temperature=None, learn_temperature=False):
+        self.attention.reset_qk(temperature, learn_temperature)
+
     def redraw_features(self, generator):
         self.attention.redraw_features(generator)
 
@@ -124,26 +131,48 @@ class AttentionBlock(nn.Module):
         return self.norm(rows + weight * mixed)
 
 
+@dataclass(frozen=True)
 class AttentionOptions:
-    """The options of this module read from a config, checked: bad values fail with the key and the fix."""
+    """The attention's options, read from a config once (:meth:`read`) and checked, alone and together: bad values
+    fail with the key and the fix. ``token_propagation``: K of the LightGCN smoothing before the attention (0:
+    none); ``temperature`` and ``learn_temperature``: :class:`QueryTemperature`; ``value_projection``,
+    ``degree_gate``, ``residual_scale`` and ``residual``: :class:`AttentionBlock`."""
 
-    def __init__(self, config, feature_map, random_feature_maps, model="MGFormer"):
-        from recbole_mgformer.model.options import choice, non_negative_int, positive_float
+    feature_map: str
+    token_propagation: int
+    temperature: float
+    learn_temperature: bool
+    value_projection: bool
+    degree_gate: bool
+    residual_scale: str
+    residual: bool
 
-        self.token_propagation = non_negative_int(config, "token_propagation", model)
-        self.temperature = positive_float(config, "attention_temperature", model)
-        self.learn_temperature = choice(config, "learn_temperature", (False, True), model)
-        self.value_projection = choice(config, "value_projection", (False, True), model)
-        self.degree_gate = choice(config, "degree_gate", (False, True), model)
-        self.residual_scale = choice(config, "residual_scale", RESIDUAL_SCALES, model)
-        self.residual = bool(config["residual"])
-        if self.has_temperature and feature_map not in random_feature_maps:
-            raise ValueError(f"{model}: attention_temperature and learn_temperature apply to the random feature maps "
-                             f"({', '.join(random_feature_maps)}); feature_map {feature_map} has no temperature "
+    @staticmethod
+    def read(config, model="MGFormer"):
+        """``{field: value}`` of this class's fields from ``config``, each checked (a subclass adds its own)."""
+        return {
+            "feature_map": choice(config, "feature_map", FEATURE_MAPS, model),
+            "token_propagation": non_negative_int(config, "token_propagation", model),
+            "temperature": positive_float(config, "attention_temperature", model),
+            "learn_temperature": choice(config, "learn_temperature", (False, True), model),
+            "value_projection": choice(config, "value_projection", (False, True), model),
+            "degree_gate": choice(config, "degree_gate", (False, True), model),
+            "residual_scale": choice(config, "residual_scale", RESIDUAL_SCALES, model),
+            "residual": choice(config, "residual", (True, False), model),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**AttentionOptions.read(config))
+
+    def __post_init__(self):
+        if self.has_temperature and self.feature_map not in RANDOM_FEATURE_MAPS:
+            raise ValueError(f"MGFormer: attention_temperature and learn_temperature apply to the random feature maps "
+                             f"({', '.join(RANDOM_FEATURE_MAPS)}); feature_map {self.feature_map} has no temperature "
                              "(relu and focused ignore a scale of the queries): leave attention_temperature: 1.0 "
                              "and learn_temperature: False, or pick a random feature map")
         if not self.residual and (self.residual_scale == "learned" or self.degree_gate):
-            raise ValueError(f"{model}: residual_scale: learned and degree_gate: True weigh the attention against the "
+            raise ValueError("MGFormer: residual_scale: learned and degree_gate: True weigh the attention against the "
                              "residual branch; set residual: True (or residual_scale: fixed, degree_gate: False)")
 
     @property

@@ -3,7 +3,7 @@ import warnings
 import pytest
 import torch
 
-from recbole_mgformer.model.compilation import CompiledOrEager
+from recbole_mgformer.model.mgformer.compilation import CompiledOrEager
 
 
 def test_compiled_function_matches_eager_values_and_gradients():

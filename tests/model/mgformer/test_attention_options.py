@@ -3,13 +3,13 @@ import math
 import pytest
 import torch
 
-from recbole_mgformer.model.attention_options import (
+from recbole_mgformer.model.mgformer.attention_options import (
     AttentionBlock,
     QueryTemperature,
     degree_gate,
     project_values,
 )
-from recbole_mgformer.model.feature_maps import apply_feature_map, draw_projection
+from recbole_mgformer.model.mgformer.feature_maps import apply_feature_map, draw_projection
 
 
 def test_degree_gate_is_the_sigmoid_of_a_log_degree_line():

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from recbole_mgformer.model.attention import (
+from recbole_mgformer.model.mgformer.attention import (
     adjacency_kernel_attention,
     key_summary,
     masked_kernel_attention,
@@ -73,7 +73,7 @@ def test_adjacency_mask_equals_dense_zero_one_mask(heads):
 
 def test_random_feature_attention_approximates_softmax_attention():
     """With many features, Eq. (6) with SimRFs approaches exact softmax attention (Eq. 1)."""
-    from recbole_mgformer.model.feature_maps import apply_feature_map, draw_projection
+    from recbole_mgformer.model.mgformer.feature_maps import apply_feature_map, draw_projection
 
     g = torch.Generator().manual_seed(0)
     k = 8

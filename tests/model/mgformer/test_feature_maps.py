@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from recbole_mgformer.model.feature_maps import (
+from recbole_mgformer.model.mgformer.feature_maps import (
     FEATURE_MAPS,
     apply_feature_map,
     draw_projection,

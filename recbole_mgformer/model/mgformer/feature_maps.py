@@ -60,7 +60,7 @@ def draw_projection(kind, n_features, k, generator, dtype=torch.float32):
 
 def random_feature_logits(x, projection, dtype=None):
     """Logarithm of Eq. (7) without its ``m^-1/2`` factor: ``w_i^T a - |a|^2 / 2``; the one log-space form of the
-    random features, which :func:`positive_random_features` and the fused key side (model/key_summary.py) share.
+    random features, which :func:`positive_random_features` and the fused key side (key_summary.py) share.
 
     ``x``: (..., n, k), ``projection``: (..., m, k), both in the matmul's format -> (..., n, m) in ``dtype``
     (default: that format; the fused key side multiplies in bf16 and sums in fp32).

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from recbole_mgformer.model import structural
-from recbole_mgformer.model.structural import degree_buckets, n_degree_buckets, svd_structural_encodings
+from recbole_mgformer.model.mgformer import structural
+from recbole_mgformer.model.mgformer.structural import degree_buckets, n_degree_buckets, svd_structural_encodings
 
 
 def random_interactions(m=30, n=40, density=0.15, seed=0):

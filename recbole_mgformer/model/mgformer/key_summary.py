@@ -18,8 +18,8 @@ import math
 
 import torch
 
-from recbole_mgformer.model.compilation import CompiledOrEager
-from recbole_mgformer.model.feature_maps import random_feature_logits, shifted_exp
+from recbole_mgformer.model.mgformer.compilation import CompiledOrEager
+from recbole_mgformer.model.mgformer.feature_maps import random_feature_logits, shifted_exp
 
 # Rows per chunk: the (h, r, g m) temporaries of 4096 rows at m = 128 take 4 MiB, which a CPU's L2 or L3 cache
 # holds; the per-chunk Python overhead stays small beside the chunk's matmuls.
@@ -249,7 +249,7 @@ def chunked_key_summary(embeddings, structural, key_weight, projection, key_z=No
 
     embeddings (n, d) the learned token columns; structural (n, d') the fixed ones, or None; key_weight (w, w) as
     ``nn.Linear`` stores W_K; projection (h, m, k); key_z (n,) or None (no mask) -> (h, g m, k + 1).
-    Equals :func:`recbole_mgformer.model.attention.key_summary` of the random features of the keys, the same
+    Equals :func:`recbole_mgformer.model.mgformer.attention.key_summary` of the random features of the keys, the same
     ``(h, g m, k + 1)`` sums with the normaliser as the last column. ``dtype``: the matmuls' input format
     (``torch.bfloat16``, or None for the inputs' own); sums and exponentials stay in the inputs' format.
     ``functions``: :class:`ChunkFunctions`, eager or compiled.
