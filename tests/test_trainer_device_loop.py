@@ -61,7 +61,7 @@ def fresh_epoch(trainer, model, weights, optimizer_state, seed):
     init_seed(seed, True)
 
 
-@pytest.mark.parametrize("path", ["eager", "graphed", "cuda, graphed"])
+@pytest.mark.parametrize("path", ["eager", "graphed", "cuda", "cuda, graphed"])
 @pytest.mark.parametrize("model_name", ["MGFormer", "DirectAU"])
 def test_an_epoch_syncs_once_not_per_step_and_logs_recbole_s_loss(tiny_setup, monkeypatch, model_name, path):
     """Eager, through GraphedStep's static buffers (recbole_mgformer/cuda_graph.py, its CPU stand-in for capture and
