@@ -2,6 +2,7 @@
 through its eager stand-in for capture and replay (``capture=False``). Its equality with the eager step and its
 one sync an epoch: tests/test_trainer_device_loop.py."""
 
+import contextlib
 import copy
 import logging
 import math
@@ -182,3 +183,61 @@ def test_a_graphed_gpu_run_s_checkpoint_resumes_on_a_cpu(tiny_setup):
     optimizer = torch.optim.Adam([parameter], capturable=True)
     drop_capturable_off_cuda(optimizer)
     assert optimizer.param_groups[0]["capturable"] is False
+
+
+class FailingCapture:
+    """torch.cuda's stream and graph calls on a CPU, the capture failing as an op that syncs under capture does."""
+
+    class Stream:
+        def wait_stream(self, other):
+            pass
+
+    class CUDAGraph:
+        def register_generator_state(self, generator):
+            pass
+
+    def __init__(self, monkeypatch):
+        for name, value in (("Stream", self.Stream), ("current_stream", self.Stream), ("CUDAGraph", self.CUDAGraph),
+                            ("stream", lambda stream: contextlib.nullcontext()), ("graph", self.graph),
+                            ("synchronize", lambda: None)):
+            monkeypatch.setattr(torch.cuda, name, value)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def graph(cuda_graph):
+        raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+        yield
+
+
+def test_a_failed_capture_trains_on_eagerly_under_auto_and_is_an_error_under_true(tiny_setup, monkeypatch):
+    _, model, trainer, (train, _, _) = tiny_setup("DirectAU", train_batch_size=23)
+    batches = list(train)[:6]
+    weights, optimizer_state = copy.deepcopy(model.state_dict()), copy.deepcopy(trainer.optimizer.state_dict())
+    eager_losses = []
+    for batch in batches:
+        trainer.optimizer.zero_grad()
+        loss = model.calculate_loss(batch)
+        loss.backward()
+        trainer.optimizer.step()
+        eager_losses.append(loss.detach())
+    eager_weights = copy.deepcopy(model.state_dict())
+
+    model.load_state_dict(weights)
+    trainer.optimizer.load_state_dict(copy.deepcopy(optimizer_state))
+    FailingCapture(monkeypatch)
+    step = GraphedStep(model, trainer.optimizer, required=False)
+    drop_capturable_off_cuda(trainer.optimizer)  # made capturable for a GPU; this CPU refuses it
+    with pytest.warns(RuntimeWarning, match=r"capturing DirectAU's training step as a CUDA graph failed "
+                                            r"\(RuntimeError: .*stream is capturing\); training eagerly"):
+        losses = [step.step(batch) for batch in batches]
+    assert dict(step.counts) == {"warmup": 3, "capture": 1, "eager": 3} and step.failed
+    for ours, eager in zip(losses, eager_losses):
+        torch.testing.assert_close(ours, eager, rtol=0, atol=0)
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(value, eager_weights[key], rtol=0, atol=0)
+
+    step = GraphedStep(model, trainer.optimizer, required=True, warmup_steps=0)
+    drop_capturable_off_cuda(trainer.optimizer)
+    with pytest.raises(RuntimeError, match=r"cuda_graph: true, but capturing DirectAU's training step as a CUDA "
+                                           r"graph failed .*; set cuda_graph: false \(or auto\) to train eagerly"):
+        step.step(batches[0])
