@@ -17,6 +17,7 @@ trainer's loops (CPU timings belong to step_time.py). Writes OUT/gpu_step.json a
 """
 
 import argparse
+import copy
 import functools
 import json
 import statistics
@@ -31,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from benchmarks.launch_census import CPU_DEFAULT, SyntheticGraph, build, count_step, train_step  # noqa: E402
-from recbole_mgformer.cuda_graph import GraphedStep  # noqa: E402
+from recbole_mgformer.cuda_graph import GraphedStep, make_capturable  # noqa: E402
 from recbole_mgformer.trainer import DeviceLoopMixin  # noqa: E402
 
 AUTO = {"precision": "fp32", "compile": False, "key_chunk_size": "auto", "uniformity_block_size": "auto"}
@@ -94,7 +95,7 @@ def eager_rows(graph, args, device):
                                                                    model.uniformity_block_rows)
         row.update(host_launches(functools.partial(train_step, model, optimizer, data[0]), device, "eager"))
         try:  # the graph column: a failure is this row's, the rest still runs
-            row.update(graph_column(model_name, settings, graph, args, device))
+            row.update(graph_column(model, optimizer, graph, args, device))
         except Exception as error:
             row["graph_error"] = f"{type(error).__name__}: {error}"[:500]
         rows.append(row)
@@ -133,16 +134,16 @@ def graphed_runner(model, optimizer, device):
     return runner, step
 
 
-def graph_column(model_name, settings, graph, args, device, checked_steps=8):
-    """The step through the trainer's GraphedStep: timed (medians of replays), and each of ``checked_steps`` steps
-    against the same step run eagerly on a twin from the same weights and batches (losses, then parameters)."""
-    model, optimizer = build_on(model_name, settings, graph, args.batch_size, device)
-    twin, twin_optimizer = build_on(model_name, settings, graph, args.batch_size, device)
-    twin.load_state_dict(model.state_dict())
+def graph_column(model, optimizer, graph, args, device, checked_steps=8):
+    """The step of ``model`` (as the eager rows left it) through the trainer's GraphedStep: each of
+    ``checked_steps`` steps against the same step run eagerly on a twin (a copy of the model and of its optimizer's
+    state), losses then parameters; then replays timed."""
+    twin = copy.deepcopy(model)
+    twin_optimizer = type(optimizer)(twin.parameters(), **optimizer.defaults)
+    twin_optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))
     runner, step = graphed_runner(model, optimizer, device)
     if runner.capture:  # the twin's Adam takes the same capturable arithmetic
-        for group in twin_optimizer.param_groups:
-            group["capturable"] = True
+        make_capturable(twin_optimizer)
     data = batches(graph, args.batch_size, checked_steps, device)
     differences = []
     for batch in data:
