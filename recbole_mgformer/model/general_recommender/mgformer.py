@@ -66,6 +66,10 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
     # Options that act only on the scores after training (the filter residual, model/filter_residual.py): a run
     # with them trains as the same entry without them, so the benchmark gives it that entry's tuned settings.
     SCORING_OPTIONS = FILTER_RESIDUAL_OPTIONS
+    # Its step has static shapes and decides nothing on the host but the redraw clock, which before_step() keeps
+    # (recbole_mgformer/cuda_graph.py); cuda_graph_blocker() names the options that break this.
+    CUDA_GRAPH_SAFE = True
+    step_hook = False  # True while a trainer calls before_step() before every training step
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
@@ -178,6 +182,21 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
         keys = torch.randperm(self.n_nodes, generator=self.key_generator)[: self.key_sample_size]
         return keys.to(self.user_embedding.weight.device)
 
+    def cuda_graph_blocker(self):
+        """Why this configuration's training step cannot be one CUDA graph, or None."""
+        if self.key_sample_size and self.key_sample_size < self.n_nodes:
+            return ("key_sample_size draws each step's keys on the host, which a graph would freeze; set "
+                    "key_sample_size: 0")
+        if self.use_attention and self.degree_mask == "adjacency":
+            return ("degree_mask: adjacency gathers the edges leaving each batch, a number that changes from batch "
+                    "to batch; use degree_mask: sin or none")
+        return None
+
+    def before_step(self):
+        """The trainer's hook before each training step, outside any CUDA graph: the redraw clock ticks, and a due
+        redraw writes the new features into the layers' buffers in place, where a replayed graph reads them."""
+        self._maybe_redraw_features()
+
     def _maybe_redraw_features(self):
         self.training_steps += 1
         if self.feature_redraw_interval and self.training_steps % self.feature_redraw_interval == 0:
@@ -188,7 +207,8 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
 
     def calculate_loss(self, interaction):
         self.restore_user_e, self.restore_item_e = None, None
-        self._maybe_redraw_features()
+        if not self.step_hook:  # called without the trainer's hook (RecBole's own loop, a benchmark): tick here
+            self._maybe_redraw_features()
         users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
         outputs = self.forward(torch.cat([users, items + self.n_users]), self.sample_keys())
         # (2b, w) -> (2, b, w): users then items, one normalisation and one uniformity call for both

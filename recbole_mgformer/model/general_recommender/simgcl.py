@@ -21,6 +21,8 @@ class SimGCL(GraphRecommender):
     r"""SimGCL; see ``properties/model/SimGCL.yaml`` for its options."""
 
     input_type = InputType.PAIRWISE
+    # Static shapes and device-side noise, but for the contrastive loss (cuda_graph_blocker; cuda_graph.py).
+    CUDA_GRAPH_SAFE = True
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
@@ -36,6 +38,17 @@ class SimGCL(GraphRecommender):
         self.reg_loss = EmbLoss()
         self.noise_generator = torch.Generator(device=self.device).manual_seed(int(config["seed"]))
         self.apply(xavier_uniform_initialization)
+
+    def cuda_graph_blocker(self):
+        """Why this configuration's training step cannot be one CUDA graph, or None."""
+        if self.cl_weight:
+            return ("its contrastive loss runs over the batch's distinct users and items (torch.unique), whose "
+                    "number the host reads every step; set lambda: 0 for a graph, or cuda_graph: false")
+        return None
+
+    def cuda_graph_generators(self):
+        """The noise's generator: a graph registers it, so each replay draws new noise."""
+        return [self.noise_generator]
 
     def ego_embeddings(self):
         return torch.cat([self.user_embedding.weight, self.item_embedding.weight])
