@@ -18,6 +18,7 @@ import torch
 from recbole.trainer import Trainer
 from recbole.utils import ModelType, get_local_time
 
+from recbole_mgformer.device_evaluation import DeviceEvaluationMixin
 from recbole_mgformer.distributed import DistributedTrainerMixin
 from recbole_mgformer.vocabulary import check_dataset, check_training_split, dataset_vocabulary
 
@@ -352,8 +353,9 @@ class DeviceLoopMixin:
 @functools.lru_cache(maxsize=None)
 def safe_trainer_class(base):
     """``base`` (a RecBole trainer class) with :class:`DistributedTrainerMixin` (DDP on any device),
-    :class:`SafeCheckpointMixin` and :class:`DeviceLoopMixin` in front."""
-    return type(base.__name__, (DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, base),
+    :class:`SafeCheckpointMixin`, :class:`DeviceLoopMixin` and :class:`DeviceEvaluationMixin` in front."""
+    return type(base.__name__, (DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, DeviceEvaluationMixin,
+                                base),
                 {"__module__": __name__})
 
 
