@@ -247,8 +247,7 @@ def table(rows, args, commit, versions):
              f"synthetic power-law graph of {args.users:,} users, {args.items:,} items, {args.interactions:,} "
              f"interactions{BEAUTY_NOTE if args.users == 22363 else ''}. Ops: aten ops that reach a backend, less "
              "views and allocations: each launches a kernel on a GPU. Syncs: ops whose result the host reads (Adam's "
-             "CPU step counters aside); `symmetric_csr_matmul`, this project's sparse product, is one op (one "
-             "cuSPARSE SpMM on a GPU). Graph breaks: `torch._dynamo.explain(model.calculate_loss)`, with the reasons "
+             "CPU step counters aside). Graph breaks: `torch._dynamo.explain(model.calculate_loss)`, with the reasons "
              "dynamo logs where explain names none. MGFormer's GPU configuration is what `auto` picks on a "
              f"GPU (one key chunk, one loss block); target: at most {GPU_STEP_OP_TARGET} ops (issue 52; 1,423 for "
              "the defaults and 560 for one chunk before it).", "",

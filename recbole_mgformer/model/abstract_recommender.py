@@ -90,6 +90,12 @@ class GraphRecommender(SharedSparseBuffers, CachedRepresentations, GeneralRecomm
         """``adjacency`` as :class:`recbole_mgformer.model.graph.CSRParts`, for a propagation that compiles."""
         return CSRParts(self.adjacency_crow_indices, self.adjacency_col_indices, self.adjacency_values)
 
+    @property
+    def propagation_adjacency(self):
+        """What LightGCN propagation takes: under ``torch.compile`` :attr:`adjacency_parts` (it refuses sparse
+        tensors), in eager mode the sparse ``adjacency`` itself (the faster product there)."""
+        return self.adjacency_parts if torch.compiler.is_compiling() else self.adjacency
+
     def predict(self, interaction):
         users, items = self.representations()
         return (users[interaction[self.USER_ID]] * items[interaction[self.ITEM_ID]]).sum(dim=-1)
