@@ -114,13 +114,10 @@ class SyncCounter(TorchDispatchMode):
 
 def syncs_of_an_evaluation(trainer, data, monkeypatch, collector):
     """The syncs of ``trainer.evaluate`` with ``collector`` in what it does with each batch on the device: scoring
-    it (``_full_sort_batch_eval``) and collecting its results; the loader's own work on the host is not counted,
-    nor the evaluator's after the collector has copied its results to the host. The representations are computed
-    before, as in a run's second evaluation."""
+    it (``_full_sort_batch_eval``, the model's representations computed at the first batch included) and collecting
+    its results; the loader's own work on the host is not counted, nor the evaluator's after the collector has
+    copied its results to the host."""
     trainer.eval_collector = collector
-    trainer.model.eval()
-    with torch.no_grad():
-        trainer.model.full_sort_predict(next(iter(data))[0])
     counter = SyncCounter(monkeypatch)
     monkeypatch.setattr(trainer, "_full_sort_batch_eval", counter.counted(trainer._full_sort_batch_eval))
     monkeypatch.setattr(collector, "eval_batch_collect", counter.counted(collector.eval_batch_collect))
@@ -169,7 +166,7 @@ def test_on_a_gpu_an_evaluation_syncs_as_often_whatever_its_batches(tiny_setup):
                                                          **METRICS)
         assert trainer.device.type == "cuda"
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad():  # warm-up: the first CUDA kernels' one-off set-up is no evaluation's
             model.full_sort_predict(next(iter(test))[0].to(trainer.device))
         torch.cuda.synchronize()
         with warnings.catch_warnings(record=True) as caught:
