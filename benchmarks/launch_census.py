@@ -9,14 +9,18 @@ Ops are counted with a ``TorchDispatchMode`` over the second eager step (Adam's 
 reaches a backend, less views, allocations and metadata (which launch no kernel), in fp32, as on a GPU with TF32.
 The graph is synthetic (power-law item popularity) with the sizes of amazon-beauty's training split, so the census
 needs no data; with one key chunk and one loss block the counts do not depend on the graph's size. Graph breaks come
-from ``torch._dynamo.explain`` of ``calculate_loss`` on the eager model. Writes
-results/performance/launch_census.md.
+from ``torch._dynamo.explain`` of ``calculate_loss`` on the eager model (with the reasons dynamo logs where explain
+names none). Writes results/performance/launch_census.md and its record,
+results/performance/runs/performance/launch-census-<time>.json.
 """
 
 import argparse
 import collections
+import logging
 import os
+import re
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,9 +52,14 @@ CENSUS = [  # label, model, settings
     ("MGFormer attention=False, CPU default", "MGFormer", {**CPU_DEFAULT, "attention": False}),
     ("DirectAU, GPU configuration", "DirectAU", {"precision": "fp32", "uniformity_block_size": 1 << 30}),
     ("DirectAU, CPU default", "DirectAU", {"precision": "fp32", "uniformity_block_size": "auto"}),
+    # no option of these three depends on the device: one configuration each
+    ("SimGCL (no device-dependent option)", "SimGCL", {}),
+    ("XSimGCL (no device-dependent option)", "XSimGCL", {}),
+    ("SGL, edge dropout (no device-dependent option)", "SGL", {"type": "ED"}),
     ("RecBole LightGCN", "LightGCN", {"n_layers": 3, "reg_weight": 1e-5, "require_pow": False}),
 ]
 BEAUTY_NOTE = " (the sizes of amazon-beauty's training split)"
+EXPONENT_FLOAT = re.compile(r"[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+")
 # at most this many launching ops a step for MGFormer's GPU configuration (issue 52; tests/benchmarks check it)
 GPU_STEP_OP_TARGET = 300
 
@@ -91,6 +100,8 @@ class SyntheticGraph:
                                     shape=(n_users, n_items))
         self.matrix.data[:] = 1  # repeated pairs count once
         self.n_users, self.n_items = n_users, n_items
+        self.uid_field, self.iid_field = "user_id", "item_id"
+        self.inter_feat = {"user_id": torch.from_numpy(self.users), "item_id": torch.from_numpy(self.items)}  # SGL's
 
     def num(self, field):
         return self.n_users if field == "user_id" else self.n_items
@@ -113,8 +124,15 @@ class Config(dict):
 
 
 def model_config(model, settings, batch_size):
-    path = ROOT / "properties" / "model" / f"{model}.yaml"
-    config = Config(yaml.safe_load(path.read_text()) if path.exists() else {})
+    """The model's defaults: this project's YAML, or RecBole's for a model it takes from RecBole (SGL)."""
+    import recbole
+
+    paths = [ROOT / "properties" / "model" / f"{model}.yaml",
+             Path(recbole.__file__).parent / "properties" / "model" / f"{model}.yaml"]
+    path = next((path for path in paths if path.exists()), None)
+    # YAML 1.1 reads 1e-5 (no dot) as a string; RecBole's loader reads it as a float
+    config = Config({key: float(value) if isinstance(value, str) and EXPONENT_FLOAT.fullmatch(value) else value
+                     for key, value in (yaml.safe_load(path.read_text()) if path else {}).items()})
     config.update({"USER_ID_FIELD": "user_id", "ITEM_ID_FIELD": "item_id", "NEG_PREFIX": "neg_", "LABEL_FIELD": "label",
                    "device": torch.device("cpu"), "seed": 0, "embedding_size": 64, "train_batch_size": batch_size})
     config.update(settings)
@@ -167,9 +185,45 @@ def graph_breaks(model, graph, batch_size):
         if text not in reasons:
             reasons.append(text)
     if explained.graph_break_count and not reasons:  # explain leaves some reasons out (sparse tensors, e.g.)
-        reasons.append("no reason reported by explain; TORCH_LOGS=graph_breaks names it")
+        reasons = logged_break_reasons(model, graph, batch_size) or ["no reason reported by explain or its log"]
     torch._dynamo.reset()
     return explained.graph_count, explained.graph_break_count, reasons
+
+
+class BreakLog(logging.Handler):
+    """The graph breaks dynamo logs (``TORCH_LOGS=graph_breaks``), as "reason (file:line)" texts."""
+
+    def __init__(self):
+        super().__init__()
+        self.reasons = []
+
+    def emit(self, record):
+        lines = [line.strip() for line in record.getMessage().splitlines() if line.strip()]
+        where = re.search(r"user code at (\S+):(\d+)", lines[0]) if lines else None
+        if not where or len(lines) < 2:
+            return
+        # "Graph Break Reason: <summary>:" is followed by the break itself, or is it
+        summary = lines[1].removeprefix("Graph Break Reason:").strip()
+        reason = lines[2] if summary.endswith(":") and len(lines) > 2 else summary
+        text = f"{reason[:160]} ({os.path.basename(where.group(1))}:{where.group(2)})"
+        if text not in self.reasons:
+            self.reasons.append(text)
+
+
+def logged_break_reasons(model, graph, batch_size):
+    """The reasons dynamo logs for the graph breaks of ``calculate_loss`` (explain reports some without one)."""
+    import torch._dynamo
+
+    log, logger = BreakLog(), logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+    torch._dynamo.reset()
+    torch._logging.set_logs(graph_breaks=True)
+    logger.addHandler(log)
+    try:
+        torch._dynamo.explain(model.calculate_loss)(graph.batch(batch_size, 3))
+    finally:
+        logger.removeHandler(log)
+        torch._logging.set_logs()
+    return log.reasons
 
 
 def census(graph, batch_size, entries=CENSUS, explain=True):
@@ -193,8 +247,8 @@ def table(rows, args, commit, versions):
              f"synthetic power-law graph of {args.users:,} users, {args.items:,} items, {args.interactions:,} "
              f"interactions{BEAUTY_NOTE if args.users == 22363 else ''}. Ops: aten ops that reach a backend, less "
              "views and allocations: each launches a kernel on a GPU. Syncs: ops whose result the host reads (Adam's "
-             "CPU step counters aside). Graph breaks: `torch._dynamo.explain(model.calculate_loss)`. MGFormer's GPU "
-             "configuration is what `auto` picks on a "
+             "CPU step counters aside). Graph breaks: `torch._dynamo.explain(model.calculate_loss)`, with the reasons "
+             "dynamo logs where explain names none. MGFormer's GPU configuration is what `auto` picks on a "
              f"GPU (one key chunk, one loss block); target: at most {GPU_STEP_OP_TARGET} ops (issue 52; 1,423 for "
              "the defaults and 560 for one chunk before it).", "",
              "| configuration | ops per step | syncs | compiled graphs / graph breaks in calculate_loss "
@@ -224,13 +278,19 @@ def main(argv=None):
     args.argv = list(sys.argv[1:] if argv is None else argv)
     torch.set_num_threads(1)
 
-    from recbole_mgformer.records import git_commit, package_versions
+    from recbole_mgformer.records import git_commit, package_versions, write_record
 
     graph = SyntheticGraph(args.users, args.items, args.interactions)
     rows = census(graph, args.batch_size, explain=not args.no_explain)
+    commit, versions = git_commit(ROOT), package_versions()
     path = Path(args.results) / "launch_census.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(table(rows, args, git_commit(ROOT), package_versions()))
+    path.write_text(table(rows, args, commit, versions))
+    settings = {key: getattr(args, key) for key in ("users", "items", "interactions", "batch_size", "no_explain")}
+    write_record(Path(args.results) / "runs" / "performance" / f"launch-census-{time.strftime('%Y%m%d-%H%M%S')}.json",
+                 {"rows": [{**row, "top": [list(pair) for pair in row["top"]]} for row in rows], "settings": settings,
+                  "commit": commit, "versions": versions, "command": f"python benchmarks/launch_census.py "
+                                                                      f"{' '.join(args.argv)}".strip()})
     print(path.read_text())
     return rows
 

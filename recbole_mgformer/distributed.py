@@ -27,7 +27,8 @@ import socket
 import torch
 import torch.distributed as dist
 from recbole.config import Config
-from recbole.evaluator import Collector
+
+from recbole_mgformer.device_evaluation import DeviceCollector
 
 BACKENDS = ("auto", "gloo", "nccl")
 DEFAULT_TIMEOUT_S = 600
@@ -122,8 +123,9 @@ def shard_evaluation(loader):
     return loader
 
 
-class GatheringCollector(Collector):
-    """RecBole's collector, with each evaluation's per-sample data gathered from all ranks."""
+class GatheringCollector(DeviceCollector):
+    """RecBole's collector (without per-batch syncs), with each evaluation's per-sample data gathered from all
+    ranks."""
 
     def get_data_struct(self):
         struct = super().get_data_struct()

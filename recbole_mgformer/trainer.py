@@ -25,6 +25,7 @@ from recbole_mgformer.cuda_graph import (
     drop_capturable_off_cuda,
     resolve_cuda_graph,
 )
+from recbole_mgformer.device_evaluation import DeviceEvaluationMixin
 from recbole_mgformer.distributed import DistributedTrainerMixin, is_distributed
 from recbole_mgformer.vocabulary import check_dataset, check_training_split, dataset_vocabulary
 
@@ -417,8 +418,9 @@ class DeviceLoopMixin:
 @functools.lru_cache(maxsize=None)
 def safe_trainer_class(base):
     """``base`` (a RecBole trainer class) with :class:`DistributedTrainerMixin` (DDP on any device),
-    :class:`SafeCheckpointMixin` and :class:`DeviceLoopMixin` in front."""
-    return type(base.__name__, (DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, base),
+    :class:`SafeCheckpointMixin`, :class:`DeviceLoopMixin` and :class:`DeviceEvaluationMixin` in front."""
+    return type(base.__name__, (DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, DeviceEvaluationMixin,
+                                base),
                 {"__module__": __name__})
 
 

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 import torch
 from recbole.model.abstract_recommender import GeneralRecommender
 
-from recbole_mgformer.model.graph import normalized_adjacency
+from recbole_mgformer.model.graph import CSRParts, csr_parts, csr_tensor, normalized_adjacency
 
 
 class SharedSparseBuffers:
@@ -91,8 +91,31 @@ class GraphRecommender(SharedSparseBuffers, CachedRepresentations, GeneralRecomm
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
-        adjacency = normalized_adjacency(dataset.inter_matrix(form="coo"))
-        self.register_buffer("adjacency", adjacency, persistent=False)  # rebuilt from the data, never saved
+        # the matrix is rebuilt from the data, never saved; its dense parts, which torch.compile takes (it refuses
+        # sparse tensors), are buffers of their own (torch.compile cannot take a sparse tensor's views), shared with
+        # the sparse tensor on the CPU
+        parts = CSRParts(*(part.clone() for part in csr_parts(normalized_adjacency(dataset.inter_matrix(form="coo")))))
+        for name, part in zip(CSRParts._fields, parts):
+            self.register_buffer(f"adjacency_{name}", part, persistent=False)
+        self.register_buffer("adjacency", csr_tensor(parts, self.n_users + self.n_items), persistent=False)
+
+    def _apply(self, fn, recurse=True):
+        # moved or cast part by part, then one matrix again: a GPU holds the graph once
+        self.adjacency = None
+        super()._apply(fn, recurse)
+        self.adjacency = csr_tensor(self.adjacency_parts, self.n_users + self.n_items)
+        return self
+
+    @property
+    def adjacency_parts(self):
+        """``adjacency`` as :class:`recbole_mgformer.model.graph.CSRParts`, for a propagation that compiles."""
+        return CSRParts(self.adjacency_crow_indices, self.adjacency_col_indices, self.adjacency_values)
+
+    @property
+    def propagation_adjacency(self):
+        """What LightGCN propagation takes: under ``torch.compile`` :attr:`adjacency_parts` (it refuses sparse
+        tensors), in eager mode the sparse ``adjacency`` itself (the faster product there)."""
+        return self.adjacency_parts if torch.compiler.is_compiling() else self.adjacency
 
     def predict(self, interaction):
         users, items = self.representations()

@@ -6,6 +6,7 @@ Shapes: ``n = n_users + n_items`` nodes, ``d`` embedding size.
 """
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -69,6 +70,52 @@ def edges_leaving(row_pointers, columns, nodes):
     return positions, columns[starts[positions] + offsets]
 
 
+class CSRParts(NamedTuple):
+    """A sparse CSR (n, n) matrix as its dense parts: ``torch.compile`` refuses sparse tensors (as inputs and as
+    module attributes alike), so a model whose loss compiles whole propagates over these."""
+
+    crow_indices: torch.Tensor  # (n + 1,)
+    col_indices: torch.Tensor  # (nnz,)
+    values: torch.Tensor  # (nnz,)
+
+
+def csr_parts(matrix):
+    """The :class:`CSRParts` of a sparse CSR tensor, sharing its memory."""
+    return CSRParts(matrix.crow_indices(), matrix.col_indices(), matrix.values())
+
+
+def csr_tensor(parts, n_columns):
+    """The sparse CSR tensor of :class:`CSRParts` (it holds them, no copy), (n, n_columns)."""
+    with warnings.catch_warnings():  # CSR is "beta" in torch
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(*parts, size=(len(parts.crow_indices) - 1, n_columns), check_invariants=False)
+
+
+@torch.library.custom_op("recbole_mgformer::symmetric_csr_matmul", mutates_args=())
+def symmetric_csr_matmul(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor,
+                         x: torch.Tensor) -> torch.Tensor:
+    """``A @ x`` (n, d) for the symmetric CSR matrix ``A`` given by its parts; one opaque op to ``torch.compile``."""
+    return csr_tensor(CSRParts(crow_indices, col_indices, values), len(x)) @ x
+
+
+@symmetric_csr_matmul.register_fake
+def _symmetric_csr_matmul_shape(crow_indices, col_indices, values, x):
+    return x.new_empty((crow_indices.shape[0] - 1, x.shape[1]))
+
+
+def _keep_matrix(ctx, inputs, output):
+    ctx.parts = inputs[:3]
+
+
+def _symmetric_csr_matmul_backward(ctx, grad):
+    # A is symmetric: the gradient of A @ x is A @ grad, a product as fast on CPU as the forward (torch.sparse.mm's
+    # own backward transposes A first)
+    return None, None, None, symmetric_csr_matmul(*ctx.parts, grad)
+
+
+symmetric_csr_matmul.register_autograd(_symmetric_csr_matmul_backward, setup_context=_keep_matrix)
+
+
 class _SymmetricSparseMatmul(torch.autograd.Function):
     """``A @ x`` for a symmetric sparse ``A``: the backward reuses ``A`` as its own transpose, which
     makes forward plus backward faster on CPU than ``torch.sparse.mm``'s transposing backward."""
@@ -84,7 +131,11 @@ class _SymmetricSparseMatmul(torch.autograd.Function):
 
 
 def symmetric_sparse_matmul(adjacency, x):
-    """``adjacency @ x`` (n, d), differentiable in ``x``; ``adjacency`` must be symmetric."""
+    """``adjacency @ x`` (n, d), differentiable in ``x``; ``adjacency`` must be symmetric: a sparse CSR tensor (eager,
+    the fastest on a CPU: a custom op's dispatch costs more than a small product), or its :class:`CSRParts`
+    (one custom op, which ``torch.compile`` takes whole)."""
+    if isinstance(adjacency, CSRParts):
+        return symmetric_csr_matmul(*adjacency, x)
     return _SymmetricSparseMatmul.apply(adjacency, x)
 
 

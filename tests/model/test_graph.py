@@ -5,6 +5,8 @@ import torch
 from conftest import dense_normalized_adjacency
 
 from recbole_mgformer.model.graph import (
+    CSRParts,
+    csr_parts,
     edges_leaving,
     graph_with_self_loops,
     lightgcn_layers,
@@ -94,6 +96,16 @@ def test_symmetric_matmul_passes_gradcheck(small_graph):
     adjacency = torch.from_numpy(dense_normalized_adjacency(small_graph)).to_sparse_csr()
     x = torch.randn(9, 2, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda v: symmetric_sparse_matmul(adjacency, v), (x,))
+
+
+def test_the_dense_parts_custom_op_equals_the_sparse_product_and_passes_gradcheck(small_graph):
+    """What a compiled propagation runs (one custom op over the CSR parts) is the eager product, gradients too."""
+    adjacency = torch.from_numpy(dense_normalized_adjacency(small_graph)).to_sparse_csr()
+    x = torch.randn(9, 2, dtype=torch.float64, requires_grad=True)
+    parts = CSRParts(*(part.clone() for part in csr_parts(adjacency)))  # as models hold them: not the matrix's views
+    torch.testing.assert_close(lightgcn_propagate(parts, x, 2), lightgcn_propagate(adjacency, x, 2), rtol=0, atol=0)
+    assert torch.autograd.gradcheck(lambda v: symmetric_sparse_matmul(parts, v), (x,))
+    torch.library.opcheck(torch.ops.recbole_mgformer.symmetric_csr_matmul.default, (*parts, x))
 
 
 def test_simgcl_noise_keeps_every_sign_and_has_norm_eps():

@@ -42,7 +42,8 @@ class DirectAU(GraphRecommender):
     def forward(self):
         embeddings = torch.cat([self.user_embedding.weight, self.item_embedding.weight])
         if self.encoder == "LightGCN":
-            embeddings = lightgcn_propagate(self.adjacency, embeddings, self.n_layers)
+            # compiled, over the graph's dense parts: calculate_loss then compiles without a graph break
+            embeddings = lightgcn_propagate(self.propagation_adjacency, embeddings, self.n_layers)
         return self.split_nodes(embeddings)
 
     def calculate_loss(self, interaction):

@@ -58,7 +58,7 @@ class SimGCL(GraphRecommender):
 
     def layer_outputs(self, perturbed=False):
         """``[E_1, ..., E_L]``, each (n, d), with noise after every layer when ``perturbed``."""
-        return lightgcn_layers(self.adjacency, self.ego_embeddings(), self.n_layers,
+        return lightgcn_layers(self.propagation_adjacency, self.ego_embeddings(), self.n_layers,
                                self.perturb if perturbed else None)
 
     def forward(self, perturbed=False):

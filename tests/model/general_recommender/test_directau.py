@@ -71,3 +71,31 @@ def test_learns_on_ml_100k_far_above_popularity(ml100k_pop):
     config = {**ML100K_SHORT_FAST_RATE, "epochs": 6, "stopping_step": 6, "encoder": "MF", "gamma": 0.5}
     result = run_recommender(DirectAU, "ml-100k", config_dict=config)
     assert result["test_result"]["ndcg@20"] > 1.3 * ml100k_pop["test_result"]["ndcg@20"]
+
+
+def test_the_graph_is_held_once_as_dense_parts_also_after_a_cast(tiny_setup, dense_adjacency):
+    """The sparse adjacency holds the dense CSR buffers that torch.compile takes: one copy of the graph, on any
+    device and in any dtype the model is moved to."""
+    _, model, _, (train, _, _) = tiny_setup("DirectAU")
+    model.double()
+    assert model.adjacency.values().data_ptr() == model.adjacency_values.data_ptr()
+    assert model.adjacency.col_indices().data_ptr() == model.adjacency_col_indices.data_ptr()
+    assert model.adjacency.dtype == torch.float64
+    torch.testing.assert_close(model.adjacency.to_dense(), dense_adjacency(train).double())
+
+
+def test_the_loss_compiles_whole_with_the_eager_loss_and_gradients(tiny_setup):
+    """No graph break (the graph is propagated as dense parts through one custom op), and the compiled loss and
+    its gradients equal the eager ones (aot_eager: the graph AOTAutograd traces, without code generation)."""
+    _, model, _, (train, _, _) = tiny_setup("DirectAU", encoder="LightGCN", precision="fp32")
+    batch = next(iter(train))
+    torch._dynamo.reset()
+    compiled = torch.compile(model.calculate_loss, fullgraph=True, backend="aot_eager")
+    loss = compiled(batch)
+    gradients = torch.autograd.grad(loss, [model.user_embedding.weight, model.item_embedding.weight])
+    eager_loss = model.calculate_loss(batch)
+    eager_gradients = torch.autograd.grad(eager_loss, [model.user_embedding.weight, model.item_embedding.weight])
+    torch._dynamo.reset()
+    torch.testing.assert_close(loss, eager_loss)
+    for compiled_gradient, eager_gradient in zip(gradients, eager_gradients):
+        torch.testing.assert_close(compiled_gradient, eager_gradient)
