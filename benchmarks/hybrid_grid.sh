@@ -2,7 +2,7 @@
 # The bounded hybrid attempt (issue 55): MGFormer attention=False (its tuned file) plus GF-CF's scores as a residual
 # (filter_residual: gfcf, GF-CF at the k and alpha of the dataset's own GF-CF search, $GFCF_SETTINGS). The weight is
 # chosen on validation NDCG@20 at seed 0 from {0.25, 0.5, 1, 2} (records to $GRID), then the chosen weight runs at
-# seeds 0, 1, 2 onto the board ($RESULTS).
+# seeds 0, 1, 2 ($SEEDS) onto the board ($RESULTS).
 #
 # MGFormer attention=False trains once a seed, as its own board row ($RESULTS/runs/<dataset>/, its best epoch kept in
 # $CHECKPOINTS), and every weight is scored from that checkpoint, not trained again
@@ -16,7 +16,8 @@
 #
 # Usage: DATASET=amazon-beauty bash benchmarks/hybrid_grid.sh [--key=value ...]   (DATASET defaults to ml-100k; the
 # arguments go to every benchmark command; PYTHON picks the interpreter; RESULTS, GRID, CHECKPOINTS and
-# GFCF_SETTINGS the folders and the GF-CF file). Several processes may run it at once: each run is claimed by one.
+# GFCF_SETTINGS the folders and the GF-CF file; SEEDS the board's seeds). Several processes may run it at once: each
+# run is claimed by one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -24,6 +25,7 @@ DATASET=${DATASET:-ml-100k}
 RESULTS=${RESULTS:-results}
 GRID=${GRID:-$RESULTS/exploration/hybrid-grid}
 CHECKPOINTS=${CHECKPOINTS:-saved/benchmark}
+SEEDS=${SEEDS:-0,1,2}
 GFCF_SETTINGS=${GFCF_SETTINGS:-properties/benchmark/$DATASET/GFCF.yaml}
 FILTER=$($PY - "$GFCF_SETTINGS" <<'PY'
 import sys
@@ -51,4 +53,4 @@ print(max(weights, key=valid_ndcg))  # the first of equal scores: the smallest w
 PY
 )
 echo "weight chosen on validation NDCG@20 at seed 0: $BEST"
-$PY -m recbole_mgformer.benchmark --models "$(entry "$BEST")" --seeds 0,1,2 --results "$RESULTS" "${COMMON[@]}"
+$PY -m recbole_mgformer.benchmark --models "$(entry "$BEST")" --seeds "$SEEDS" --results "$RESULTS" "${COMMON[@]}"

@@ -198,8 +198,11 @@ class Run:
         config, _ = build_config(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
                                  {**self.extra, **self.overrides, "seed": self.seed})
         self.check_record(record_config(config))
-        if self.trained is not None:  # a record of the entry trained with other settings fails now too
-            self.trained.check_config()
+        trained = self.trained if not self.record_path.exists() else None
+        # to be scored from a record of the entry trained with other settings: fails now too, unless that record
+        # moves aside to train the entry again (retrain_missing, without its checkpoint)
+        if trained is not None and not (self.retrain_missing and not trained.checkpoint.exists()):
+            trained.check_config()
         return config
 
     def check_record(self, settings):
@@ -288,7 +291,8 @@ class Run:
         return record
 
     def trained_checkpoint(self, trained, log=print):
-        """``(checkpoint, record)`` of the ``trained`` entry this variant is scored from, training it first when it
+        """``(checkpoint, record, SHA-256 of the checkpoint file)`` of the ``trained`` entry this variant is scored
+        from, loaded while no other process works on that entry; the entry trains first when it
         has no record, and again when its checkpoint is missing and ``retrain_missing`` allows it (else
         :class:`~recbole_mgformer.benchmark.scoring.MissingCheckpoint`)."""
         if not trained.record_path.exists():
@@ -299,7 +303,9 @@ class Run:
             if not self.retrain_missing:
                 raise MissingCheckpoint(missing_checkpoint_message(self.label, trained.label, trained.record_path,
                                                                    checkpoint))
-            log(f"moved {trained.retire(log)}: its checkpoint {checkpoint} is missing; training it again")
+            with claim(trained.claim_path):  # another process doing the same may have moved it already
+                if trained.record_path.exists() and not checkpoint.exists():
+                    log(f"moved {trained.retire(log)}: its checkpoint {checkpoint} is missing; training it again")
             trained.execute(log)
         with claim(trained.claim_path):  # not while another process retrains it
             return load_checkpoint(checkpoint), json.loads(trained.record_path.read_text()), file_sha256(checkpoint)

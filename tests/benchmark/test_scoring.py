@@ -194,3 +194,14 @@ def test_with_a_search_budget_a_scored_variant_searches_the_entry_it_trains_as(t
     options = SimpleNamespace(results=tmp_path, data_path=tmp_path, config_files="", tuned_dir=None)
     cli.search_before(run, None, options, {}, {})
     assert searched == [("MGFormer", {"attention": False})]
+
+
+def test_a_trained_record_with_other_settings_stops_the_plan_unless_it_is_retrained(tiny_data, tmp_path):
+    runs = tmp_path / "runs" / "tiny"
+    runs.mkdir(parents=True)
+    (runs / f"{TRAINED_NAME}-seed0.json").write_text(json.dumps({"config": {"uniformity_weight": 9.0}}))
+    settings = {"runs_dir": tmp_path / "runs", "data_path": tiny_data, "checkpoint_dir": tmp_path / "saved"}
+    overrides = {"attention": False, "embedding_size": 8, "filter_residual": "gfcf"}
+    with pytest.raises(ValueError, match=r"seed0.json records .* trained with other settings \(uniformity_weight"):
+        Run("MGFormer", overrides, "tiny", 0, **settings).check_config()
+    Run("MGFormer", overrides, "tiny", 0, retrain_missing=True, **settings).check_config()  # moves aside, retrains
