@@ -11,7 +11,7 @@ from recbole_mgformer.benchmark.datasets import check_model_fits, same_for_every
 from recbole_mgformer.benchmark.entries import comma_list, parse_entry, split_models, tuning_target
 from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.benchmark.runs import Run
-from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search
+from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search, trained_overrides
 from recbole_mgformer.cli import parse_overrides
 from recbole_mgformer.input_checks import user_errors
 from recbole_mgformer.registry import fits_once
@@ -39,7 +39,9 @@ def planned_runs(args, extra, command):
             check_model_fits(model, dataset)
     settings = {"runs_dir": Path(args.results) / "runs", "data_path": args.data_path,
                 "config_files": args.config_files.split(), "extra": extra, "checkpoint_dir": args.checkpoint_dir,
-                "command": command, "tuned_dir": args.tuned_dir}
+                "command": command, "tuned_dir": args.tuned_dir,
+                "trained_runs_dir": Path(args.trained_results or args.results) / "runs",
+                "retrain_missing": args.retrain_missing_checkpoints}
     seeds = [int(seed) for seed in comma_list(args.seeds)]
     if args.tune_budget:  # each entry's search, then its seeds: a row at a time
         runs = [Run(model, overrides, dataset, seed, **settings)
@@ -110,7 +112,8 @@ def budget_of(args):
 def search_before(run, budget, args, extra, searched):
     """The search that gives ``run`` its settings, unless this command already made sure of it. Raises Busy while
     another process runs that search (for each of its runs: none may start without its settings)."""
-    target = (run.dataset, *tuning_target(run.model, run.overrides))
+    # a scoring-only variant takes the settings of the entry it trains as: that entry's search
+    target = (run.dataset, *tuning_target(run.model, trained_overrides(run.model, run.overrides)))
     key = (target[0], target[1], tuple(sorted(target[2].items())))
     if key not in searched:
         try:
@@ -144,6 +147,14 @@ def _main(argv):
     parser.add_argument("--results", default="results", help="folder of runs/ and the pages (default ./results)")
     parser.add_argument("--checkpoint_dir", default="saved/benchmark", help="per-run checkpoints, for resuming")
     parser.add_argument("--render-only", action="store_true", help="only re-render every table from its records")
+    scoring = parser.add_argument_group(
+        "scoring-only variants (an entry with only scoring options more, e.g. MGFormer's filter_residual*): scored "
+        "from the checkpoint of the entry they train as, trained first if it has no record")
+    scoring.add_argument("--trained-results", default=None,
+                         help="results folder whose runs/ hold the trained entries' records (default --results)")
+    scoring.add_argument("--retrain-missing-checkpoints", action="store_true",
+                         help="a trained entry whose record exists without its checkpoint moves to "
+                              "exploration/runs/ and trains again (default: an error)")
     tuning = parser.add_argument_group("equal-budget tuning: a search per model entry before its seed runs")
     tuning.add_argument("--tune-budget", type=int, default=0, help="trials of each entry's random search (0: none)")
     tuning.add_argument("--tune-epochs", type=int, default=30, help="epochs a trial trains at most (default 30)")

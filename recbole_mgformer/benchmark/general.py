@@ -281,6 +281,18 @@ def published_lines(published, variants):
     return [line for text in lines for line in ("", text)]
 
 
+def scored_lines(records):
+    """The note under a table with rows scored from a trained entry's checkpoint (benchmark.scoring): what they
+    were scored from, and how their protocol differs from training them."""
+    scored = sorted({(r["variant"], r["scored_from"]["variant"]) for r in records if r.get("scored_from")})
+    if not scored:
+        return []
+    shown = "; ".join(f"{variant} from {trained}" for variant, trained in scored)
+    return ["", f"Scored from a trained entry's best-epoch checkpoint, not trained again: {shown}. Their epochs and "
+            "\"fit s\" are the trained entry's (plus their own construction); the best epoch was selected on the "
+            "trained entry's validation score, without the scoring options."]
+
+
 def render_dataset(dataset, records):
     """One markdown table like the paper's Table 2 for one dataset's records (a table per section)."""
     lines = [f"## {dataset}", ""]
@@ -302,6 +314,7 @@ def render_dataset(dataset, records):
         if tuned:
             lines += ["", "Tuned for this dataset, over each model's defaults: "
                       + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned) + "."]
+        lines += scored_lines(group)
         lines.append("")
     while lines[-1] == "":
         lines.pop()

@@ -15,6 +15,17 @@ from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.datasets import same_for_every_seed, table_kind
 from recbole_mgformer.benchmark.entries import slug, variant_name
 from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
+from recbole_mgformer.benchmark.scoring import (
+    TRAINED_FIELDS,
+    MissingCheckpoint,
+    check_trained_checkpoint,
+    file_sha256,
+    missing_checkpoint_message,
+    protocol_note,
+    trained_entry,
+    trained_state,
+    without_scoring,
+)
 from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_row, write_per_user
 from recbole_mgformer.benchmark.tuning import search_info, settings_hash, tuned_file_for
 from recbole_mgformer.compat import init_logger
@@ -23,7 +34,7 @@ from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import code_commit, machine, package_versions, shown_path, write_record
 from recbole_mgformer.registry import fits_once
 from recbole_mgformer.resume import fit_resumably, forget_resume_state
-from recbole_mgformer.trainer import RUNTIME_KEYS, plain_value
+from recbole_mgformer.trainer import RUNTIME_KEYS, load_checkpoint, plain_value
 
 # Settings that change where and how a run computes, not its result: the resume's runtime keys (less ``epochs``,
 # which a benchmark run's result depends on), the GPU flag a device implies, evaluation batching, and RecBole's
@@ -122,10 +133,16 @@ class Run:
     (:func:`recbole_mgformer.benchmark.tuning.tuned_file_for`, in ``tuned_dir``) are looked up when it starts, so
     a search that ran just before applies; when they come from an equal-budget search recorded under
     ``runs_dir/../tuning/``, the record names it (``tuning``) and the checkpoint name carries the settings' hash.
+
+    A scoring-only variant (:mod:`recbole_mgformer.benchmark.scoring`) is not trained: it is scored from the
+    checkpoint of the entry it trains as (:attr:`trained`, whose record is in ``trained_runs_dir``, by default
+    ``runs_dir``), that entry trained first when it has no record; ``retrain_missing`` retrains an entry whose
+    record exists without its checkpoint, and ``score_trained=False`` trains the variant end to end instead.
     """
 
     def __init__(self, model, overrides, dataset, seed, *, runs_dir, data_path, config_files=(), extra=None,
-                 checkpoint_dir="saved/benchmark", command=None, tuned_dir=None):
+                 checkpoint_dir="saved/benchmark", command=None, tuned_dir=None, trained_runs_dir=None,
+                 retrain_missing=False, score_trained=True, scores_variants=False):
         self.model, self.overrides, self.dataset, self.seed = model, dict(overrides), dataset, seed
         self.variant = variant_name(model, overrides)
         self.kind = table_kind(dataset)
@@ -133,6 +150,23 @@ class Run:
         self.results = Path(runs_dir).parent
         self.checkpoint_dir, self.tuned_dir = Path(checkpoint_dir), tuned_dir
         self.data_path, self.config_files, self.extra, self.command = data_path, config_files, extra or {}, command
+        self.trained_runs_dir = Path(trained_runs_dir or runs_dir)
+        self.retrain_missing, self.score_trained = retrain_missing, score_trained
+        self.scores_variants = scores_variants  # the trained entry of a scoring-only variant: see check_record
+
+    @property
+    def trained(self):
+        """The run of the entry this scoring-only variant is scored from, or None for a run that trains: an entry
+        without scoring options, one trained end to end (``score_trained=False``), or one with a tuned file of its
+        own (searched as itself, so it trains with other settings than the entry)."""
+        overrides = trained_entry(self.model, self.overrides) if self.score_trained else None
+        if overrides is None:
+            return None
+        trained = Run(self.model, overrides, self.dataset, self.seed, runs_dir=self.trained_runs_dir,
+                      data_path=self.data_path, config_files=self.config_files,
+                      extra=without_scoring(self.model, self.extra), checkpoint_dir=self.checkpoint_dir,
+                      command=self.command, tuned_dir=self.tuned_dir, scores_variants=True)
+        return trained if trained.tuned_file == self.tuned_file else None
 
     @property
     def tuned_file(self):
@@ -164,20 +198,30 @@ class Run:
         config, _ = build_config(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
                                  {**self.extra, **self.overrides, "seed": self.seed})
         self.check_record(record_config(config))
+        trained = self.trained if not self.record_path.exists() else None
+        # to be scored from a record of the entry trained with other settings: fails now too, unless that record
+        # moves aside to train the entry again (retrain_missing, without its checkpoint)
+        if trained is not None and not (self.retrain_missing and not trained.checkpoint.exists()):
+            trained.check_config()
         return config
 
     def check_record(self, settings):
         """A ValueError when this run's record exists with other ``settings``: skipping the run would keep the old
         run in the table under the new command. A record a new equal-budget search replaces moves aside when the
         run starts instead; a record without ``config`` (written before records kept it) cannot be compared and
-        counts as this run, as before."""
+        counts as this run, as before. The trained entry of a scoring-only variant leaves its model's scoring
+        options out of the comparison: its record may come from a command that passed them to every run (e.g.
+        ``--filter_residual_k=64``), which did not change how it trained."""
         if not self.record_path.exists():
             return
         record = json.loads(self.record_path.read_text())
         tuning = self.tuning
         if "config" not in record or (tuning and record.get("tuning") != tuning):
             return
-        changed = settings_changes(record["config"], settings)
+        recorded = record["config"]
+        if self.scores_variants:
+            recorded, settings = without_scoring(self.model, recorded), without_scoring(self.model, settings)
+        changed = settings_changes(recorded, settings)
         if changed:
             shown = "; ".join(f"{key}: {old!r} there, {new!r} here" for key, (old, new) in list(changed.items())[:5])
             more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
@@ -209,6 +253,9 @@ class Run:
         if self.record_path.exists():
             self.complete_record()
             return None
+        trained = self.trained
+        if trained is not None:
+            return self.score(trained, log)
         commit = code_commit()  # the code this process imported, however long the run takes
         checkpoint = self.checkpoint
         config, model, trainer, (train_data, valid_data, test_data) = self.setup(checkpoint)
@@ -241,6 +288,69 @@ class Run:
         }
         write_record(self.record_path, record)
         forget_resume_state(checkpoint)
+        return record
+
+    def trained_checkpoint(self, trained, log=print):
+        """``(checkpoint, record, SHA-256 of the checkpoint file)`` of the ``trained`` entry this variant is scored
+        from, loaded while no other process works on that entry; the entry trains first when it
+        has no record, and again when its checkpoint is missing and ``retrain_missing`` allows it (else
+        :class:`~recbole_mgformer.benchmark.scoring.MissingCheckpoint`)."""
+        if not trained.record_path.exists():
+            log(f"{self.label}: scored from {trained.variant}, which has no record yet: training it first")
+            trained.execute(log)
+        checkpoint = trained.checkpoint
+        if not checkpoint.exists():
+            if not self.retrain_missing:
+                raise MissingCheckpoint(missing_checkpoint_message(self.label, trained.label, trained.record_path,
+                                                                   checkpoint))
+            with claim(trained.claim_path):  # another process doing the same may have moved it already
+                if trained.record_path.exists() and not checkpoint.exists():
+                    log(f"moved {trained.retire(log)}: its checkpoint {checkpoint} is missing; training it again")
+            trained.execute(log)
+        with claim(trained.claim_path):  # not while another process retrains it
+            return load_checkpoint(checkpoint), json.loads(trained.record_path.read_text()), file_sha256(checkpoint)
+
+    def score(self, trained, log=print):
+        """Score this scoring-only variant from ``trained``'s best-epoch checkpoint and write its record
+        (:mod:`recbole_mgformer.benchmark.scoring`); returns the record."""
+        commit = code_commit()
+        state, trained_record, digest = self.trained_checkpoint(trained, log)
+        checkpoint = trained.checkpoint
+        config, model, trainer, (train_data, valid_data, test_data) = self.setup(self.checkpoint)
+        valid_metric = config["valid_metric"].lower()
+        check_trained_checkpoint(state, checkpoint, trained_record, self.model, record_config(config),
+                                 train_data._dataset, valid_metric)
+        trainer._load_model_state(trained_state(model, state, checkpoint), str(checkpoint))
+        started = time.perf_counter()
+        valid_result = trainer.evaluate(valid_data, load_best_model=False, show_progress=config["show_progress"])
+        valid_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        test_result = trainer.evaluate(test_data, load_best_model=False, show_progress=config["show_progress"])
+        test_seconds = time.perf_counter() - started
+        build_seconds = getattr(model, "build_seconds", None)
+        scoring_seconds = (build_seconds or 0.0) + valid_seconds + test_seconds
+        record = {
+            "dataset": self.dataset, "model": self.model, "variant": self.variant, "overrides": self.overrides,
+            "seed": self.seed, "deterministic": same_for_every_seed(self.model, config),
+            "tuned_config": shown_path(self.tuned_file, self.results), "tuning": self.tuning,
+            "valid": dict(valid_result), "test": dict(test_result),
+            **self.popularity(trainer, train_data, test_data), **self.per_user(trainer, test_data),
+            **{key: trained_record.get(key) for key in TRAINED_FIELDS},
+            "test_seconds": round(test_seconds, 3), "scoring_seconds": round(scoring_seconds, 1),
+            # the training it needed (the trained entry's, its test included) and its own scoring
+            "seconds": round((trained_record.get("seconds") or 0.0) + scoring_seconds, 1),
+            "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+            "build_seconds": build_seconds,  # the SVD and the residual's filter, as a trained run of it records
+            "scored_from": {"checkpoint": shown_path(checkpoint, self.results), "sha256": digest,
+                            "epoch": state.get("epoch"), "record": shown_path(trained.record_path, self.results),
+                            "variant": trained.variant, "commit": trained_record.get("commit"),
+                            "machine": trained_record.get("machine")},
+            "protocol": protocol_note(valid_metric),
+            "device": str(config["device"]), "machine": machine(), "matmul_precision": matmul_precision(model),
+            "commit": commit, "versions": package_versions(), "command": self.command, "settings": self.extra,
+            "config": record_config(config),
+        }
+        write_record(self.record_path, record)
         return record
 
     def retire(self, log=print):
