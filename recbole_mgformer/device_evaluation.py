@@ -27,7 +27,10 @@ from recbole.evaluator.collector import DataStruct
 
 def to_device(tensor, device):
     """``tensor`` on ``device``; a host tensor bound for a GPU is copied from pinned memory without blocking the host
-    (torch's pinned-memory allocator keeps the staging buffer until the copy has run)."""
+    (torch's pinned-memory allocator keeps the staging buffer until the copy has run); None (what value, i.e. CTR,
+    evaluation passes for the ranking indices) stays None."""
+    if tensor is None:
+        return None
     device = torch.device(device)
     if device.type == "cuda" and tensor.device.type == "cpu":
         return tensor.pin_memory().to(device, non_blocking=True)

@@ -180,3 +180,10 @@ def test_on_a_gpu_an_evaluation_syncs_as_often_whatever_its_batches(tiny_setup):
         trainer.eval_collector = Collector(config)
         assert result == trainer.evaluate(test, load_best_model=False)
     assert counts[0] == counts[1], counts
+
+
+def test_value_evaluation_s_missing_ranking_indices_pass_through_as_none():
+    # CTR (value) evaluation hands the collector None for row_idx, positive_u and positive_i
+    assert device_evaluation.to_device(None, "cpu") is None
+    tensor = torch.arange(3)
+    assert torch.equal(device_evaluation.to_device(tensor, "cpu"), tensor)
