@@ -148,10 +148,10 @@ def checkpoint_other_parameter(model):
 
     A traditional model (EASE, ItemKNN, SLIMElastic, ...) holds such matrices, which its constructor computes from
     the config and the training set alone; they do not load under ``weights_only=True`` (RecBole pickles them), and
-    EASE's item-item matrix is 0.6 GB on Amazon-Beauty and 6.7 GB on Gowalla. They are left out: the model built to
-    receive the checkpoint (the trainer's own, or :func:`recbole_mgformer.checkpoints.load_data_and_model`'s) has
-    computed them already. Any other model must keep its state as tensors and plain values, or its checkpoint
-    would load without it: an error."""
+    EASE's item-item matrix grows with the square of the item count (gigabytes on Gowalla). They are left out: the
+    model built to receive the checkpoint (the trainer's own, or
+    :func:`recbole_mgformer.checkpoints.load_data_and_model`'s) has computed them already. Any other model must keep
+    its state as tensors and plain values, or its checkpoint would load without it: an error."""
     other = model.other_parameter()
     left_out = sorted(key for key, value in other.items()
                       if isinstance(value, numpy.ndarray) or scipy.sparse.issparse(value))

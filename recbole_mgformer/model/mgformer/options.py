@@ -23,8 +23,8 @@ from recbole_mgformer.model.sizing import block_size, uniformity_block_rows
 MODEL = "MGFormer"
 
 # From this many nodes on, ``compile: auto`` compiles: the key side's elementwise work over all n nodes then
-# outweighs compilation's one-off cost (about 30 s per process) within a few epochs (Beauty, 34k nodes: 4 s an
-# epoch saved); on smaller graphs the step is the loss's, and compiling would only add the wait.
+# outweighs compilation's one-off cost within a few epochs (results/performance/performance.md has the figures);
+# on smaller graphs the step is the loss's, and compiling would only add the wait.
 COMPILE_MIN_NODES = 10_000
 
 
@@ -50,9 +50,8 @@ def chunk_bytes_per_row(width, features_width, sin_mask):
 
 
 # ``key_features: auto`` keeps the fused key side's keys and features for backward while all layers' take at most
-# this much memory: keeping spares backward two matmuls and the exponentials per chunk (the key side's forward and
-# backward 17-20% faster, fp32, one thread, Beauty) and costs 35 MB there; at 10^6 nodes (1 GB) backward
-# recomputes them instead.
+# this much memory: keeping spares backward two matmuls and the exponentials per chunk (the gain and its memory:
+# results/performance/performance.md); at 10^6 nodes (about 1 GB of them) backward recomputes them instead.
 KEEP_KEY_FEATURES_MAX_BYTES = 512 * 2**20
 
 
