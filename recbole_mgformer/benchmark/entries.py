@@ -45,6 +45,12 @@ def parse_entry(entry):
         bad = [p for p in pairs if "=" not in p]
         if bad:
             raise ValueError(f"model entry {entry!r}: {bad[0]!r} is not key=value")
+        comma_joined = [p for p in pairs if re.search(r",\s*[A-Za-z_]\w*\s*=", p)]
+        if comma_joined:  # a comma would silently become part of the first value
+            raise ValueError(
+                f"model entry {entry!r}: {comma_joined[0]!r} holds several overrides; separate them with ';', "
+                f"as in {name}[key=value; key=value]"
+            )
         overrides = parse_overrides([f"--{p}" for p in pairs])
     return name, overrides
 

@@ -13,6 +13,9 @@ def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
         parse_entry("MGFormer[degree_mask]")
     with pytest.raises(ValueError, match="must be NAME or NAME"):
         parse_entry("MG Former")
+    with pytest.raises(ValueError, match="separate them with ';'"):
+        parse_entry("BSPM[solver_sharpen=euler,T_s=1.2]")
+    assert parse_entry("MGFormer[topk=[10,20]]") == ("MGFormer", {"topk": [10, 20]})
 
 
 def test_ablations_take_the_tuned_mgformers_settings_and_other_variants_are_searched_as_themselves():
