@@ -1,0 +1,46 @@
+"""The committed pages hold together: every relative link resolves, and every exploration record is cited by a page
+outside it (a record nobody cites is clutter and should be removed, or cited where its finding is stated)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")  # [text](target) or [text](target#anchor)
+
+
+def pages():
+    found = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found += [p for p in sorted(RESULTS.rglob("*.md")) if "runs" not in p.relative_to(RESULTS).parts]
+    return [p for p in found if p.exists()]
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_of_a_page_resolves(page):
+    broken = []
+    for target in LINK.findall(page.read_text()):
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        if not (page.parent / target).exists():
+            broken.append(target)
+    assert not broken, f"{page.relative_to(ROOT)} links to missing files: {broken}"
+
+
+def test_every_exploration_record_is_cited_by_a_page_outside_it():
+    exploration = RESULTS / "exploration"
+    if not exploration.exists():
+        pytest.skip("no exploration records")
+    texts = {p: p.read_text() for p in pages()}
+    uncited = []
+    for entry in sorted(exploration.iterdir()):
+        if entry.name == "runs":  # raw records, rendered into exploration/<dataset>/: each needs its page
+            uncited += [f"exploration/runs/{d.name}" for d in entry.iterdir() if not (exploration / d.name).is_dir()]
+            continue
+        name = f"exploration/{entry.name}"
+        if not any(name in text and not p.is_relative_to(entry) for p, text in texts.items()):
+            uncited.append(name)
+    assert not uncited, (
+        f"exploration records no page cites (cite each where its finding is stated, or remove it): {uncited}"
+    )
