@@ -95,6 +95,9 @@ def check_table_metrics(run, config):
 
 def budget_of(args):
     if not args.tune_budget:
+        if args.tune_defaults_first:
+            raise ValueError("--tune-defaults-first makes the first trial of each model's search its defaults; "
+                             "it needs a search: add --tune-budget N")
         return None
     if min(args.tune_budget, args.tune_epochs, args.tune_grace) < 1:
         raise ValueError("--tune-budget, --tune-epochs and --tune-grace must be at least 1")
@@ -106,7 +109,8 @@ def budget_of(args):
                          "so leave --tune-cpus out")
     check_address(args.tune_address)
     return TuneBudget(trials=args.tune_budget, epochs=args.tune_epochs, grace=args.tune_grace, seed=args.search_seed,
-                      cpus=args.tune_cpus, gpus=args.tune_gpus, address=args.tune_address, storage=args.tune_storage)
+                      cpus=args.tune_cpus, gpus=args.tune_gpus, address=args.tune_address, storage=args.tune_storage,
+                      defaults_first=args.tune_defaults_first)
 
 
 def search_before(run, budget, args, extra, searched):
@@ -160,6 +164,10 @@ def _main(argv):
     tuning.add_argument("--tune-epochs", type=int, default=30, help="epochs a trial trains at most (default 30)")
     tuning.add_argument("--tune-grace", type=int, default=5, help="evaluations before ASHA may stop a trial")
     tuning.add_argument("--search-seed", type=int, default=0, help="seed of the random search (default 0)")
+    tuning.add_argument("--tune-defaults-first", action="store_true",
+                        help="the first of each entry's --tune-budget trials runs the model's own defaults for the "
+                             "searched keys (properties/model/<Model>.yaml over RecBole's, under the command's "
+                             "settings), even one outside the space; the pages say so")
     tuning.add_argument("--tune-cpus", type=int, default=None, help="CPUs of the local Ray (default all); 1 a trial")
     tuning.add_argument("--tune-gpus", type=float, default=0,
                         help="GPUs a trial takes; fractions share one (0.25: four trials a GPU)")

@@ -91,7 +91,7 @@ def verdict_lines(by_dataset):
 def tuned_sections(by_dataset):
     """The lines of each equal-budget search's section (by budget), then the older runs', or None when no record
     comes from a search (the page as before)."""
-    from recbole_mgformer.benchmark.general import sections
+    from recbole_mgformer.benchmark.general import defaults_first_note, sections
 
     budgets = {}
     for dataset, records in by_dataset.items():
@@ -100,6 +100,8 @@ def tuned_sections(by_dataset):
     if set(budgets) == {None}:
         return None
     lines = [TUNED_NOTE, ""]
+    mixed = defaults_first_note([r for records in by_dataset.values() for r in records])
+    lines += [mixed, ""] if mixed else []
     for budget in sorted(budgets, key=lambda b: (b is None, b or "")):
         part = budgets[budget]
         if budget is None:

@@ -254,6 +254,19 @@ def sections(records):
     return sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or ""))
 
 
+def defaults_first_note(records):
+    """A line where the equal-budget searches of a page's rows differ in whether their first trial was the model's
+    own defaults (``--tune-defaults-first``): then rows of different sections are not at equal budget; else None."""
+    tuned = {(r["variant"], bool(r["tuning"].get("defaults_first"))) for r in records if r.get("tuning")}
+    started = sorted({v for v, first in tuned if first})
+    drawn = sorted({v for v, first in tuned if not first})
+    if not (started and drawn):
+        return None
+    return ("Not one protocol: the searches of " + ", ".join(started) + " ran each model's own defaults as their "
+            "first trial (--tune-defaults-first), those of " + ", ".join(drawn) + " drew every trial; rows tuned one "
+            "way are not at equal budget with rows tuned the other, so they stand in separate sections.")
+
+
 def section_label(budget):
     return "tuned with the same budget" if budget is not None else "older runs"
 
@@ -359,4 +372,6 @@ def render_page(by_dataset, runs_shown):
              "speed benchmark). \"parameters\": a trained model's trainable parameters, a closed-form model's stored "
              "values (dense entries and sparse nonzeros it keeps to score, the interaction matrix included; blank in "
              "its records written before they were counted).", ""]
+    mixed = defaults_first_note([r for records in by_dataset.values() for r in records])
+    lines += [mixed, ""] if mixed else []
     return "\n".join(lines + [render_dataset(dataset, by_dataset[dataset]) for dataset in sorted(by_dataset)])

@@ -88,6 +88,12 @@ def short_verdict(other, verdict):
     return general_short(other, verdict)
 
 
+def defaults_first_note(records):
+    from recbole_mgformer.benchmark.general import defaults_first_note as general_note
+
+    return general_note(records)
+
+
 def sections(records):
     from recbole_mgformer.benchmark.general import sections as general_sections
 
@@ -125,6 +131,8 @@ def render_page(by_dataset, runs_shown):
              f"Records: `{runs_shown}/<dataset>/`.", ""]
     if any(r.get("tuning") for r in records):
         lines += [TUNED_NOTE, ""]
+    mixed = defaults_first_note(records)
+    lines += [mixed, ""] if mixed else []
     for dataset in sorted(by_dataset):
         lines += render_dataset(dataset, by_dataset[dataset])
     commands = sorted({r["command"] for r in records if r.get("command")})

@@ -3,7 +3,8 @@ trials, ASHA grace period, epoch cap, search seed and validation metric (the dat
 ``properties/hyper/<Model>.yaml`` (``properties/hyper/<dataset>/<Model>.yaml`` where a dataset has its own),
 through :func:`recbole_mgformer.tune.tune_recommender`; the best trial's values
 become ``properties/benchmark/<dataset>/<stem>.yaml`` (see :func:`recbole_mgformer.benchmark.entries.tuned_stem`),
-which the seed runs, ``run.py`` and ``run_recommender`` apply.
+which the seed runs, ``run.py`` and ``run_recommender`` apply. With ``--tune-defaults-first`` the first of every
+search's N trials is the model's own defaults, and the budget's text (a page's section) says so.
 
 The search's page and record go to ``<results>/tuning/<dataset>/<stem>.md`` / ``.json``. A search whose record
 says it finished is not run again; an interrupted one resumes from Ray's folder
@@ -28,8 +29,9 @@ from recbole_mgformer.registry import get_model
 @dataclass(frozen=True)
 class TuneBudget:
     """What every model's search gets alike: ``trials`` (N), at most ``epochs`` epochs a trial, ASHA's
-    ``grace`` evaluations before it may stop one, the random search's ``seed``; and where things run and go
-    (resources are not part of the budget: a search on a GPU or a cluster is the same search)."""
+    ``grace`` evaluations before it may stop one, the random search's ``seed``, and with ``defaults_first`` a
+    first trial that is each model's own defaults (one of the ``trials``); and where things run and go (resources
+    are not part of the budget: a search on a GPU or a cluster is the same search)."""
     trials: int
     epochs: int = 30
     grace: int = 5
@@ -38,15 +40,17 @@ class TuneBudget:
     gpus: float = 0  # GPUs a trial takes; fractions share one (0.25: four trials a GPU)
     address: str = None  # an existing Ray cluster ("auto": a local `ray start`) instead of a Ray started here
     storage: str = "saved/tune"
+    defaults_first: bool = False
 
     def signature(self):
-        return f"n{self.trials}-e{self.epochs}-g{self.grace}-s{self.seed}"
+        return f"n{self.trials}-e{self.epochs}-g{self.grace}-s{self.seed}" + ("-d" if self.defaults_first else "")
 
     def matches(self, request):
         """Was ``request`` (a search record's) made with this budget? (The search caps the grace at its evaluations.)"""
         grace = min(self.grace, request.get("max_t", self.grace))
         return (request["samples"], request["overrides"].get("epochs"), request["grace_period"],
-                request["search_seed"], request["search"]) == (self.trials, self.epochs, grace, self.seed, "random")
+                request["search_seed"], request["search"], bool(request.get("defaults_first"))) == (
+                    self.trials, self.epochs, grace, self.seed, "random", self.defaults_first)
 
 
 def search_paths(results, dataset, stem):
@@ -87,7 +91,11 @@ def budget_text(request):
     capped it at its evaluations (a closed-form model's one fit), so EASE's rows share the others' section."""
     grace = request.get("grace_asked", request["grace_period"])  # older records have only the capped one
     return (f"random search of {request['samples']} trials, search seed {request['search_seed']}, "
-            f"ASHA grace {grace} of at most {request['overrides'].get('epochs')} epochs")
+            f"ASHA grace {grace} of at most {request['overrides'].get('epochs')} epochs"
+            + (f", {DEFAULTS_FIRST}" if request.get("defaults_first") else ""))
+
+
+DEFAULTS_FIRST = "first trial: each model's own defaults"  # in the budget text of a search that started from them
 
 
 def search_info(tuned_file, results):
@@ -104,11 +112,14 @@ def search_info(tuned_file, results):
     if record.get("interrupted") or not best or read_settings(tuned_file) != best["params"]:
         return None
     request = record["request"]
-    return {"search": shown_path(paths["md"], results), "file": shown_path(tuned_file, results),
+    info = {"search": shown_path(paths["md"], results), "file": shown_path(tuned_file, results),
             "budget": request["samples"], "epochs": request["overrides"].get("epochs"),
             "grace_period": request["grace_period"], "search_seed": request["search_seed"],
             "metric": request["metric"], "best_valid": best["score"], "commit": record["provenance"]["commit"],
             "text": budget_text(request)}
+    if request.get("defaults_first"):  # only then: a run's stored field must stay equal to an older search's
+        info["defaults_first"] = True
+    return info
 
 
 def settings_hash(path):
@@ -168,15 +179,16 @@ def _search_once(model, overrides, dataset, budget, experiment, *, results, data
                 raise TuneSetupError(f"the interrupted {label} at {experiment} started over another space "
                                      f"({started_space}; the space is now {space}); delete that folder to search "
                                      f"the new space, or restore the old one to resume it")
-        log(f"{label}: {'resuming' if resume else 'starting'} ({budget.trials} trials, at most {budget.epochs} "
-            f"epochs each, Ray storage {experiment})")
+        log(f"{label}: {'resuming' if resume else 'starting'} ({budget.trials} trials"
+            + (", the first the model's defaults" if budget.defaults_first else "")
+            + f", at most {budget.epochs} epochs each, Ray storage {experiment})")
         summary = tune_recommender(
             model, dataset, space, config_files=list(config_files),
             config_dict={**(extra or {}), **overrides, "epochs": budget.epochs}, data_path=data_path,
             search="random", samples=budget.trials, scheduler="asha", grace_period=budget.grace,
             gpus_per_trial=budget.gpus, address=budget.address, num_cpus=budget.cpus,
             results_dir=paths["json"].parent, storage_dir=budget.storage, name=experiment.name, resume=resume,
-            search_seed=budget.seed, retrain_best=False, verbose=0, stem=stem)
+            search_seed=budget.seed, retrain_best=False, verbose=0, stem=stem, defaults_first=budget.defaults_first)
         if summary["interrupted"]:
             raise KeyboardInterrupt(f"the {label} was interrupted; rerun the same command to resume it")
         record = json.loads(paths["json"].read_text())

@@ -17,6 +17,8 @@ A space is a YAML mapping of config keys to one distribution each (by default ``
 Each trial trains through :func:`recbole_mgformer.quick_start.prepare` and the trainer's ``fit``, the path of
 ``run_recommender``, reports the validation metric after every evaluation with its last epoch as a checkpoint
 (``--resume`` continues each unfinished trial from there), and ASHA stops poor trials early.
+``--defaults-first`` makes the first of the ``--samples`` trials the model's own defaults for the searched keys
+(``properties/model/<Model>.yaml`` over RecBole's, merged as a plain run merges them), the page marking its row.
 Any other ``--key=value`` is a fixed config setting for every trial. The command writes
 ``results/tuning/<name>.md`` (all trials, best first, failed ones with their error, and the test metrics of the
 best configuration retrained once), ``.json`` beside it, and ``<name>.yaml``: the best configuration, for

@@ -49,6 +49,10 @@ def _main(argv):
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted search, as it started (a changed setting is refused)")
     parser.add_argument("--search-seed", type=int, default=None, help="seed of the search algorithm's draws (0)")
+    parser.add_argument("--defaults-first", action="store_true", default=None,
+                        help="the first of the --samples trials runs the model's own defaults for the searched keys "
+                             "(properties/model/<Model>.yaml over RecBole's, under your settings), even one outside "
+                             "the space (random search; hyperopt refuses it, naming the key)")
     parser.add_argument("--no-retrain", action="store_true", help="skip retraining the best configuration")
     parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Ray Tune's progress output")
     parser.add_argument("--render", nargs="+", metavar="RECORD", default=None,
@@ -64,7 +68,8 @@ def _main(argv):
             scheduler=args.scheduler, grace_period=args.grace_period, cpus_per_trial=args.cpus_per_trial,
             gpus_per_trial=args.gpus_per_trial, address=args.address, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
             results_dir=args.results, storage_dir=args.storage, temp_dir=args.temp_dir, name=args.name,
-            resume=args.resume, search_seed=args.search_seed, retrain_best=not args.no_retrain, verbose=args.verbose)
+            resume=args.resume, search_seed=args.search_seed, retrain_best=not args.no_retrain, verbose=args.verbose,
+            defaults_first=args.defaults_first)
     except TuneSetupError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

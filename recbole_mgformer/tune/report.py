@@ -95,6 +95,22 @@ def space_text(space):
                      if isinstance(spec, dict) else f"`{key}` {_param(spec)}" for key, spec in space.items())
 
 
+def first_trial_lines(request, rows):
+    """The line saying that the search's first trial ran the model's defaults, and where it ranked; none for a
+    search without ``defaults_first``."""
+    if not request.get("defaults_first"):
+        return []
+    point = request.get("first_trial") or {}
+    outside = request.get("first_trial_outside") or []
+    shown = ", ".join(f"`{k}={_param(v)}`" for k, v in point.items())
+    rank = next((i for i, row in enumerate(rows, start=1) if row.get("defaults")), None)
+    where = (f"; it ranked {rank} of {len(rows)}" if rank is not None and ranked(rows[rank - 1])
+             else "; its trial is not in the table" if rank is None else "")
+    return [f"First trial: the model's defaults ({shown}), one of the {request['samples']} trials"
+            + (f"; outside the space, run anyway: {', '.join(f'`{k}`' for k in outside)}" if outside else "")
+            + where + ".", ""]
+
+
 def render_markdown(summary):
     """The results page: the search, the best configuration and its test metrics, and every trial."""
     request, rows = summary["request"], summary["rows"]
@@ -116,6 +132,7 @@ def render_markdown(summary):
         "",
         "Trials: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".", "",
     ]
+    lines += first_trial_lines(request, rows)
     best, retrained = summary.get("best"), summary.get("retrained")
     if best:
         lines += [f"Best: trial {best['trial']}, valid {metric} {_fmt(best['score'])}, "
@@ -139,6 +156,7 @@ def render_markdown(summary):
               "|" + "---|" * (5 + len(keys) + len([n for n in valid_names if n != metric]))]
     for rank, row in enumerate(rows, start=1):
         status = f"failed: {row['error']}" if row["status"] == "failed" else row["status"]
+        status += " (the defaults)" if row.get("defaults") else ""
         cells = [str(rank) if ranked(row) else "", row["trial"], status, _fmt(row["score"]),
                  str(row["epochs"]), *(_param(row["params"][k]) if k in row["params"] else "" for k in keys),
                  *(_fmt(row["valid"].get(n)) for n in valid_names if n != metric)]

@@ -36,11 +36,12 @@ from recbole_mgformer.tune.retrain import retrain_on_ray
 from recbole_mgformer.tune.space import (
     TuneSetupError,
     check_keys,
+    default_point,
     load_space,
     parse_space,
     ray_space,
 )
-from recbole_mgformer.tune.trials import METRIC, PROGRESS, STATES_DIR, train_trial
+from recbole_mgformer.tune.trials import METRIC, PROGRESS, STATES_DIR, WholeValue, train_trial
 
 REQUEST_FILE = "recbole_mgformer_tune.json"  # the search's settings, inside Ray's experiment folder, for --resume
 
@@ -79,8 +80,13 @@ def _evaluations(config, parsed):
 
 
 def make_request(model, dataset, space=None, config_files=None, config_dict=None, data_path=None, search="random",
-                 samples=10, scheduler="asha", grace_period=10, search_seed=0, name=None, storage_dir=None):
-    """Everything a search (and its resumption) needs, checked: raises TuneSetupError before any trial starts."""
+                 samples=10, scheduler="asha", grace_period=10, search_seed=0, name=None, storage_dir=None,
+                 defaults_first=False):
+    """Everything a search (and its resumption) needs, checked: raises TuneSetupError before any trial starts.
+
+    ``defaults_first``: the first of the ``samples`` trials runs the model's defaults (:func:`default_point`),
+    kept in the request as ``first_trial`` (and the keys where they lie outside the space, ``first_trial_outside``:
+    run anyway); the other trials are drawn as without it."""
     try:
         model = get_model(model).__name__
     except ValueError as error:
@@ -108,6 +114,7 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
     ray_space(parsed, search)  # rejects a space the search algorithm cannot use
     if search == "hyperopt":
         _require_hyperopt()
+    first = default_point(parsed, config, model, search, source) if defaults_first else None
     if scheduler not in ("asha", "fifo"):
         raise TuneSetupError(f"unknown scheduler {scheduler!r}; choose asha or fifo")
     name = name or f"{model}-{dataset}"
@@ -123,6 +130,8 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
         "search_seed": search_seed, "metric": config["valid_metric"].lower(),
         "mode": "max" if config["valid_metric_bigger"] else "min",
         "name": name, "storage": str(storage), "experiment": str(storage / name),
+        "defaults_first": bool(defaults_first),
+        **({"first_trial": plain_value(first[0]), "first_trial_outside": first[1]} if first else {}),
     }
 
 
@@ -132,15 +141,19 @@ def _require_hyperopt():
                              "(or pip install 'recbole-mgformer[tune]')")
 
 
-def _search_algorithm(search, seed):
+def _search_algorithm(search, seed, first_trial=None):
+    """Ray's search algorithm; ``first_trial`` (a point of every searched key) replaces the first of its samples,
+    the others drawn as without it (the point draws nothing)."""
     if search == "hyperopt":
         _require_hyperopt()
         from ray.tune.search.hyperopt import HyperOptSearch
 
-        return HyperOptSearch(random_state_seed=seed)
+        return HyperOptSearch(random_state_seed=seed, points_to_evaluate=[dict(first_trial)] if first_trial else None)
     from ray.tune.search.basic_variant import BasicVariantGenerator
 
-    return BasicVariantGenerator(random_state=seed)
+    points = [{key: WholeValue(value) if isinstance(value, (list, dict)) else value
+               for key, value in first_trial.items()}] if first_trial else None
+    return BasicVariantGenerator(random_state=seed, points_to_evaluate=points)
 
 
 def _check_dataset_files(request):
@@ -214,7 +227,8 @@ def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
         param_space=ray_space(parse_space(request["space"]), request["search"]),
         tune_config=tune.TuneConfig(metric=METRIC, mode=request["mode"], num_samples=request["samples"],
                                     scheduler=scheduler,
-                                    search_alg=_search_algorithm(request["search"], request["search_seed"])),
+                                    search_alg=_search_algorithm(request["search"], request["search_seed"],
+                                                                 request.get("first_trial"))),
         run_config=RunConfig(name=request["name"], storage_path=request["storage"], verbose=verbose,
                              failure_config=FailureConfig(max_failures=0)),
     )
@@ -235,7 +249,8 @@ def _fit(tuner):
 RESUMED_FIELDS = {"model": "--model", "dataset": "--dataset", "space": "--space", "search": "--search",
                   "samples": "--samples", "scheduler": "--scheduler", "grace_period": "--grace-period",
                   "search_seed": "--search-seed", "overrides": "--key=value settings",
-                  "config_files": "--config_files", "data_path": "--data_path"}
+                  "config_files": "--config_files", "data_path": "--data_path",
+                  "defaults_first": "--defaults-first"}
 ALWAYS_COMPARED = ("model", "dataset")  # they name the search (its default --name)
 
 
@@ -310,11 +325,23 @@ def report_paths(request, results_dir=None, stem=None):
     return paths
 
 
+def mark_first_trial(rows, first_trial):
+    """Mark ``defaults: True`` on the row of the trial that ran ``first_trial`` (the model's defaults): the first
+    row, in the order Ray created the trials, whose values are that point."""
+    if first_trial is None:
+        return
+    point = plain_value(first_trial)
+    for row in rows:
+        if row["params"] == point:
+            row["defaults"] = True
+            return
+
+
 def tune_recommender(model, dataset, space=None, *, config_files=None, config_dict=None, data_path=None,
                      search=None, samples=None, scheduler=None, grace_period=None, cpus_per_trial=1,
                      gpus_per_trial=0, address=None, num_cpus=None, num_gpus=None, results_dir=None,
                      storage_dir=None, temp_dir=None, name=None, resume=False, search_seed=None, retrain_best=True,
-                     verbose=1, stem=None):
+                     verbose=1, stem=None, defaults_first=None):
     """Search hyperparameters of ``model`` on ``dataset`` with Ray Tune; returns a summary dict.
 
     ``space``: a YAML file or mapping (``properties/hyper/<Model>.yaml`` when None), see the module's docstring.
@@ -332,7 +359,10 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
     (:func:`resume_changes`). ``results_dir`` (``results/tuning``) receives ``<name>.md``, ``.json`` and the best
     ``.yaml``, named after the search (``<Model>-<dataset>`` by default); files there of another search are never
     replaced. ``retrain_best``: train the best configuration once more for its test metrics. ``stem``: the name of
-    the written files (the search's name).
+    the written files (the search's name). ``defaults_first``: the first of the ``samples`` trials runs the model's
+    own defaults for the searched keys (``properties/model/<Model>.yaml`` over RecBole's, merged as a plain run
+    merges them, under ``config_files`` and ``config_dict``), a value outside the space included (random search;
+    hyperopt refuses one, naming the key); its row is marked ``defaults`` on the page and in the record.
 
     The summary holds ``request``, ``rows`` (all trials, best first), ``best`` (a row or None), ``best_yaml``,
     ``retrained`` (``run_recommender``'s dict or None), ``interrupted``, ``markdown`` (the page's path).
@@ -344,12 +374,14 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
     given = {field for field, value in (("space", space), ("search", search), ("samples", samples),
                                         ("scheduler", scheduler), ("grace_period", grace_period),
                                         ("search_seed", search_seed), ("config_files", config_files),
+                                        ("defaults_first", defaults_first),
                                         ("overrides", settings or None),
                                         ("data_path", data_path or (config_dict or {}).get("data_path")))
              if value is not None}
     request = make_request(model, dataset, space, config_files, config_dict, data_path, search or "random",
                            10 if samples is None else samples, scheduler or "asha",
-                           10 if grace_period is None else grace_period, search_seed or 0, name, storage_dir)
+                           10 if grace_period is None else grace_period, search_seed or 0, name, storage_dir,
+                           defaults_first=bool(defaults_first))
     request = _prepare_experiment(request, resume, given)
     _check_dataset_files(request)
     paths = report_paths(request, results_dir, stem)
@@ -359,7 +391,9 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
         _store_request(request)
         commit = code_commit()
         grid = _fit(_tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose))
-        rows = sort_rows(trial_rows(grid, list(request["space"])), request["mode"] == "max")
+        rows = trial_rows(grid, list(request["space"]))
+        mark_first_trial(rows, request.get("first_trial"))
+        rows = sort_rows(rows, request["mode"] == "max")
         best = next((r for r in rows if ranked(r)), None)
         summary = {"request": request, "rows": rows, "best": best, "best_yaml": None, "retrained": None,
                    "retrain_error": None, "interrupted": any(r["status"] == "unfinished" for r in rows)}

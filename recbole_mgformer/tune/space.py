@@ -141,3 +141,48 @@ def ray_space(parsed, search):
         else:
             space[key] = getattr(tune, name)(*args)
     return space
+
+
+def in_space(value, name, args):
+    """Whether ``value`` is one a distribution ``(name, args)`` can draw."""
+    if name in ("choice", "grid"):
+        return any(value == listed and type(value) is type(listed) or _same_number(value, listed) for listed in args)
+    if not _is_number(value):
+        return False
+    if name == "randint":
+        return isinstance(value, numbers.Integral) and args[0] <= value < args[1]
+    return args[0] <= value <= args[1]
+
+
+def _same_number(a, b):
+    return _is_number(a) and _is_number(b) and a == b
+
+
+def default_point(parsed, config, model, search, source="the space"):
+    """The first trial of a search that starts from the model's defaults: ``config``'s value of every searched key
+    (``config`` built as a plain run builds it: RecBole's defaults < the model's YAML < the dataset's < the config
+    files < the fixed settings), and the keys whose default lies outside the space. A TuneSetupError names a key
+    with no default, or a default the search algorithm cannot take."""
+    if search == "grid":
+        raise TuneSetupError("--defaults-first needs --search random or hyperopt: a grid search already runs every "
+                             "combination, and Ray's grid search would run the defaults in place of the whole grid")
+    point, outside = {}, []
+    for key, (name, args) in parsed.items():
+        if key not in config.final_config_dict:
+            raise TuneSetupError(f"{source}: {model} has no default for {key!r} (neither RecBole's defaults nor "
+                                 f"properties/model/{model}.yaml set it), so its defaults cannot be the first trial; "
+                                 f"set {key} in a --config_files file, or drop --defaults-first")
+        value = config[key]
+        if search == "hyperopt" and isinstance(value, (list, dict)):
+            raise TuneSetupError(f"{source}: {model}'s default {key}={value!r} is a list, which Ray's hyperopt search "
+                                 "cannot take as a first point (it looks a category up by literal value); use "
+                                 "--search random, or drop --defaults-first")
+        if not in_space(value, name, args):
+            if search == "hyperopt":
+                raise TuneSetupError(f"{source}: {model}'s default {key}={value!r} lies outside {key}: "
+                                     f"{{{name}: {args}}}, and --search hyperopt cannot start from a point outside "
+                                     f"its space; add {value!r} to the space, use --search random, or drop "
+                                     "--defaults-first")
+            outside.append(key)
+        point[key] = value
+    return point, outside

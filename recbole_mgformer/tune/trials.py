@@ -84,5 +84,25 @@ def error_line(error):
     return lines[-1] if lines else type(error).__name__
 
 
+class WholeValue:
+    """A list in a first trial's point (``points_to_evaluate``) that Ray's random search passes on as one value:
+    it walks into a list there item by item, as into a nested spec, and fails on the first index."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):  # Ray checks the point against the space's categories with ``in``
+        return self.value == (other.value if isinstance(other, WholeValue) else other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return repr(self.value)
+
+
 def _item(value):
+    if isinstance(value, WholeValue):
+        return value.value
     return value.item() if hasattr(value, "item") else value  # numpy scalars from the samplers

@@ -120,3 +120,25 @@ def test_every_model_of_an_equal_budget_comparison_trains_under_the_same_cap(tmp
     assert "every model of tinyseq trains under the same epoch cap" in error
     assert "EAGPS epochs 300, stopping_step 1" in error and "SASRec epochs=5 epochs 5" in error
     assert not (tmp_path / "results").exists()  # refused before any search or run
+
+
+def test_a_page_tuned_with_the_defaults_first_says_so_and_a_mixed_one_says_it_is_not_one_budget(
+        tmp_path, monkeypatch, dataset_configs):
+    dataset_configs("tinyseq", SEQ_CONFIG)
+    data = write_sequences(tmp_path / "data", "tinyseq")
+    calls = []
+    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, params={"learning_rate": 0.01}))
+    args = [a if a != "0,1" else "0" for a in budget_args(tmp_path, "EAGPS,SASRec", "tinyseq", data)]
+    assert main(args + ["--tune-defaults-first"]) == 0
+    assert [call["defaults_first"] for call in calls] == [True, True]
+    page = (tmp_path / "results" / "tinyseq" / "leaderboard.md").read_text()
+    assert ("### Tuned with the same budget: random search of 2 trials, search seed 0, ASHA grace 5 of at most 2 "
+            "epochs, first trial: each model's own defaults") in page
+    assert "Not one protocol" not in page
+    args = [a if a != "EAGPS,SASRec" else "GRU4Rec" for a in args]
+    assert main(args) == 0  # GRU4Rec searched without the defaults first: a section of its own, and the page says why
+    assert calls[-1]["model"] == "GRU4Rec" and calls[-1]["defaults_first"] is False
+    page = (tmp_path / "results" / "tinyseq" / "leaderboard.md").read_text()
+    assert page.count("### Tuned with the same budget: ") == 2
+    assert ("Not one protocol: the searches of EAGPS, SASRec ran each model's own defaults as their first trial "
+            "(--tune-defaults-first), those of GRU4Rec drew every trial") in page

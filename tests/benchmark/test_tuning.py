@@ -28,7 +28,8 @@ def fake_search(calls, score=0.25, params=None, interrupted=False):
         calls.append({"model": model, "space": space, **kwargs})
         request = {"model": model, "dataset": dataset, "samples": kwargs["samples"], "search": kwargs["search"],
                    "grace_period": kwargs["grace_period"], "search_seed": kwargs["search_seed"], "metric": "ndcg@20",
-                   "overrides": kwargs["config_dict"], "space": space}
+                   "overrides": kwargs["config_dict"], "space": space,
+                   "defaults_first": bool(kwargs.get("defaults_first"))}
         best = {"score": score, "trial": "t_00001", "params": params or {"embedding_size": 32, "learning_rate": 0.001}}
         record = {"request": request, "best": best, "interrupted": interrupted, "provenance": {"commit": "abc1234"}}
         folder = kwargs["results_dir"]
@@ -270,3 +271,49 @@ def test_a_closed_form_models_search_states_the_budget_asked_so_its_rows_share_t
     assert TuneBudget(trials=16, epochs=30, grace=5).matches(ease)
     older = {key: value for key, value in ease.items() if key != "grace_asked"}  # records before grace_asked
     assert "ASHA grace 1 of at most 30 epochs" in budget_text(older)
+
+
+def test_a_defaults_first_budget_is_its_own_search_and_its_record_and_rows_say_so(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
+    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned",
+                "log": lambda line: None}
+    budget = TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune"), defaults_first=True)
+    chosen = ensure_search("BPR", {}, "ml-100k", budget, **settings)
+    (call,) = calls
+    # the same N trials, the first of them the defaults: one flag to the search, a Ray folder of its own
+    assert call["defaults_first"] is True and call["samples"] == 4
+    assert call["name"] == "benchmark-ml-100k-BPR-n4-e3-g1-s0-d"
+    text = ("random search of 4 trials, search seed 0, ASHA grace 1 of at most 3 epochs, first trial: each model's "
+            "own defaults")
+    assert text in open(chosen).read()
+    info = search_info(chosen, tmp_path / "results")
+    assert info["defaults_first"] is True and info["text"] == text
+    # a search that drew every trial is another budget, on record and in the rows' sections
+    with pytest.raises(TuneSetupError, match="with another budget .*first trial: each model's own defaults"):
+        ensure_search("BPR", {}, "ml-100k", TuneBudget(trials=4, epochs=3, grace=1), **settings)
+    ensure_search("LightGCN", {}, "ml-100k", TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune")),
+                  **settings)
+    assert calls[-1]["defaults_first"] is False and calls[-1]["name"] == "benchmark-ml-100k-LightGCN-n4-e3-g1-s0"
+    drawn = search_info(tmp_path / "tuned" / "ml-100k" / "LightGCN.yaml", tmp_path / "results")
+    assert "defaults_first" not in drawn and "defaults" not in drawn["text"]  # as a search before the option
+
+
+def test_defaults_first_without_a_budget_is_an_error(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--models", "BPR", "--datasets", "ml-100k", "--results", str(tmp_path), "--tune-defaults-first"])
+    assert "--tune-defaults-first makes the first trial of each model's search its defaults; it needs a search: " \
+           "add --tune-budget N" in capsys.readouterr().err
+
+
+def test_a_page_says_plainly_when_its_rows_were_tuned_with_and_without_the_defaults_first():
+    from recbole_mgformer.benchmark.general import defaults_first_note
+
+    first = {"text": "budget, first trial: each model's own defaults", "defaults_first": True}
+    rows = [{"variant": "EAGPS", "tuning": first}, {"variant": "SASRec", "tuning": first},
+            {"variant": "GRU4Rec", "tuning": {"text": "budget"}}, {"variant": "Pop", "tuning": None}]
+    note = defaults_first_note(rows)
+    assert note.startswith("Not one protocol: the searches of EAGPS, SASRec ran each model's own defaults as their "
+                           "first trial (--tune-defaults-first), those of GRU4Rec drew every trial")
+    assert "not at equal budget" in note
+    assert defaults_first_note(rows[:2]) is None and defaults_first_note(rows[2:]) is None

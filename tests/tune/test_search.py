@@ -254,6 +254,7 @@ def test_resume_refuses_a_changed_space_sample_count_or_setting_and_names_it(ray
          "{'learning_rate': {'choice': [0.1]}}"),
         ([], 2, "--key=value settings", "{'epochs': 1}", "{'epochs': 2}"),
         (["--search-seed", "7"], 1, "--search-seed", "0", "7"),
+        (["--defaults-first"], 1, "--defaults-first", "False", "True"),
     ]:
         assert small_search(tmp_path, tiny_data, tiny_yaml, "--resume", *extra, epochs=epochs) == 2
         error = capsys.readouterr().err
@@ -320,3 +321,88 @@ def test_a_closed_form_models_trial_is_one_fit_and_its_shipped_space_fits_it(mod
     assert request["max_t"] == 1 and request["grace_period"] == 1 and request["grace_asked"] == 5
     assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
     assert ray_space(parse_space(request["space"]), "random")
+
+
+def test_defaults_first_takes_the_searched_keys_values_a_plain_run_merges(tiny_data, tiny_yaml, tmp_path):
+    from recbole_mgformer.quick_start import build_config
+
+    space = {"learning_rate": {"choice": [0.01, 0.05]}, "embedding_size": {"choice": [16, 32]},
+             "uniformity_weight": {"loguniform": [0.1, 1.0]}, "structural_size": {"choice": [None, 8]}}
+    request = make_request("MGFormer", "tiny", space, config_files=[str(tiny_yaml)], data_path=str(tiny_data),
+                           config_dict={"uniformity_weight": 0.7}, storage_dir=tmp_path / "tune", defaults_first=True)
+    config, _ = build_config("MGFormer", "tiny", [str(tiny_yaml)], {"uniformity_weight": 0.7,
+                                                                   "data_path": str(tiny_data)})
+    assert request["defaults_first"] is True
+    assert request["first_trial"] == {key: config[key] for key in space}
+    # RecBole's learning rate, the config file's d (over MGFormer.yaml's 64), the fixed setting's weight, the YAML's ~
+    assert request["first_trial"] == {"learning_rate": 0.001, "embedding_size": 8, "uniformity_weight": 0.7,
+                                      "structural_size": None}
+    assert request["first_trial_outside"] == ["learning_rate", "embedding_size"]  # run anyway by a random search
+    plain = make_request("MGFormer", "tiny", space, config_files=[str(tiny_yaml)], data_path=str(tiny_data),
+                         storage_dir=tmp_path / "tune")
+    assert plain["defaults_first"] is False and "first_trial" not in plain
+
+
+def test_defaults_first_names_a_key_without_a_default_or_one_the_search_cannot_take(tiny_data, tmp_path):
+    def request(space, **settings):
+        return make_request("BPR", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune",
+                            defaults_first=True, **settings)
+
+    with pytest.raises(TuneSetupError, match=r"the space: BPR has no default for 'double_tower' .*set double_tower "
+                                             r"in a --config_files file, or drop --defaults-first"):
+        request({"double_tower": {"choice": [True, False]}})
+    with pytest.raises(TuneSetupError, match="--defaults-first needs --search random or hyperopt"):
+        request({"learning_rate": {"choice": [0.01]}}, search="grid")
+    if __import__("importlib").util.find_spec("hyperopt") is not None:
+        with pytest.raises(TuneSetupError, match=r"BPR's default learning_rate=0.001 lies outside learning_rate: "
+                                                 r"\{choice: \[0.01, 0.05\]\}, and --search hyperopt cannot"):
+            request({"learning_rate": {"choice": [0.01, 0.05]}}, search="hyperopt")
+        assert request({"learning_rate": {"choice": [0.01, 0.001]}}, search="hyperopt")["first_trial"] == {
+            "learning_rate": 0.001}
+
+
+def test_the_first_trial_is_the_point_and_the_others_are_drawn_as_without_it(ray_session, tmp_path):
+    """Ray's random search with a first point: N trials in all, the point first (a list, None and a value outside
+    the space passed as they are), then the draws of the same search without it."""
+    from ray import air, tune
+
+    from recbole_mgformer.tune.search import _search_algorithm
+    from recbole_mgformer.tune.trials import _item
+
+    parsed = parse_space({"mlp_hidden_size": {"choice": [[64], [128, 128]]}, "size": {"choice": [None, 8]},
+                          "weight": {"loguniform": [1.0e-5, 0.1]}, "layers": {"randint": [1, 4]}})
+    point = {"mlp_hidden_size": [256, 256], "size": None, "weight": 0.0, "layers": 2}
+
+    def trials(first_trial, name):
+        tuner = tune.Tuner(lambda config: {"score": 0.0}, param_space=ray_space(parsed, "random"),
+                           tune_config=tune.TuneConfig(num_samples=3, metric="score", mode="max",
+                                                       search_alg=_search_algorithm("random", 0, first_trial)),
+                           run_config=air.RunConfig(name=name, storage_path=str(tmp_path), verbose=0))
+        return [{key: _item(value) for key, value in result.config.items()} for result in tuner.fit()]
+
+    with_point, drawn = trials(point, "first"), trials(None, "plain")
+    assert len(with_point) == 3 and with_point[0] == point
+    assert with_point[1:] == drawn[:2]
+
+
+def test_a_defaults_first_search_runs_the_defaults_as_one_of_its_samples(ray_session, tiny_data, tiny_yaml, tmp_path,
+                                                                        capsys):
+    (tmp_path / "bpr-space.yaml").write_text("learning_rate: {choice: [0.01, 0.05]}\n")  # RecBole's 0.001 is not
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "2", "--defaults-first") == 0
+    record = json.loads((tmp_path / "results" / "BPR-tiny.json").read_text())
+    assert record["request"]["defaults_first"] is True and len(record["rows"]) == 2
+    (first,) = [row for row in record["rows"] if row.get("defaults")]
+    assert first["params"] == {"learning_rate": 0.001} and first["status"] in ("completed", "stopped early")
+    (other,) = [row for row in record["rows"] if not row.get("defaults")]
+    assert other["params"]["learning_rate"] in (0.01, 0.05)
+    page = (tmp_path / "results" / "BPR-tiny.md").read_text()
+    rank = 1 + record["rows"].index(first)
+    assert (f"First trial: the model's defaults (`learning_rate=0.001`), one of the 2 trials; outside the space, "
+            f"run anyway: `learning_rate`; it ranked {rank} of 2.") in page
+    assert "| completed (the defaults) |" in page or "| stopped early (the defaults) |" in page
+    # resumed as it started; a resume that would drop the first trial is refused
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--resume") == 0
+    capsys.readouterr()
+    (tmp_path / "results" / "BPR-tiny.md").unlink()
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--resume", "--name", "BPR-tiny") == 0
+    assert "First trial: the model's defaults" in (tmp_path / "results" / "BPR-tiny.md").read_text()

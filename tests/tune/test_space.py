@@ -197,3 +197,15 @@ def test_a_space_value_that_is_code_fails_before_any_trial_and_never_runs(tiny_d
     assert not marker.exists() and not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
     # legitimate strings (RecBole's own values, a list written as a string) still search
     assert parse_space({"feature_map": {"choice": ["elu", "relu"]}, "mlp": {"grid": ["[64,64]", "none"]}})
+
+
+def test_a_default_is_in_a_space_only_as_a_value_the_distribution_draws():
+    from recbole_mgformer.tune.space import in_space
+
+    assert in_space(0.001, "choice", [0.001, 0.01]) and in_space(64, "choice", [32, 64.0])
+    assert not in_space(True, "choice", [1, 2]) and not in_space(1, "choice", [True])  # a flag is no number
+    assert in_space(None, "choice", [None, 8]) and in_space([128, 128], "grid", [[64], [128, 128]])
+    assert not in_space([256], "choice", [[64], [128, 128]]) and not in_space("d", "choice", ["head"])
+    assert in_space(0.5, "uniform", [0.1, 0.5]) and not in_space(0.0, "loguniform", [1.0e-5, 0.1])
+    assert in_space(3, "randint", [1, 4]) and not in_space(4, "randint", [1, 4])
+    assert not in_space(2.5, "randint", [1, 4]) and not in_space("x", "uniform", [0.0, 1.0])
