@@ -58,6 +58,28 @@ def test_the_contrastive_baselines_step_without_a_sync(model_name):
     assert count_step(model, optimizer, GRAPH, BATCH).syncs == 0
 
 
+@pytest.mark.parametrize("model_name", ["XSimGCL", "SGL"])
+def test_a_contrastive_baseline_s_loss_compiles_whole_to_the_eager_loss_and_gradients(model_name):
+    """fullgraph: XSimGCL's noise is drawn by the compiled step from the model's generator (the eager numbers, new
+    ones at the next call), SGL's views are read from their buffers."""
+    model, _ = build(model_name, {}, GRAPH, BATCH)
+    batch, generators = GRAPH.batch(BATCH, 3), getattr(model, "cuda_graph_generators", list)()
+    results = []
+    for loss_function in (model.calculate_loss, torch.compile(model.calculate_loss, backend="aot_eager",
+                                                                  fullgraph=True)):
+        for generator in generators:
+            generator.manual_seed(1)
+        loss = loss_function(batch)
+        results.append((loss, torch.autograd.grad(loss, list(model.parameters())), loss_function(batch)))
+    (eager, eager_gradients, eager_next), (compiled, compiled_gradients, compiled_next) = results
+    torch.testing.assert_close(compiled, eager)
+    for got, want in zip(compiled_gradients, eager_gradients):
+        torch.testing.assert_close(got, want)
+    torch.testing.assert_close(compiled_next, eager_next)
+    assert (compiled_next != compiled) == bool(generators)
+    torch._dynamo.reset()
+
+
 def test_a_graph_break_explain_reports_without_a_reason_is_named_from_dynamo_s_log():
     """RecBole's own SGL holds its graphs as sparse tensors, which torch.compile refuses; explain counts those breaks
     without a reason."""
