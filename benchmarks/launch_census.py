@@ -37,7 +37,8 @@ NO_KERNEL = {"empty", "empty_strided", "new_empty", "new_empty_strided", "detach
              "_reshape_alias", "set_", "_unsafe_view", "resize_", "as_strided", "view", "t", "transpose", "permute",
              "expand", "slice", "select", "unsqueeze", "squeeze", "split", "split_with_sizes", "unbind", "diagonal",
              "narrow", "_local_scalar_dense", "detach_", "_record_function_enter_new", "_record_function_exit",
-             "empty_like", "promote_types", "result_type"}
+             "empty_like", "promote_types", "result_type",
+             "sparse_compressed_tensor"}  # a CSR tensor around existing parts (SGL's eager graphs): metadata only
 # ops whose result the host must read (a sync on a GPU)
 SYNCING = {"_local_scalar_dense", "nonzero", "unique", "_unique", "_unique2", "unique_dim", "unique_consecutive",
            "masked_select", "is_nonzero", "equal", "allclose", "bincount", "histc"}

@@ -59,10 +59,12 @@ def fresh_epoch(trainer, model, weights, optimizer_state, seed):
     model.training_steps = 0
     trainer.optimizer.load_state_dict(copy.deepcopy(optimizer_state))
     init_seed(seed, True)
+    for generator in getattr(model, "cuda_graph_generators", list)():  # SimGCL's noise
+        generator.manual_seed(seed)
 
 
 @pytest.mark.parametrize("path", ["eager", "graphed", "cuda", "cuda, graphed"])
-@pytest.mark.parametrize("model_name", ["MGFormer", "DirectAU"])
+@pytest.mark.parametrize("model_name", ["MGFormer", "DirectAU", "SimGCL", "XSimGCL", "SGL"])
 def test_an_epoch_syncs_once_not_per_step_and_logs_recbole_s_loss(tiny_setup, monkeypatch, model_name, path):
     """Eager, through GraphedStep's static buffers (recbole_mgformer/cuda_graph.py, its CPU stand-in for capture and
     replay), and on the CUDA path (batches copied from pinned memory without blocking): one sync an epoch, and

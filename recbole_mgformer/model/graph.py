@@ -6,7 +6,8 @@ Shapes: ``n = n_users + n_items`` nodes, ``d`` embedding size.
 """
 
 import warnings
-from typing import NamedTuple
+import weakref
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -142,13 +143,14 @@ def symmetric_sparse_matmul(adjacency, x):
 def lightgcn_layers(adjacency, embeddings, n_layers, perturb=None):
     """``[E_1, ..., E_L]`` with ``E_l = A_hat E_{l-1}`` from ``E_0 = embeddings`` (n, d); ``A_hat`` symmetric.
 
-    ``perturb``, when given, maps each layer's output before the next layer sees it (SimGCL's noise).
+    ``perturb(x, layer)``, when given, maps layer ``layer``'s output (0-based) before the next layer sees it
+    (SimGCL's noise).
     """
     layers, x = [], embeddings
-    for _ in range(n_layers):
+    for layer in range(n_layers):
         x = symmetric_sparse_matmul(adjacency, x)
         if perturb is not None:
-            x = perturb(x)
+            x = perturb(x, layer)
         layers.append(x)
     return layers
 
@@ -158,11 +160,45 @@ def lightgcn_propagate(adjacency, embeddings, n_layers):
     return torch.stack([embeddings, *lightgcn_layers(adjacency, embeddings, n_layers)]).mean(dim=0)
 
 
-def sign_preserving_noise(x, eps, generator):
-    """SimGCL's perturbation ``x + eps * sign(x) * normalize(u)`` with ``u ~ U(0, 1)^d`` per row.
+# A torch.Generator passes neither through torch.compile nor through a custom op's schema: a compiled draw names
+# its generator by its index here (weakly held: a model's generator goes with the model).
+_GENERATORS = []
+
+
+@torch.compiler.assume_constant_result  # dynamo runs it at trace time, so the registration happens then, not deferred
+def _generator_index(generator):
+    for index, held in enumerate(_GENERATORS):
+        if held() is generator:
+            return index
+    _GENERATORS.append(weakref.ref(generator))
+    return len(_GENERATORS) - 1
+
+
+@torch.library.custom_op("recbole_mgformer::generator_rand", mutates_args=())
+def _generator_rand(shape: Sequence[int], dtype: torch.dtype, device: torch.device, generator: int) -> torch.Tensor:
+    """``torch.rand(shape)`` from generator number ``generator``."""
+    return torch.rand(shape, generator=_GENERATORS[generator](), dtype=dtype, device=device)
+
+
+@_generator_rand.register_fake
+def _generator_rand_shape(shape, dtype, device, generator):
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def generator_rand(shape, generator, like):
+    """U(0, 1) numbers of ``shape`` in ``like``'s dtype and on its device, drawn from ``generator``: eagerly
+    ``torch.rand``, under ``torch.compile`` the same draw as one opaque op (dynamo breaks the graph at a
+    generator). Call it once per compiled step: the op declares no state, so a compiler may merge equal calls."""
+    if not torch.compiler.is_compiling():
+        return torch.rand(shape, generator=generator, dtype=like.dtype, device=like.device)
+    return _generator_rand(list(shape), like.dtype, like.device, _generator_index(generator))
+
+
+def sign_preserving_noise(x, eps, uniform):
+    """SimGCL's perturbation ``x + eps * sign(x) * normalize(u)`` of x (n, d), with ``uniform`` (n, d) the draws
+    ``u ~ U(0, 1)^d`` per row.
 
     The noise points into ``x``'s own orthant, so every coordinate keeps its sign and each row moves by
     exactly ``eps``: a small rotation of the representation rather than a random jump.
     """
-    uniform = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype)
     return x + eps * torch.sign(x) * F.normalize(uniform, dim=-1)

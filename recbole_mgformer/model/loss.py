@@ -129,11 +129,27 @@ def bpr_loss(positive_scores, negative_scores):
     return F.softplus(negative_scores - positive_scores).mean()
 
 
-def info_nce_loss(view1, view2, temperature):
+def distinct_ids(ids):
+    """``ids`` (b,) sorted, and a (b,) mask of the repeats, each equal id but the first of its run: what leaves
+    ``torch.unique``'s distinct ids at a fixed shape, where ``unique`` sizes its output by the data (a host sync
+    on a GPU)."""
+    ids = torch.sort(ids).values
+    repeats = torch.zeros_like(ids, dtype=torch.bool)
+    repeats[1:] = ids[1:] == ids[:-1]
+    return ids, repeats
+
+
+def info_nce_loss(view1, view2, temperature, left_out=None):
     """InfoNCE between two views (b, d) of the same b nodes: row i of each view is the positive pair,
-    the other rows of ``view2`` are the negatives; similarities are cosines divided by ``temperature``."""
-    logits = F.normalize(view1, dim=-1) @ F.normalize(view2, dim=-1).T / temperature
-    return F.cross_entropy(logits, torch.arange(len(logits), device=logits.device))
+    the other rows of ``view2`` are the negatives; similarities are cosines divided by ``temperature``.
+
+    ``left_out`` (b,) bool, when given, takes its rows out: such a row is no anchor (the mean skips it) and no
+    negative (no denominator has it), so the loss is that of ``view1[~left_out]`` and ``view2[~left_out]``."""
+    logits = F.normalize(view1, dim=-1) @ F.normalize(view2, dim=-1).T / temperature  # (b, b)
+    targets = torch.arange(len(logits), device=logits.device)
+    if left_out is not None:  # its columns at -inf, its rows' targets ignored
+        logits, targets = logits.masked_fill(left_out, float("-inf")), targets.masked_fill(left_out, -100)
+    return F.cross_entropy(logits, targets, ignore_index=-100)
 
 
 class _SumOfExponentials(torch.autograd.Function):

@@ -18,6 +18,7 @@ from benchmarks.launch_census import (  # noqa: E402
     count_step,
     graph_breaks,
     main,
+    model_config,
 )
 
 # with one key chunk and one loss block the counts do not depend on the graph's size, so a small graph counts
@@ -41,17 +42,51 @@ def test_the_gpu_configuration_of_a_step_launches_at_most_the_target_and_fewer_t
     ("MGFormer", GPU_CONFIGURATION), ("MGFormer", BLOCKED), ("MGFormer", {**GPU_CONFIGURATION, "attention": False}),
     ("DirectAU", {"precision": "fp32", "uniformity_block_size": 1 << 30}),
     ("DirectAU", {"precision": "fp32", "uniformity_block_size": 16}),
+    ("SimGCL", {}), ("XSimGCL", {}), ("SGL", {"type": "ED"}), ("SGL", {"type": "RW"}),
 ], ids=["MGFormer one chunk and block", "MGFormer blocks", "MGFormer attention=False", "DirectAU one block",
-        "DirectAU blocks"])
+        "DirectAU blocks", "SimGCL", "XSimGCL", "SGL edge dropout", "SGL random walk"])
 def test_calculate_loss_compiles_without_graph_breaks(model_name, settings):
     model, _ = build(model_name, settings, GRAPH, BATCH)
     graphs, breaks, reasons = graph_breaks(model, GRAPH, BATCH)
     assert (graphs, breaks, reasons) == (1, 0, [])
 
 
+@pytest.mark.parametrize("model_name", ["SimGCL", "XSimGCL", "SGL"])
+def test_the_contrastive_baselines_step_without_a_sync(model_name):
+    """No torch.unique (SimGCL's repeated ids are masked) and no sparse tensor made in the step (SGL's views)."""
+    model, optimizer = build(model_name, {}, GRAPH, BATCH)
+    assert count_step(model, optimizer, GRAPH, BATCH).syncs == 0
+
+
+@pytest.mark.parametrize("model_name", ["XSimGCL", "SGL"])
+def test_a_contrastive_baseline_s_loss_compiles_whole_to_the_eager_loss_and_gradients(model_name):
+    """fullgraph: XSimGCL's noise is drawn by the compiled step from the model's generator (the eager numbers, new
+    ones at the next call), SGL's views are read from their buffers."""
+    model, _ = build(model_name, {}, GRAPH, BATCH)
+    batch, generators = GRAPH.batch(BATCH, 3), getattr(model, "cuda_graph_generators", list)()
+    results = []
+    for loss_function in (model.calculate_loss, torch.compile(model.calculate_loss, backend="aot_eager",
+                                                                  fullgraph=True)):
+        for generator in generators:
+            generator.manual_seed(1)
+        loss = loss_function(batch)
+        results.append((loss, torch.autograd.grad(loss, list(model.parameters())), loss_function(batch)))
+    (eager, eager_gradients, eager_next), (compiled, compiled_gradients, compiled_next) = results
+    torch.testing.assert_close(compiled, eager)
+    for got, want in zip(compiled_gradients, eager_gradients):
+        torch.testing.assert_close(got, want)
+    torch.testing.assert_close(compiled_next, eager_next)
+    assert (compiled_next != compiled) == bool(generators)
+    torch._dynamo.reset()
+
+
 def test_a_graph_break_explain_reports_without_a_reason_is_named_from_dynamo_s_log():
-    """SGL's views are sparse tensors, which torch.compile refuses; explain counts those breaks without a reason."""
-    model, _ = build("SGL", {"type": "ED"}, GRAPH, BATCH)
+    """RecBole's own SGL holds its graphs as sparse tensors, which torch.compile refuses; explain counts those breaks
+    without a reason."""
+    from recbole.model.general_recommender.sgl import SGL
+
+    model = SGL(model_config("SGL", {"type": "ED"}, BATCH), GRAPH)
+    model.train()
     graphs, breaks, reasons = graph_breaks(model, GRAPH, BATCH)
     assert breaks >= 1 and reasons
     assert all("sparse Tensor" in reason and ".py:" in reason for reason in reasons), reasons

@@ -12,6 +12,7 @@ from recbole_mgformer.model.graph import (
     lightgcn_layers,
     lightgcn_propagate,
     normalized_adjacency,
+    generator_rand,
     sign_preserving_noise,
     symmetric_sparse_matmul,
     to_torch_csr,
@@ -110,15 +111,31 @@ def test_the_dense_parts_custom_op_equals_the_sparse_product_and_passes_gradchec
 
 def test_simgcl_noise_keeps_every_sign_and_has_norm_eps():
     x = torch.randn(50, 8, generator=torch.Generator().manual_seed(1))
-    perturbed = sign_preserving_noise(x, 0.1, torch.Generator().manual_seed(2))
+    perturbed = sign_preserving_noise(x, 0.1, torch.rand(50, 8, generator=torch.Generator().manual_seed(2)))
     noise = perturbed - x
     assert torch.equal(torch.sign(perturbed), torch.sign(x))
     assert torch.equal(torch.sign(noise), torch.sign(x))
     torch.testing.assert_close(noise.norm(dim=1), torch.full((50,), 0.1))
 
 
-def test_simgcl_noise_comes_from_the_generator_it_is_given():
-    x = torch.randn(6, 4)
-    first = sign_preserving_noise(x, 0.2, torch.Generator().manual_seed(7))
-    torch.testing.assert_close(first, sign_preserving_noise(x, 0.2, torch.Generator().manual_seed(7)))
-    assert not torch.equal(first, sign_preserving_noise(x, 0.2, torch.Generator().manual_seed(8)))
+def test_generator_rand_draws_from_its_generator_eagerly_and_compiled_without_a_graph_break():
+    """Compiled, the draw is one custom op (dynamo breaks at a generator) over the same generator: the numbers
+    eager torch.rand gives, and the generator moves on as it does."""
+    like = torch.zeros(1, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(7)
+    eager = generator_rand((3, 4), generator, like)
+    assert eager.dtype == torch.float64
+    torch.testing.assert_close(eager, torch.rand(3, 4, generator=torch.Generator().manual_seed(7), dtype=torch.float64),
+                               rtol=0, atol=0)
+
+    def draw(x):
+        return x + generator_rand((3, 4), generator, x)
+
+    generator.manual_seed(7)
+    explained = torch._dynamo.explain(draw)(like)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    generator.manual_seed(7)
+    compiled = torch.compile(draw, backend="aot_eager", fullgraph=True)
+    torch.testing.assert_close(compiled(like), eager, rtol=0, atol=0)
+    assert not torch.equal(compiled(like), eager)  # the generator moved on
+    torch._dynamo.reset()

@@ -8,6 +8,7 @@ from recbole_mgformer.model.loss import (
     bpr_loss,
     directau_loss,
     directau_loss_of_pairs,
+    distinct_ids,
     info_nce_loss,
     info_nce_over_all_nodes,
     uniformity_loss,
@@ -60,6 +61,39 @@ def test_info_nce_loss_equals_its_formula_written_out():
         denominator = sum(math.exp(cos(view1[i], view2[j]) / tau) for j in range(5))
         terms.append(-math.log(numerator / denominator))
     assert math.isclose(float(info_nce_loss(view1, view2, tau)), sum(terms) / 5, rel_tol=1e-9)
+
+
+def unique_info_nce(view1, view2, ids, tau):
+    """SimGCL's contrastive term as it was: InfoNCE over ``torch.unique(ids)``, a data-sized batch."""
+    distinct = torch.unique(ids)
+    return info_nce_loss(view1[distinct], view2[distinct], tau)
+
+
+def test_distinct_ids_mark_every_repeat_once_sorted():
+    ids, repeats = distinct_ids(torch.tensor([4, 1, 4, 4, 0, 1, 7]))
+    assert ids.tolist() == [0, 1, 1, 4, 4, 4, 7]
+    assert repeats.tolist() == [False, False, True, False, True, True, False]
+    assert torch.equal(ids[~repeats], torch.unique(ids))
+
+
+def test_masked_info_nce_equals_the_loss_over_unique_ids_with_its_gradients():
+    """Repeats left out as anchors and as negatives: the very loss of the distinct ids, at the batch's shape."""
+    g = torch.Generator().manual_seed(4)
+    nodes1 = torch.randn(12, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    nodes2 = torch.randn(12, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    for ids in (torch.tensor([3, 3, 3, 3]), torch.tensor([0, 5, 2, 5, 11, 0, 5, 7, 2]), torch.arange(12).flip(0),
+                torch.randint(0, 12, (40,), generator=g)):
+        sorted_ids, repeats = distinct_ids(ids)
+        masked = info_nce_loss(nodes1[sorted_ids], nodes2[sorted_ids], 0.3, repeats)
+        reference = unique_info_nce(nodes1, nodes2, ids, 0.3)
+        torch.testing.assert_close(masked, reference, rtol=1e-12, atol=0)
+        for got, want in zip(torch.autograd.grad(masked, (nodes1, nodes2)),
+                             torch.autograd.grad(reference, (nodes1, nodes2))):
+            torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-14)
+    ids = torch.tensor([0, 5, 2, 5, 11, 0])
+    assert torch.autograd.gradcheck(
+        lambda a, b: info_nce_loss(a[distinct_ids(ids)[0]], b[distinct_ids(ids)[0]], 0.3, distinct_ids(ids)[1]),
+        (nodes1, nodes2))
 
 
 def test_info_nce_loss_is_lowest_when_views_agree():

@@ -12,8 +12,8 @@ from recbole.model.loss import EmbLoss
 from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import GraphRecommender
-from recbole_mgformer.model.graph import lightgcn_layers, sign_preserving_noise
-from recbole_mgformer.model.loss import bpr_loss, info_nce_loss
+from recbole_mgformer.model.graph import generator_rand, lightgcn_layers, sign_preserving_noise
+from recbole_mgformer.model.loss import bpr_loss, distinct_ids, info_nce_loss
 from recbole_mgformer.model.options import non_negative_float, positive_float, positive_int
 
 
@@ -21,7 +21,7 @@ class SimGCL(GraphRecommender):
     r"""SimGCL; see ``properties/model/SimGCL.yaml`` for its options."""
 
     input_type = InputType.PAIRWISE
-    # Static shapes and device-side noise, but for the contrastive loss (cuda_graph_blocker; cuda_graph.py).
+    # Static shapes (the contrastive loss masks repeated ids) and device-side noise (recbole_mgformer/cuda_graph.py).
     CUDA_GRAPH_SAFE = True
 
     def __init__(self, config, dataset):
@@ -39,13 +39,6 @@ class SimGCL(GraphRecommender):
         self.noise_generator = torch.Generator(device=self.device).manual_seed(int(config["seed"]))
         self.apply(xavier_uniform_initialization)
 
-    def cuda_graph_blocker(self):
-        """Why this configuration's training step cannot be one CUDA graph, or None."""
-        if self.cl_weight:
-            return ("its contrastive loss runs over the batch's distinct users and items (torch.unique), whose "
-                    "number the host reads every step; set lambda: 0 for a graph, or cuda_graph: false")
-        return None
-
     def cuda_graph_generators(self):
         """The noise's generator: a graph registers it, so each replay draws new noise."""
         return [self.noise_generator]
@@ -53,22 +46,28 @@ class SimGCL(GraphRecommender):
     def ego_embeddings(self):
         return torch.cat([self.user_embedding.weight, self.item_embedding.weight])
 
-    def perturb(self, x):
-        return sign_preserving_noise(x, self.eps, self.noise_generator)
+    def noise_draws(self, views):
+        """The uniform draws behind ``views`` perturbed propagations, (views, L, n, d), in one draw: layer by layer,
+        view by view, the numbers separate draws per layer would give on a CPU."""
+        ego = self.user_embedding.weight
+        return generator_rand((views, self.n_layers, self.n_users + self.n_items, ego.shape[1]),
+                              self.noise_generator, ego)
 
-    def layer_outputs(self, perturbed=False):
-        """``[E_1, ..., E_L]``, each (n, d), with noise after every layer when ``perturbed``."""
-        return lightgcn_layers(self.propagation_adjacency, self.ego_embeddings(), self.n_layers,
-                               self.perturb if perturbed else None)
+    def layer_outputs(self, uniform=None):
+        """``[E_1, ..., E_L]``, each (n, d); with ``uniform`` (L, n, d) draws, noise after every layer."""
+        perturb = None if uniform is None else lambda x, layer: sign_preserving_noise(x, self.eps, uniform[layer])
+        return lightgcn_layers(self.propagation_adjacency, self.ego_embeddings(), self.n_layers, perturb)
 
-    def forward(self, perturbed=False):
-        return self.split_nodes(torch.stack(self.layer_outputs(perturbed)).mean(dim=0))
+    def forward(self, uniform=None):
+        """users (n_users, d), items (n_items, d): the clean propagation, or the view ``uniform`` (L, n, d) perturbs."""
+        return self.split_nodes(torch.stack(self.layer_outputs(uniform)).mean(dim=0))
 
     def contrastive_loss(self, users, items, view1, view2):
-        """InfoNCE on the batch's distinct users and items; views are (users, items) pairs."""
-        users, items = torch.unique(users), torch.unique(items)
-        return (info_nce_loss(view1[0][users], view2[0][users], self.tau)
-                + info_nce_loss(view1[1][items], view2[1][items], self.tau))
+        """InfoNCE on the batch's distinct users and items; views are (users, items) pairs. Repeated ids are masked
+        out, not dropped: the shapes stay the batch's, and nothing is read on the host."""
+        (users, user_repeats), (items, item_repeats) = distinct_ids(users), distinct_ids(items)
+        return (info_nce_loss(view1[0][users], view2[0][users], self.tau, user_repeats)
+                + info_nce_loss(view1[1][items], view2[1][items], self.tau, item_repeats))
 
     def recommendation_loss(self, interaction, user_all, item_all):
         """BPR on the batch's triples plus L2 on the ego embeddings they touch."""
@@ -85,6 +84,7 @@ class SimGCL(GraphRecommender):
         loss = self.recommendation_loss(interaction, *self.forward())
         if self.cl_weight:
             users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
-            cl = self.contrastive_loss(users, items, self.forward(perturbed=True), self.forward(perturbed=True))
+            uniform = self.noise_draws(2)  # one call: a compiler may merge two equal ones
+            cl = self.contrastive_loss(users, items, self.forward(uniform[0]), self.forward(uniform[1]))
             loss = loss + self.cl_weight * cl
         return loss

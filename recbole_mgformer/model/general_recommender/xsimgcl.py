@@ -25,7 +25,7 @@ class XSimGCL(SimGCL):
 
     def calculate_loss(self, interaction):
         self.forget_representations()
-        layers = self.layer_outputs(perturbed=True)
+        layers = self.layer_outputs(self.noise_draws(1)[0])
         final = self.split_nodes(torch.stack(layers).mean(dim=0))
         loss = self.recommendation_loss(interaction, *final)
         if self.cl_weight:
