@@ -41,7 +41,7 @@ def normalized_values(entry_rows, col_indices, weights, n):
 class SGL(RecBoleSGL):
     r"""SGL; RecBole's options (``type`` ED/ND/RW, ``drop_ratio``, ``ssl_tau``, ``ssl_weight``, ``reg_weight``)."""
 
-    # Static shapes; the views are drawn in train(), outside any step, into fixed buffers (recbole_mgformer/cuda_graph.py)
+    # Static shapes; the views are drawn in train(), outside any step, into fixed buffers (see cuda_graph.py)
     CUDA_GRAPH_SAFE = True
 
     def __init__(self, config, dataset):

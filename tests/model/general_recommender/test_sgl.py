@@ -94,7 +94,7 @@ def test_views_equal_the_dense_matrices_of_the_same_draws_and_are_written_in_pla
 def test_a_view_over_a_fixed_structure_counts_repeated_pairs_as_recbole_does():
     """A pair interacted with twice weighs 2, and a dropped interaction leaves an explicit zero: the values equal
     the dense D^-1/2 A D^-1/2 of the kept interactions on a graph with a repeated pair and an isolated node."""
-    n_users, n_items = 3, 3
+    n_users = 3  # and 3 items
     users, items = np.array([0, 0, 0, 1, 1, 2]), np.array([0, 1, 1, 1, 2, 0])  # (0, 1) twice; item 2 only by user 1
     full = sp.csr_matrix((np.ones(6), (users, items + n_users)), shape=(6, 6))
     full = full + full.T
