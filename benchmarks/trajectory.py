@@ -23,9 +23,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.token_parts import token_parts  # noqa: E402
-
 PARTS = ("embedding_norm", "encoding_norm", "attention_norm", "attention_cosine_to_mean")
+
+
+def token_parts(model):
+    """The mean L2 norms of an MGFormer's learned embeddings ``e``, SVD encodings ``p`` and attention branch
+    (``h = [e, p] + Attn([e, p])``), and the mean cosine of each node's attention output to the average one."""
+    import torch
+    import torch.nn.functional as F
+
+    with torch.no_grad():
+        tokens, outputs = model.node_tokens(), model()
+        attention = outputs - tokens
+        d = model.embedding_size
+        return {
+            "embedding_norm": tokens[:, :d].norm(dim=1).mean().item(),
+            "encoding_norm": tokens[:, d:].norm(dim=1).mean().item() if tokens.shape[1] > d else 0.0,
+            "attention_norm": attention.norm(dim=1).mean().item(),
+            "attention_cosine_to_mean": F.cosine_similarity(attention, attention.mean(0, keepdim=True)).mean().item(),
+        }
 
 
 def trajectory(model, trainer, train_data, valid_data, test_data, epochs, metric):

@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.trajectory import main  # noqa: E402
+from benchmarks.trajectory import main, token_parts  # noqa: E402
 
 TINY = ["--eval_args={split: {RS: [0.8, 0.1, 0.1]}, order: RO, group_by: user, mode: full}",
         "--metrics=[Recall, NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--embedding_size=8",
@@ -39,3 +39,9 @@ def test_a_model_without_attention_has_no_attention_columns(tiny_data, tmp_path)
 def test_negative_epochs_are_refused(tiny_data, tmp_path):
     with pytest.raises(SystemExit):
         run(tiny_data, tmp_path, "--epochs", "-1")
+
+
+def test_token_parts_of_a_model_without_attention_are_its_tokens(tiny_setup):
+    _, model, _, _ = tiny_setup(attention=False)
+    parts = token_parts(model)
+    assert parts["attention_norm"] == 0.0 and parts["encoding_norm"] > 0 and parts["embedding_norm"] > 0
