@@ -56,7 +56,7 @@ def read_records(folder, warn=warn):
     for record in records:
         record.setdefault("variant", record["model"])
         schedule = record.get("probe_schedule")
-        if schedule:  # a short-schedule probe (benchmarks/attention_probes.py) is a row of its own
+        if schedule:  # a short-schedule probe (experiments/attention_probes.py) is a row of its own
             record["variant"] += f" ({schedule['epochs']}-epoch probe)"
     return records
 

@@ -51,7 +51,7 @@ def flush_subnormals(config=None):
     Weights that stop learning can decay into that range under Adam (MGFormer's key projection under
     ``degree_mask: adjacency`` reached 5e-34 by epoch 9 of one Beauty run), and x86 CPUs compute with subnormals
     through microcode: that run's next epoch took many times its usual time (results/performance/performance.md;
-    ``benchmarks/subnormal_step.py`` rebuilds the state and writes results/performance/subnormal_step-amazon-beauty.md).
+    the table results/performance/subnormal_step-amazon-beauty.md timed that state, with and without flushing).
     Zero in their place changes no result."""
     if config is None or config["flush_subnormals"] is not False:
         torch.set_flush_denormal(True)

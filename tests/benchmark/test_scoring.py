@@ -15,7 +15,7 @@ from recbole_mgformer.benchmark.stats import read_per_user
 from recbole_mgformer.trainer import load_checkpoint
 
 TRAINED = "MGFormer[attention=False; embedding_size=8]"
-# the residual's GF-CF for a 40 x 60 toy graph; passed to every run, as benchmarks/hybrid_grid.sh does
+# the residual's GF-CF for a 40 x 60 toy graph; passed to every run, as experiments/hybrid_grid.sh does
 FILTER = ["--filter_residual_k=8", "--filter_residual_alpha=0.3"]
 SETTINGS = ["--epochs=3", "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20",
             "--precision=fp32", "--train_batch_size=64"]

@@ -5,7 +5,7 @@ The closed form (Eq. 8 of the paper): with :math:`P = (X^T X + \lambda I)^{-1}`,
 the diagonal and 0 on it. RecBole's EASE inverts the Gram matrix with ``np.linalg.inv`` (an LU inverse: about
 :math:`2 n^3` flops and three dense copies of it). The Gram matrix is symmetric positive definite, so here it is
 inverted in place through its Cholesky factor (LAPACK ``potrf`` then ``potri``: about :math:`n^3` flops, one dense
-copy), which fits Amazon-Beauty within the one-core target of ``benchmarks/fit_time.py`` and Gowalla's 41k items
+copy), which fits Amazon-Beauty within the one-core target of ``experiments/fit_time.py`` and Gowalla's 41k items
 in memory. Same settings (``reg_weight``), the same float32 arithmetic as RecBole's, and its ``predict`` /
 ``full_sort_predict`` scoring (``X_u B``).
 """

@@ -75,7 +75,7 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
         super().__init__(config, dataset)
         self.n_nodes = self.n_users + self.n_items
         self.options = options = MGFormerOptions.from_config(config, self.n_nodes)
-        # read by the methods below, by benchmarks/ and by tests
+        # read by the methods below, by experiments/ and by tests
         self.embedding_size, self.structural_encoding, self.width = (options.embedding_size,
                                                                      options.structural_encoding, options.width)
         self.use_attention, self.degree_mask, self.score = options.attention, options.degree_mask, options.score

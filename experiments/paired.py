@@ -1,0 +1,59 @@
+"""Paired test of one benchmark row against others, over users' test NDCG@20 pooled over seeds.
+
+The leaderboard sets each MGFormer row of an equal-budget section against every other model of that section;
+this names any pair (two baselines, an ablation and a baseline):
+    python experiments/paired.py amazon-beauty mgformer xsimgcl directau
+compares the first row with each of the others (rows by their record stem, ``<stem>-seed<k>.json``). As on the
+leaderboard, a row is the records of one section: those from the equal-budget searches by default, the older runs
+of the same stem (still beside them until each tuned seed retires its namesake) with ``--older``.
+"""
+import argparse
+import re
+from pathlib import Path
+
+from recbole_mgformer.benchmark import general, stats
+from recbole_mgformer.benchmark.render import read_records
+from recbole_mgformer.benchmark.stats import paired_verdict, verdict_text
+
+RUNS = Path(__file__).resolve().parents[1] / "results" / "runs"
+
+
+def per_user_by_seed(runs_dir, stem, tuned=True):
+    """``{seed: {user: value}}`` of one row: the ``<stem>-seed<k>.json`` records in ``runs_dir`` of one section of
+    the leaderboard (``general.sections``), an equal-budget search's (``tuned``) or the older runs'."""
+    name = re.compile(rf"{re.escape(stem)}-seed\d+\.json")
+    own = [r for r in read_records(runs_dir) if name.fullmatch(Path(r["_path"]).name)]
+    chosen = [(budget, records) for budget, records in general.sections(own) if (budget is not None) == tuned]
+    if len(chosen) > 1:
+        raise SystemExit(f"the records of {stem!r} come from searches of different budgets ("
+                         + "; ".join(budget for budget, _ in chosen) + "): they are separate rows")
+    by_seed = stats.per_user_by_seed(chosen[0][1]) if chosen else {}
+    if not by_seed:
+        section = "from an equal-budget search (add --older for the older runs)" if tuned else "of older runs"
+        raise SystemExit(f"no records {section} with per-user values for {stem!r} in {runs_dir}: name a row by its "
+                         f"record stem, e.g. 'mgformer' for mgformer-seed0.json")
+    return by_seed
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset")
+    parser.add_argument("row", help="record stem of the row to test, e.g. mgformer")
+    parser.add_argument("others", nargs="+", help="record stems to compare it with")
+    parser.add_argument("--runs", default=str(RUNS), help="folder holding <dataset>/<stem>-seed<k>.json")
+    parser.add_argument("--older", action="store_true",
+                        help="compare the older runs' rows, not those of the equal-budget searches")
+    args = parser.parse_args(argv)
+    runs_dir = Path(args.runs) / args.dataset
+    tuned = not args.older
+    row = per_user_by_seed(runs_dir, args.row, tuned)
+    lines = []
+    for other in args.others:
+        verdict = paired_verdict(row, per_user_by_seed(runs_dir, other, tuned))
+        lines.append(verdict_text(args.row, other, verdict) if verdict else f"{args.row} and {other} share no seed")
+    print("\n".join(lines))
+    return lines
+
+
+if __name__ == "__main__":
+    main()
