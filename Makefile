@@ -1,6 +1,6 @@
 # make run: set up the virtual environment if missing, then train MGFormer on ml-100k (the copy inside the recbole wheel).
 # make test: set up the virtual environment if missing, lint (make lint), then run the whole test suite (slow tests included).
-# make lint: ruff check over the package, experiments/ and tests/ (configuration in pyproject.toml).
+# make lint: ruff check and ruff format --check over the package, experiments/ and tests/ (settings in pyproject.toml).
 #
 # PYTHON picks the interpreter and with it the stack:
 #   python3.11 (default here): the tested pin set (constraints/pinned.txt: torch 2.13.0 CPU, numpy 1.26, Ray 2.6.3) in .venv
@@ -44,6 +44,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 test: lint
 	$(PY) -m pytest -q $(ARGS)

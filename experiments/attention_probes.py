@@ -25,10 +25,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PROBES = (
-    "MGFormer[attention=False]", "MGFormer", "MGFormer[degree_mask=none]",
-    "MGFormer[token_propagation=2; attention=False]", "MGFormer[token_propagation=2]",
-    "MGFormer[attention_temperature=0.25]", "MGFormer[learn_temperature=True]", "MGFormer[value_projection=True]",
-    "MGFormer[degree_gate=True]", "MGFormer[n_layers=2; residual_scale=learned]",
+    "MGFormer[attention=False]",
+    "MGFormer",
+    "MGFormer[degree_mask=none]",
+    "MGFormer[token_propagation=2; attention=False]",
+    "MGFormer[token_propagation=2]",
+    "MGFormer[attention_temperature=0.25]",
+    "MGFormer[learn_temperature=True]",
+    "MGFormer[value_projection=True]",
+    "MGFormer[degree_gate=True]",
+    "MGFormer[n_layers=2; residual_scale=learned]",
 )
 # A variant's control: the same tokens (these settings of the variant) with attention: False.
 TOKEN_KEYS = ("token_propagation", "structural_encoding", "structural_scale", "embedding_size")
@@ -53,8 +59,10 @@ def attention_diagnostics(model):
         for index, layer in enumerate(model.layers):
             block = layer if isinstance(layer, AttentionBlock) else None
             attention = block.attention if block is not None else layer
-            learned = {"query_max_abs": attention.query.weight.abs().max().item(),  # both near 0: a plain mean
-                       "key_max_abs": attention.key.weight.abs().max().item()}
+            learned = {
+                "query_max_abs": attention.query.weight.abs().max().item(),  # both near 0: a plain mean
+                "key_max_abs": attention.key.weight.abs().max().item(),
+            }
             if query_temperature(attention) is not None:
                 learned["temperature"] = query_temperature(attention).item()
             if block is not None:
@@ -81,8 +89,11 @@ def probe_run_class():
             self.record_path = record_path(kwargs["runs_dir"], self.dataset, "probe " + self.variant, self.seed)
 
         def popularity(self, trainer, train_data, test_data):  # called at the best epoch's weights
-            return {**super().popularity(trainer, train_data, test_data), "probe_schedule": self.schedule,
-                    "attention_diagnostics": attention_diagnostics(trainer.model)}
+            return {
+                **super().popularity(trainer, train_data, test_data),
+                "probe_schedule": self.schedule,
+                "attention_diagnostics": attention_diagnostics(trainer.model),
+            }
 
         def check_schedule(self):
             import json
@@ -90,8 +101,10 @@ def probe_run_class():
             if self.record_path.exists():
                 recorded = json.loads(self.record_path.read_text()).get("probe_schedule")
                 if recorded != self.schedule:
-                    raise ValueError(f"{self.record_path} was made with the schedule {recorded}, not {self.schedule}: "
-                                     "pass that schedule, or --results elsewhere to keep both")
+                    raise ValueError(
+                        f"{self.record_path} was made with the schedule {recorded}, not {self.schedule}: "
+                        "pass that schedule, or --results elsewhere to keep both"
+                    )
 
     return ProbeRun
 
@@ -110,8 +123,10 @@ def control_of(group, groups):
     if group[0]["model"] != "MGFormer" or overrides.get("attention") is False:
         return None
     wanted = {"attention": False, **{k: v for k, v in overrides.items() if k in TOKEN_KEYS}}
-    return next((name for name, other in groups.items()
-                 if other[0]["model"] == "MGFormer" and other[0]["overrides"] == wanted), None)
+    return next(
+        (name for name, other in groups.items() if other[0]["model"] == "MGFormer" and other[0]["overrides"] == wanted),
+        None,
+    )
 
 
 def paired_delta(group, control):
@@ -128,31 +143,61 @@ def render_table(dataset, records):
 
     records = [r for r in records if "probe_schedule" in r]
     groups = by_variant(records)
-    header = (["variant", "seeds", "valid NDCG@20", "test NDCG@20", "test Recall@20",
-               "Δ test NDCG@20 vs its control (paired seeds)", "control"]
-              + [f"{g} Recall@20" for g in GROUPS] + ["z median", "best epoch", "epochs", "s / epoch"])
-    lines = [f"# Attention probes on {dataset}", "",
-             "Produced by `python experiments/attention_probes.py`: each variant with the same short "
-             "schedule; test metrics at the epoch with the best validation NDCG@20, mean ± std over seeds.", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    header = (
+        [
+            "variant",
+            "seeds",
+            "valid NDCG@20",
+            "test NDCG@20",
+            "test Recall@20",
+            "Δ test NDCG@20 vs its control (paired seeds)",
+            "control",
+        ]
+        + [f"{g} Recall@20" for g in GROUPS]
+        + ["z median", "best epoch", "epochs", "s / epoch"]
+    )
+    lines = [
+        f"# Attention probes on {dataset}",
+        "",
+        "Produced by `python experiments/attention_probes.py`: each variant with the same short "
+        "schedule; test metrics at the epoch with the best validation NDCG@20, mean ± std over seeds.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     ordered = sorted(groups.items(), key=lambda item: -statistics.mean(r["valid"]["ndcg@20"] for r in item[1]))
     for variant, group in ordered:
-        by_group = [_mean([r["test_popularity"][g]["recall@20"] for r in group if "test_popularity" in r])
-                    for g in GROUPS]
+        by_group = [
+            _mean([r["test_popularity"][g]["recall@20"] for r in group if "test_popularity" in r]) for g in GROUPS
+        ]
         z = [r["attention_diagnostics"]["z"]["median"] for r in group if "z" in r.get("attention_diagnostics", {})]
         control = control_of(group, groups)
-        cells = [variant, str(len(group)), _mean([r["valid"]["ndcg@20"] for r in group]),
-                 _mean([r["test"]["ndcg@20"] for r in group]), _mean([r["test"]["recall@20"] for r in group]),
-                 paired_delta(group, groups[control]) if control else "", control or "", *by_group,
-                 _mean(z, ".3f"), _mean([r["best_epoch"] for r in group], ".0f"),
-                 _mean([r["epochs"] for r in group], ".0f"),
-                 _mean([r["train_seconds_per_epoch"] for r in group], ".1f")]
+        cells = [
+            variant,
+            str(len(group)),
+            _mean([r["valid"]["ndcg@20"] for r in group]),
+            _mean([r["test"]["ndcg@20"] for r in group]),
+            _mean([r["test"]["recall@20"] for r in group]),
+            paired_delta(group, groups[control]) if control else "",
+            control or "",
+            *by_group,
+            _mean(z, ".3f"),
+            _mean([r["best_epoch"] for r in group], ".0f"),
+            _mean([r["epochs"] for r in group], ".0f"),
+            _mean([r["train_seconds_per_epoch"] for r in group], ".1f"),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     schedules = sorted({str(r["probe_schedule"]) for r in records})
-    lines += ["", f"Schedule: {'; '.join(schedules)}. Control: the same tokens ({', '.join(TOKEN_KEYS)} of the "
-              f"variant) with attention: False. Groups: {GROUP_RULE}.",
-              "Learned attention parameters (temperature, gate, residual scale, W_V): `attention_diagnostics` of "
-              "each record.", "", f"Runs: {provenance(records)}.", ""]
+    lines += [
+        "",
+        f"Schedule: {'; '.join(schedules)}. Control: the same tokens ({', '.join(TOKEN_KEYS)} of the "
+        f"variant) with attention: False. Groups: {GROUP_RULE}.",
+        "Learned attention parameters (temperature, gate, residual scale, W_V): `attention_diagnostics` of "
+        "each record.",
+        "",
+        f"Runs: {provenance(records)}.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -190,11 +235,22 @@ def main(argv=None):
         extra = {**parse_overrides(rest), **schedule}
         ProbeRun = probe_run_class()
         try:
-            runs = [ProbeRun(model, overrides, args.dataset, int(seed), runs_dir=runs_dir, data_path=args.data_path,
-                             extra=extra, checkpoint_dir=args.checkpoint_dir, schedule=schedule,
-                             command=" ".join(["python", "experiments/attention_probes.py", *(argv or sys.argv[1:])]))
-                    for seed in comma_list(args.seeds)
-                    for model, overrides in map(parse_entry, split_models(args.models))]
+            runs = [
+                ProbeRun(
+                    model,
+                    overrides,
+                    args.dataset,
+                    int(seed),
+                    runs_dir=runs_dir,
+                    data_path=args.data_path,
+                    extra=extra,
+                    checkpoint_dir=args.checkpoint_dir,
+                    schedule=schedule,
+                    command=" ".join(["python", "experiments/attention_probes.py", *(argv or sys.argv[1:])]),
+                )
+                for seed in comma_list(args.seeds)
+                for model, overrides in map(parse_entry, split_models(args.models))
+            ]
             for run in runs:
                 run.check_schedule()  # the schedule first: the plainer reason a record differs
                 run.check_config()
@@ -206,9 +262,14 @@ def main(argv=None):
             except Busy as busy:  # another process sharing these folders trains it
                 print(f"[{index}/{len(runs)}] {run.label}: skipped, {busy}", flush=True)
                 continue
-            outcome = "record exists, skipped" if record is None else (
-                f"test NDCG@20 {record['test']['ndcg@20']:.4f}, best epoch {record['best_epoch']} of "
-                f"{record['epochs']}, {record['train_seconds_per_epoch']:.1f} s/epoch")
+            outcome = (
+                "record exists, skipped"
+                if record is None
+                else (
+                    f"test NDCG@20 {record['test']['ndcg@20']:.4f}, best epoch {record['best_epoch']} of "
+                    f"{record['epochs']}, {record['train_seconds_per_epoch']:.1f} s/epoch"
+                )
+            )
             print(f"[{index}/{len(runs)}] {run.label}: {outcome}", flush=True)
     print(f"wrote {write_table(args.results, args.dataset, runs_dir)}")
     return 0

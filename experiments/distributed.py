@@ -84,8 +84,9 @@ def _timed_epoch(local_rank, model, dataset, processes, threads, port, max_steps
     torch.set_num_threads(threads)
     config_dict = {"state": "WARNING", "show_progress": False, **overrides}
     if processes > 1:
-        config_dict.update(local_rank=local_rank, nproc=processes, world_size=processes, ip="localhost",
-                           port=port, offset=0)
+        config_dict.update(
+            local_rank=local_rank, nproc=processes, world_size=processes, ip="localhost", port=port, offset=0
+        )
     config, _ = build_config(model, dataset, config_dict=config_dict)
     make_shared_folders(config)
     ensure_dataset(dataset, Path(config["data_path"]).parent)
@@ -99,11 +100,19 @@ def _timed_epoch(local_rank, model, dataset, processes, threads, port, max_steps
     if cuda:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started
-    return {"model": model, "dataset": dataset, "processes": processes, "threads": threads,
-            "device": str(config["device"]), "backend": config["dist_backend"] if processes > 1 else None,
-            "batch_size": config["train_batch_size"], "steps": len(loader),
-            "steps_per_epoch": len(train_data), "seconds": seconds,
-            "epoch_seconds": seconds / len(loader) * len(train_data)}
+    return {
+        "model": model,
+        "dataset": dataset,
+        "processes": processes,
+        "threads": threads,
+        "device": str(config["device"]),
+        "backend": config["dist_backend"] if processes > 1 else None,
+        "batch_size": config["train_batch_size"],
+        "steps": len(loader),
+        "steps_per_epoch": len(train_data),
+        "seconds": seconds,
+        "epoch_seconds": seconds / len(loader) * len(train_data),
+    }
 
 
 def measure(model, dataset, processes, threads, max_steps, overrides, port):
@@ -111,12 +120,16 @@ def measure(model, dataset, processes, threads, max_steps, overrides, port):
 
 
 def render(records, dataset, provenance):
-    lines = [f"# Data-parallel training on {dataset}", "",
-             "Produced by `python experiments/distributed.py`. `P x T`: P processes with T threads each; with P > 1 "
-             "they train with DDP, each on 1/P of every batch. Each cell is min / median / max over repeats of one "
-             "training epoch; the speed-up is to `1 x 1` in the same repeat.", "",
-             "| model | processes x threads | device | epoch s | speed-up over 1 x 1 | steps timed / epoch |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"# Data-parallel training on {dataset}",
+        "",
+        "Produced by `python experiments/distributed.py`. `P x T`: P processes with T threads each; with P > 1 "
+        "they train with DDP, each on 1/P of every batch. Each cell is min / median / max over repeats of one "
+        "training epoch; the speed-up is to `1 x 1` in the same repeat.",
+        "",
+        "| model | processes x threads | device | epoch s | speed-up over 1 x 1 | steps timed / epoch |",
+        "|---|---|---|---|---|---|",
+    ]
     for model in dict.fromkeys(r["model"] for r in records):
         mine = [r for r in records if r["model"] == model]
         base = {r["repeat"]: r["epoch_seconds"] for r in mine if (r["processes"], r["threads"]) == (1, 1)}
@@ -124,9 +137,11 @@ def render(records, dataset, provenance):
             rows = [r for r in mine if (r["processes"], r["threads"]) == setting]
             times = [r["epoch_seconds"] for r in rows]
             speedups = [base[r["repeat"]] / r["epoch_seconds"] for r in rows if r["repeat"] in base]
-            lines.append(f"| {model} | {setting[0]} x {setting[1]} | {rows[0]['device']} | {spread(times)} | "
-                         f"{spread(speedups) if speedups else ''} | "
-                         f"{rows[0]['steps']} / {rows[0]['steps_per_epoch']} |")
+            lines.append(
+                f"| {model} | {setting[0]} x {setting[1]} | {rows[0]['device']} | {spread(times)} | "
+                f"{spread(speedups) if speedups else ''} | "
+                f"{rows[0]['steps']} / {rows[0]['steps_per_epoch']} |"
+            )
     lines += ["", provenance, ""]
     return "\n".join(lines)
 
@@ -140,8 +155,9 @@ def main(argv=None):
     parser.add_argument("--max_steps", type=int, default=0, help="time this many steps per epoch (0: all)")
     parser.add_argument("--port", type=int, default=None, help="port of the process group (default: a free one)")
     parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
-    parser.add_argument("--table", default=None,
-                        help="the table to write (default: <results>/distributed-<dataset>.md)")
+    parser.add_argument(
+        "--table", default=None, help="the table to write (default: <results>/distributed-<dataset>.md)"
+    )
     args, rest = parser.parse_known_args(argv)
     overrides = parse_overrides(rest)
     settings = [parse_setting(text) for text in args.settings.split(",")]
@@ -150,13 +166,23 @@ def main(argv=None):
     for repeat in range(args.repeats):
         for model, entry_overrides in [parse_entry(entry) for entry in split_models(args.models)]:
             for processes, threads in settings:
-                result = measure(model, args.dataset, processes, threads, args.max_steps,
-                                 {**overrides, **entry_overrides}, args.port or free_port())
+                result = measure(
+                    model,
+                    args.dataset,
+                    processes,
+                    threads,
+                    args.max_steps,
+                    {**overrides, **entry_overrides},
+                    args.port or free_port(),
+                )
                 result.update(model=variant_name(model, entry_overrides), repeat=repeat)
                 records.append(result)
-                print(f"repeat {repeat} {result['model']} {processes} x {threads}: "
-                      f"epoch {result['epoch_seconds']:.1f} s "
-                      f"({result['steps']} of {result['steps_per_epoch']} steps timed)", flush=True)
+                print(
+                    f"repeat {repeat} {result['model']} {processes} x {threads}: "
+                    f"epoch {result['epoch_seconds']:.1f} s "
+                    f"({result['steps']} of {result['steps_per_epoch']} steps timed)",
+                    flush=True,
+                )
     provenance = timing_provenance(commit, args.repeats, overrides)
     write_timing_record(args.results, "distributed", args.dataset, records, provenance)
     table = Path(args.table) if args.table else Path(args.results) / f"distributed-{args.dataset}.md"

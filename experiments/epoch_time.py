@@ -76,15 +76,19 @@ def measure(model, dataset, batch_size, max_steps, overrides, evaluations=1):
         trainer.evaluate(valid_data, load_best_model=False)
         synchronise()
         evaluation_seconds.append(time.perf_counter() - started)
-    peak = (torch.cuda.max_memory_allocated() if cuda
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    peak = torch.cuda.max_memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {
-        "model": model, "dataset": dataset, "batch_size": batch_size, "overrides": overrides,
-        "steps_per_epoch": steps_per_epoch, "measured_steps": len(timed),
+        "model": model,
+        "dataset": dataset,
+        "batch_size": batch_size,
+        "overrides": overrides,
+        "steps_per_epoch": steps_per_epoch,
+        "measured_steps": len(timed),
         "step_seconds_median": statistics.median(timed),
         "epoch_seconds": statistics.mean(timed) * steps_per_epoch,
         "first_step_seconds": step_seconds[0],  # with lazy initialisation and compilation
-        "evaluation_seconds": evaluation_seconds[0], "later_evaluation_seconds": evaluation_seconds[1:],
+        "evaluation_seconds": evaluation_seconds[0],
+        "later_evaluation_seconds": evaluation_seconds[1:],
         "peak_memory_bytes": int(peak),
         "peak_memory_kind": "cuda max_memory_allocated" if cuda else "process max RSS",
         "threads": torch.get_num_threads(),
@@ -96,25 +100,32 @@ def spread(values):
 
 
 def render(records, dataset, provenance):
-    lines = [f"# Epoch time on {dataset}", "",
-             "Produced by `python experiments/epoch_time.py`. Each cell is min / median / max over repeats; ratios are "
-             "to LightGCN (3 layers) at the same batch size in the same repeat, measured interleaved.", "",
-             "| model | batch | epoch s | ratio to LightGCN | evaluation s | eval ratio | peak memory MiB | steps "
-             "timed "
-             "| threads |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Epoch time on {dataset}",
+        "",
+        "Produced by `python experiments/epoch_time.py`. Each cell is min / median / max over repeats; ratios are "
+        "to LightGCN (3 layers) at the same batch size in the same repeat, measured interleaved.",
+        "",
+        "| model | batch | epoch s | ratio to LightGCN | evaluation s | eval ratio | peak memory MiB | steps "
+        "timed "
+        "| threads |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     keys = sorted({(r["batch_size"], r["model"]) for r in records})
     for batch, model in keys:
         mine = [r for r in records if r["model"] == model and r["batch_size"] == batch]
         base = {r["repeat"]: r for r in records if r["model"] == "LightGCN" and r["batch_size"] == batch}
         ratios = [r["epoch_seconds"] / base[r["repeat"]]["epoch_seconds"] for r in mine if r["repeat"] in base]
-        eval_ratios = [r["evaluation_seconds"] / base[r["repeat"]]["evaluation_seconds"]
-                       for r in mine if r["repeat"] in base]
-        lines.append(f"| {model} | {batch} | {spread([r['epoch_seconds'] for r in mine])} | "
-                     f"{spread(ratios) if ratios else ''} | {spread([r['evaluation_seconds'] for r in mine])} | "
-                     f"{spread(eval_ratios) if eval_ratios else ''} | "
-                     f"{max(r['peak_memory_bytes'] for r in mine) / 2**20:.0f} | {mine[0]['measured_steps']} | "
-                     f"{mine[0].get('threads', '')} |")
+        eval_ratios = [
+            r["evaluation_seconds"] / base[r["repeat"]]["evaluation_seconds"] for r in mine if r["repeat"] in base
+        ]
+        lines.append(
+            f"| {model} | {batch} | {spread([r['epoch_seconds'] for r in mine])} | "
+            f"{spread(ratios) if ratios else ''} | {spread([r['evaluation_seconds'] for r in mine])} | "
+            f"{spread(eval_ratios) if eval_ratios else ''} | "
+            f"{max(r['peak_memory_bytes'] for r in mine) / 2**20:.0f} | {mine[0]['measured_steps']} | "
+            f"{mine[0].get('threads', '')} |"
+        )
     lines += ["", provenance, ""]
     return "\n".join(lines)
 
@@ -143,14 +154,18 @@ def main(argv=None):
         for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
             for model, entry_overrides in models:
                 overrides = {**MODELS.get(model, {}), **entry_overrides, **extra}
-                result = measure_in_subprocess("epoch_time", "measure", model, args.dataset, batch_size,
-                                               args.max_steps, overrides)
+                result = measure_in_subprocess(
+                    "epoch_time", "measure", model, args.dataset, batch_size, args.max_steps, overrides
+                )
                 model = result["model"] = variant_name(model, entry_overrides)
                 result["repeat"] = repeat
                 records.append(result)
-                print(f"repeat {repeat} batch {batch_size} {model}: epoch {result['epoch_seconds']:.1f} s, "
-                      f"evaluation {result['evaluation_seconds']:.1f} s, "
-                      f"peak {result['peak_memory_bytes'] / 2**20:.0f} MiB", flush=True)
+                print(
+                    f"repeat {repeat} batch {batch_size} {model}: epoch {result['epoch_seconds']:.1f} s, "
+                    f"evaluation {result['evaluation_seconds']:.1f} s, "
+                    f"peak {result['peak_memory_bytes'] / 2**20:.0f} MiB",
+                    flush=True,
+                )
     provenance = timing_provenance(commit, args.repeats, extra)
     write_timing_record(args.results, "performance", args.dataset, records, provenance)
     table = Path(args.results) / f"epoch_time-{args.dataset}.md"

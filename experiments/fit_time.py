@@ -24,8 +24,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 TARGETS = {"amazon-beauty": 120, "gowalla": 600}  # seconds on one core
-ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
+ONE_THREAD = {
+    name: "1"
+    for name in (
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+    )
+}
 
 
 def comma_list(text):
@@ -40,8 +48,10 @@ def check_models(names):
     for name in names:
         cls = get_model(name)  # ValueError listing the available models
         if not fits_once(cls):
-            raise ValueError(f"{cls.__name__} is not a closed-form model: it trains over epochs, not in its "
-                             "constructor (RecBole's traditional path); time it with experiments/epoch_time.py")
+            raise ValueError(
+                f"{cls.__name__} is not a closed-form model: it trains over epochs, not in its "
+                "constructor (RecBole's traditional path); time it with experiments/epoch_time.py"
+            )
         classes.append(cls.__name__)
     return classes
 
@@ -57,9 +67,11 @@ def check_dataset(name, data_path):
         raise ValueError(f"dataset {name!r} is not available: {error}") from None
     folder = source_folder(name, data_path)
     if not any(folder.glob(f"{name}*.inter")):
-        raise ValueError(f"dataset {name!r} is not available: {folder} holds no {name}.inter (nor split files "
-                         f"{name}.<part>.inter), and this project has no importer for it; import it into "
-                         f"{Path(data_path) / name} first, or pass --data_path with the folder that holds it")
+        raise ValueError(
+            f"dataset {name!r} is not available: {folder} holds no {name}.inter (nor split files "
+            f"{name}.<part>.inter), and this project has no importer for it; import it into "
+            f"{Path(data_path) / name} first, or pass --data_path with the folder that holds it"
+        )
 
 
 def fit_once(model, dataset, data_path):
@@ -75,9 +87,12 @@ def fit_once(model, dataset, data_path):
 
     torch.set_num_threads(1)
     tuned = tuned_config_file(model, dataset)
-    config, model_class = build_config(model, dataset, [tuned] if tuned else [],
-                                       {"data_path": data_path, "state": "WARNING", "show_progress": False,
-                                        "use_gpu": False})
+    config, model_class = build_config(
+        model,
+        dataset,
+        [tuned] if tuned else [],
+        {"data_path": data_path, "state": "WARNING", "show_progress": False, "use_gpu": False},
+    )
     train_data, _, _ = prepare_data(config)
     init_seed(config["seed"], config["reproducibility"])
     gc.collect()
@@ -89,14 +104,21 @@ def fit_once(model, dataset, data_path):
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     del fitted
     dataset_obj = train_data._dataset
-    return {"model": model_class.__name__, "dataset": dataset, "seconds": round(seconds, 2),
-            "cpu_seconds": round(cpu_seconds, 2),
-            "peak_rss_mb": round(peak / 1024),
-            "fit_rss_mb": round((peak - before) / 1024) if peak > peak_before else None,
-            "users": int(dataset_obj.user_num), "items": int(dataset_obj.item_num),
-            "train_interactions": int(dataset_obj.inter_num), "torch_threads": torch.get_num_threads(),
-            "blas_threads": _blas_threads(), "tuned_config": display_path(tuned, ROOT) if tuned else None,
-            "settings": {key: _plain(config[key]) for key in _model_keys(model_class)}}
+    return {
+        "model": model_class.__name__,
+        "dataset": dataset,
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu_seconds, 2),
+        "peak_rss_mb": round(peak / 1024),
+        "fit_rss_mb": round((peak - before) / 1024) if peak > peak_before else None,
+        "users": int(dataset_obj.user_num),
+        "items": int(dataset_obj.item_num),
+        "train_interactions": int(dataset_obj.inter_num),
+        "torch_threads": torch.get_num_threads(),
+        "blas_threads": _blas_threads(),
+        "tuned_config": display_path(tuned, ROOT) if tuned else None,
+        "settings": {key: _plain(config[key]) for key in _model_keys(model_class)},
+    }
 
 
 def _current_rss_kb():
@@ -139,10 +161,26 @@ def run_child(model, dataset, data_path, timeout):
     peak memory, from ``wait4``, where it was stopped)."""
     with tempfile.TemporaryDirectory() as folder:
         out, log = Path(folder) / "record.json", Path(folder) / "stderr.txt"
-        env = {**os.environ, **ONE_THREAD, "PYTHONPATH": os.pathsep.join(
-            [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-        command = [sys.executable, str(Path(__file__).resolve()), "--child", "--models", model, "--datasets", dataset,
-                   "--data_path", str(data_path), "--out", str(out)]
+        env = {
+            **os.environ,
+            **ONE_THREAD,
+            "PYTHONPATH": os.pathsep.join(
+                [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+            ),
+        }
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            "--models",
+            model,
+            "--datasets",
+            dataset,
+            "--data_path",
+            str(data_path),
+            "--out",
+            str(out),
+        ]
         with open(log, "w") as stderr:
             child = subprocess.Popen(command, env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=stderr)
             deadline, status, usage = time.monotonic() + timeout, None, None
@@ -159,12 +197,20 @@ def run_child(model, dataset, data_path, timeout):
             child.returncode = -1  # reaped here; keeps Popen from waiting again
         peak = round(usage.ru_maxrss / 1024)  # KiB on Linux: the whole process, data included
         if status == "timeout":
-            return {"model": model, "dataset": dataset, "seconds": None, "peak_rss_mb": peak,
-                    "error": f"not done after {timeout:g} s"}
+            return {
+                "model": model,
+                "dataset": dataset,
+                "seconds": None,
+                "peak_rss_mb": peak,
+                "error": f"not done after {timeout:g} s",
+            }
         if status != 0 or not out.is_file():
             lines = [line for line in log.read_text().splitlines() if line.strip()]
-            why = f"killed by signal {-status} (out of memory?)" if status < 0 else (
-                lines[-1] if lines else f"exit status {status}")
+            why = (
+                f"killed by signal {-status} (out of memory?)"
+                if status < 0
+                else (lines[-1] if lines else f"exit status {status}")
+            )
             return {"model": model, "dataset": dataset, "seconds": None, "peak_rss_mb": peak, "error": why}
         return json.loads(out.read_text())
 
@@ -182,23 +228,31 @@ NOT_SETTINGS = frozenset({"epochs", "train_neg_sample_args", "filter_batch_size"
 
 
 def table_lines(records):
-    lines = ["# Closed-form models: the fit on one CPU core", "",
-             "Produced by `python experiments/fit_time.py`: each model's constructor, where it fits (RecBole's "
-             "traditional path), in a process of its own with one thread (torch and OMP/MKL/OpenBLAS), the data "
-             "loaded and split before the clock starts; CPU s: the process time of the fit (wall time on quiet "
-             "cores). Peak RSS: the process's maximum resident memory (data "
-             "included); of it, the fit: its rise over the memory before the fit. Targets: "
-             + ", ".join(f"{dataset} under {seconds // 60} min" for dataset, seconds in TARGETS.items()) + ".", "",
-             "| dataset | model | users x items | settings | fit s | CPU s | peak RSS MB | of it, the fit | target s | "
-             "result |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Closed-form models: the fit on one CPU core",
+        "",
+        "Produced by `python experiments/fit_time.py`: each model's constructor, where it fits (RecBole's "
+        "traditional path), in a process of its own with one thread (torch and OMP/MKL/OpenBLAS), the data "
+        "loaded and split before the clock starts; CPU s: the process time of the fit (wall time on quiet "
+        "cores). Peak RSS: the process's maximum resident memory (data "
+        "included); of it, the fit: its rise over the memory before the fit. Targets: "
+        + ", ".join(f"{dataset} under {seconds // 60} min" for dataset, seconds in TARGETS.items())
+        + ".",
+        "",
+        "| dataset | model | users x items | settings | fit s | CPU s | peak RSS MB | of it, the fit | target s | "
+        "result |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         settings = ", ".join(f"{k} {v}" for k, v in (r.get("settings") or {}).items() if k not in NOT_SETTINGS)
         shape = f"{r['users']:,} x {r['items']:,}" if "users" in r else ""
         seconds = f"{r['seconds']:.1f}" if r.get("seconds") is not None else r.get("error", "")
         fit_mb = r.get("fit_rss_mb")
-        lines.append(f"| {r['dataset']} | {r['model']} | {shape} | {settings} | {seconds} | "
-                     f"{r.get('cpu_seconds', '')} | {r.get('peak_rss_mb', '')} | {'' if fit_mb is None else fit_mb} | "
-                     f"{TARGETS.get(r['dataset'], '-')} | {verdict(r)} |")
+        lines.append(
+            f"| {r['dataset']} | {r['model']} | {shape} | {settings} | {seconds} | "
+            f"{r.get('cpu_seconds', '')} | {r.get('peak_rss_mb', '')} | {'' if fit_mb is None else fit_mb} | "
+            f"{TARGETS.get(r['dataset'], '-')} | {verdict(r)} |"
+        )
     return lines
 
 
@@ -207,9 +261,13 @@ def main(argv=None):
     parser.add_argument("--models", default="EASE,ItemKNN,SLIMElastic", help="comma-separated closed-form models")
     parser.add_argument("--datasets", default="amazon-beauty,gowalla", help="comma-separated")
     parser.add_argument("--data_path", default="dataset", help="RecBole's data_path; known datasets are imported here")
-    parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds a fit may take before it is stopped (default: 1.5 times the dataset's target, "
-                             "an hour where it has none)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds a fit may take before it is stopped (default: 1.5 times the dataset's target, "
+        "an hour where it has none)",
+    )
     parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -240,19 +298,32 @@ def main(argv=None):
         for model in models:
             print(f"fitting {model} on {dataset} (one thread) ...", flush=True)
             record = run_child(model, dataset, data_path, args.timeout or default_timeout(dataset))
-            print(f"  {record.get('seconds')} s, peak {record.get('peak_rss_mb')} MB, {verdict(record)}"
-                  + (f" ({record['error']})" if record.get("error") else ""), flush=True)
+            print(
+                f"  {record.get('seconds')} s, peak {record.get('peak_rss_mb')} MB, {verdict(record)}"
+                + (f" ({record['error']})" if record.get("error") else ""),
+                flush=True,
+            )
             records.append(record)
     import sklearn
 
     versions = {**package_versions(), "scikit-learn": sklearn.__version__}
-    provenance = (f"Commit {commit}, {machine()}, one thread, "
-                  + ", ".join(f"{name} {version}" for name, version in versions.items())
-                  + f", {time.strftime('%Y-%m-%d')}.")
+    provenance = (
+        f"Commit {commit}, {machine()}, one thread, "
+        + ", ".join(f"{name} {version}" for name, version in versions.items())
+        + f", {time.strftime('%Y-%m-%d')}."
+    )
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    write_record(Path(args.results) / "runs" / "performance" / f"fit-time-{stamp}.json",
-                 {"records": records, "targets": TARGETS, "commit": commit, "machine": machine(),
-                  "versions": versions, "provenance": provenance})
+    write_record(
+        Path(args.results) / "runs" / "performance" / f"fit-time-{stamp}.json",
+        {
+            "records": records,
+            "targets": TARGETS,
+            "commit": commit,
+            "machine": machine(),
+            "versions": versions,
+            "provenance": provenance,
+        },
+    )
     runs = sorted((Path(args.results) / "runs" / "performance").glob("fit-time-*.json"))
     latest, provenances = latest_records(json.loads(run.read_text()) for run in runs)
     write_table(Path(args.results) / "fit_time.md", table_lines(latest), " ".join(provenances))

@@ -38,11 +38,13 @@ from recbole_mgformer.trainer import DeviceLoopMixin  # noqa: E402
 AUTO = {"precision": "fp32", "compile": False, "key_chunk_size": "auto", "uniformity_block_size": "auto"}
 BLOCKED = {**CPU_DEFAULT, "key_chunk_size": 2048, "uniformity_block_size": 256}
 COMPILED_INTO = "MGFormer, auto sizes (one chunk, one block on a GPU)"  # the row the compiled time joins
-VARIANTS = [("LightGCN", "LightGCN", {"n_layers": 3, "reg_weight": 1e-5, "require_pow": False}),
-            ("MGFormer, auto sizes (one chunk, one block on a GPU)", "MGFormer", AUTO),
-            ("MGFormer, the CPU's blocks (2048-row chunks, 256-row loss blocks)", "MGFormer", BLOCKED),
-            ("MGFormer attention=False, auto", "MGFormer", {**AUTO, "attention": False}),
-            ("DirectAU, auto", "DirectAU", {"precision": "fp32", "uniformity_block_size": "auto"})]
+VARIANTS = [
+    ("LightGCN", "LightGCN", {"n_layers": 3, "reg_weight": 1e-5, "require_pow": False}),
+    ("MGFormer, auto sizes (one chunk, one block on a GPU)", "MGFormer", AUTO),
+    ("MGFormer, the CPU's blocks (2048-row chunks, 256-row loss blocks)", "MGFormer", BLOCKED),
+    ("MGFormer attention=False, auto", "MGFormer", {**AUTO, "attention": False}),
+    ("DirectAU, auto", "DirectAU", {"precision": "fp32", "uniformity_block_size": "auto"}),
+]
 
 
 def on_device(model, optimizer_kwargs, device):
@@ -88,11 +90,16 @@ def eager_rows(graph, args, device):
         ops = count_step(cpu_model, cpu_optimizer, graph, args.batch_size).total  # counted on the CPU: exact
         model, optimizer = build_on(model_name, settings, graph, args.batch_size, device)
         data = batches(graph, args.batch_size, 6, device)
-        row = {"variant": label, "ops_per_step": ops,
-               "step_ms": time_steps(model, optimizer, data, device, args.repeats, args.steps)}
+        row = {
+            "variant": label,
+            "ops_per_step": ops,
+            "step_ms": time_steps(model, optimizer, data, device, args.repeats, args.steps),
+        }
         if model_name == "MGFormer" and settings.get("attention", True):
-            row["key_chunk_size"], row["uniformity_block_rows"] = (model.layers[0].key_chunk_size,
-                                                                   model.uniformity_block_rows)
+            row["key_chunk_size"], row["uniformity_block_rows"] = (
+                model.layers[0].key_chunk_size,
+                model.uniformity_block_rows,
+            )
         row.update(host_launches(functools.partial(train_step, model, optimizer, data[0]), device, "eager"))
         try:  # the graph column: a failure is this row's, the rest still runs
             row.update(graph_column(model, optimizer, graph, args, device))
@@ -114,8 +121,11 @@ def host_launches(step, device, name):
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as profiler:
         step()
         synchronize(device)
-    return {f"{name}_launches_per_step": sum("Launch" in event.name for event in profiler.events()
-                                             if event.device_type.name == "CPU")}
+    return {
+        f"{name}_launches_per_step": sum(
+            "Launch" in event.name for event in profiler.events() if event.device_type.name == "CPU"
+        )
+    }
 
 
 def graphed_runner(model, optimizer, device):
@@ -152,9 +162,12 @@ def graph_column(model, optimizer, graph, args, device, checked_steps=8):
         eager_loss = float(train_step(twin, twin_optimizer, batch).detach())
         differences.append(abs(graphed_loss - eager_loss) / max(abs(eager_loss), 1e-12))
     parameter_difference = max(float((a - b).abs().max()) for a, b in zip(model.parameters(), twin.parameters()))
-    row = {"graph_step_ms": time_steps(step, None, data, device, args.repeats, args.steps, warmup=0),
-           "graph_max_relative_loss_difference": max(differences),
-           "graph_max_parameter_difference": parameter_difference, "graph_counts": dict(runner.counts)}
+    row = {
+        "graph_step_ms": time_steps(step, None, data, device, args.repeats, args.steps, warmup=0),
+        "graph_max_relative_loss_difference": max(differences),
+        "graph_max_parameter_difference": parameter_difference,
+        "graph_counts": dict(runner.counts),
+    }
     row.update(host_launches(functools.partial(step, data[0]), device, "graph"))
     return row
 
@@ -167,8 +180,7 @@ def compiled_row(graph, args, device):
     train_step(model, optimizer, batches(graph, args.batch_size, 1, device)[0])
     synchronize(device)
     compile_s = time.perf_counter() - started
-    step_ms = time_steps(model, optimizer, batches(graph, args.batch_size, 6, device), device, args.repeats,
-                         args.steps)
+    step_ms = time_steps(model, optimizer, batches(graph, args.batch_size, 6, device), device, args.repeats, args.steps)
     return {"variant": COMPILED_INTO, "compiled_step_ms": step_ms, "compile_s": round(compile_s, 1)}
 
 
@@ -187,15 +199,25 @@ def trainer_syncs(graph, args, device):
 
     model, optimizer = build_on("MGFormer", AUTO, graph, args.batch_size, device)
     data = [Interaction(batch) for batch in (graph.batch(args.batch_size, 40 + i) for i in range(args.steps))]
-    trainer = BenchTrainer(model=model, optimizer=optimizer, device=device, config={"single_spec": True},
-                           enable_amp=False, enable_scaler=False, clip_grad_norm=None, gpu_available=False,
-                           graph_capture=device.type == "cuda", cuda_graph_required=True,
-                           _check_nan=lambda loss: Trainer._check_nan(None, loss))
+    trainer = BenchTrainer(
+        model=model,
+        optimizer=optimizer,
+        device=device,
+        config={"single_spec": True},
+        enable_amp=False,
+        enable_scaler=False,
+        clip_grad_norm=None,
+        gpu_available=False,
+        graph_capture=device.type == "cuda",
+        cuda_graph_required=True,
+        _check_nan=lambda loss: Trainer._check_nan(None, loss),
+    )
     counts = {}
-    for name, loop, graphed in (("this project's epoch", BenchTrainer._device_train_epoch, False),
-                                ("this project's epoch, one CUDA graph a step", BenchTrainer._device_train_epoch,
-                                 True),
-                                ("RecBole's epoch", Trainer._train_epoch, False)):
+    for name, loop, graphed in (
+        ("this project's epoch", BenchTrainer._device_train_epoch, False),
+        ("this project's epoch, one CUDA graph a step", BenchTrainer._device_train_epoch, True),
+        ("RecBole's epoch", Trainer._train_epoch, False),
+    ):
         trainer.cuda_graph = graphed
         loop(trainer, [Interaction(dict(batch.interaction)) for batch in data[:5]], 0)  # warm-up (and capture)
         synchronize(device)
@@ -212,8 +234,15 @@ def trainer_syncs(graph, args, device):
     return {"variant": f"syncs in one epoch of {len(data)} steps (cuda sync debug mode)", **counts}
 
 
-TABLE_COLUMNS = {"variant", "ops_per_step", "step_ms", "compiled_step_ms", "graph_step_ms",
-                 "graph_max_relative_loss_difference", "graph_max_parameter_difference"}
+TABLE_COLUMNS = {
+    "variant",
+    "ops_per_step",
+    "step_ms",
+    "compiled_step_ms",
+    "graph_step_ms",
+    "graph_max_relative_loss_difference",
+    "graph_max_parameter_difference",
+}
 
 
 def write(rows, args, device):
@@ -222,26 +251,45 @@ def write(rows, args, device):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    record = {"device": name, "commit": git_commit(ROOT), "versions": package_versions(), "args": vars(args),
-              "rows": rows}
+    record = {
+        "device": name,
+        "commit": git_commit(ROOT),
+        "versions": package_versions(),
+        "args": vars(args),
+        "rows": rows,
+    }
     (out / "gpu_step.json").write_text(json.dumps(record, indent=1) + "\n")
-    lines = [f"# MGFormer's training step on {name}", "",
-             f"Synthetic graph of {args.users:,} users, {args.items:,} items, {args.interactions:,} interactions, "
-             f"batch {args.batch_size}, d 64, fp32; medians of {args.repeats} x {args.steps} steps, synchronised "
-             "around each. Ops: kernel-launching ops a step, counted on the CPU (experiments/launch_census.py).", "",
-             "CUDA graph: the trainer's runner (recbole_mgformer/cuda_graph.py) replaying the whole step; beside it, "
-             "the largest relative loss difference and parameter difference against the same steps run eagerly on a "
-             "twin model.", "",
-             "| variant | ops/step | eager ms | compiled ms | CUDA graph ms | graph vs eager (loss, parameters) | "
-             "other |", "|---|---:|---:|---:|---:|---|---|"]
+    lines = [
+        f"# MGFormer's training step on {name}",
+        "",
+        f"Synthetic graph of {args.users:,} users, {args.items:,} items, {args.interactions:,} interactions, "
+        f"batch {args.batch_size}, d 64, fp32; medians of {args.repeats} x {args.steps} steps, synchronised "
+        "around each. Ops: kernel-launching ops a step, counted on the CPU (experiments/launch_census.py).",
+        "",
+        "CUDA graph: the trainer's runner (recbole_mgformer/cuda_graph.py) replaying the whole step; beside it, "
+        "the largest relative loss difference and parameter difference against the same steps run eagerly on a "
+        "twin model.",
+        "",
+        "| variant | ops/step | eager ms | compiled ms | CUDA graph ms | graph vs eager (loss, parameters) | other |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
     for row in rows:
         other = ", ".join(f"{k} {v}" for k, v in row.items() if k not in TABLE_COLUMNS)
-        check = (f"{row['graph_max_relative_loss_difference']:.1e}, {row['graph_max_parameter_difference']:.1e}"
-                 if "graph_max_relative_loss_difference" in row else "-")
-        lines.append(f"| {row['variant']} | {row.get('ops_per_step', '-')} | {row.get('step_ms', '-')} | "
-                     f"{row.get('compiled_step_ms', '-')} | {row.get('graph_step_ms', '-')} | {check} | {other} |")
-    lines += ["", f"Commit {record['commit']}; " + ", ".join(f"{k} {v}" for k, v in record["versions"].items())
-              + f"; command: `python experiments/gpu_step.py {' '.join(sys.argv[1:])}`."]
+        check = (
+            f"{row['graph_max_relative_loss_difference']:.1e}, {row['graph_max_parameter_difference']:.1e}"
+            if "graph_max_relative_loss_difference" in row
+            else "-"
+        )
+        lines.append(
+            f"| {row['variant']} | {row.get('ops_per_step', '-')} | {row.get('step_ms', '-')} | "
+            f"{row.get('compiled_step_ms', '-')} | {row.get('graph_step_ms', '-')} | {check} | {other} |"
+        )
+    lines += [
+        "",
+        f"Commit {record['commit']}; "
+        + ", ".join(f"{k} {v}" for k, v in record["versions"].items())
+        + f"; command: `python experiments/gpu_step.py {' '.join(sys.argv[1:])}`.",
+    ]
     (out / "gpu_step.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -33,15 +33,58 @@ import yaml  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 # aten ops that launch no kernel: views, allocations, metadata, autograd bookkeeping
-NO_KERNEL = {"empty", "empty_strided", "new_empty", "new_empty_strided", "detach", "lift_fresh", "alias",
-             "_reshape_alias", "set_", "_unsafe_view", "resize_", "as_strided", "view", "t", "transpose", "permute",
-             "expand", "slice", "select", "unsqueeze", "squeeze", "split", "split_with_sizes", "unbind", "diagonal",
-             "narrow", "_local_scalar_dense", "detach_", "_record_function_enter_new", "_record_function_exit",
-             "empty_like", "promote_types", "result_type",
-             "sparse_compressed_tensor"}  # a CSR tensor around existing parts (SGL's eager graphs): metadata only
+NO_KERNEL = {
+    "empty",
+    "empty_strided",
+    "new_empty",
+    "new_empty_strided",
+    "detach",
+    "lift_fresh",
+    "alias",
+    "_reshape_alias",
+    "set_",
+    "_unsafe_view",
+    "resize_",
+    "as_strided",
+    "view",
+    "t",
+    "transpose",
+    "permute",
+    "expand",
+    "slice",
+    "select",
+    "unsqueeze",
+    "squeeze",
+    "split",
+    "split_with_sizes",
+    "unbind",
+    "diagonal",
+    "narrow",
+    "_local_scalar_dense",
+    "detach_",
+    "_record_function_enter_new",
+    "_record_function_exit",
+    "empty_like",
+    "promote_types",
+    "result_type",
+    "sparse_compressed_tensor",
+}  # a CSR tensor around existing parts (SGL's eager graphs): metadata only
 # ops whose result the host must read (a sync on a GPU)
-SYNCING = {"_local_scalar_dense", "nonzero", "unique", "_unique", "_unique2", "unique_dim", "unique_consecutive",
-           "masked_select", "is_nonzero", "equal", "allclose", "bincount", "histc"}
+SYNCING = {
+    "_local_scalar_dense",
+    "nonzero",
+    "unique",
+    "_unique",
+    "_unique2",
+    "unique_dim",
+    "unique_consecutive",
+    "masked_select",
+    "is_nonzero",
+    "equal",
+    "allclose",
+    "bincount",
+    "histc",
+}
 # the GPU configuration, set explicitly: one key chunk and one loss block whatever the graph (what auto picks on a
 # GPU while they fit), fp32, eager
 GPU_CONFIGURATION = {"precision": "fp32", "compile": False, "key_chunk_size": 1 << 30, "uniformity_block_size": 1 << 30}
@@ -97,8 +140,9 @@ class SyntheticGraph:
         rng = np.random.default_rng(seed)
         self.users = rng.integers(0, n_users, n_interactions)
         self.items = rng.zipf(1.5, n_interactions) % n_items
-        self.matrix = sp.csr_matrix((np.ones(n_interactions, np.float32), (self.users, self.items)),
-                                    shape=(n_users, n_items))
+        self.matrix = sp.csr_matrix(
+            (np.ones(n_interactions, np.float32), (self.users, self.items)), shape=(n_users, n_items)
+        )
         self.matrix.data[:] = 1  # repeated pairs count once
         self.n_users, self.n_items = n_users, n_items
         self.uid_field, self.iid_field = "user_id", "item_id"
@@ -113,8 +157,11 @@ class SyntheticGraph:
     def batch(self, size, seed):
         rng = np.random.default_rng(seed)
         rows = rng.integers(0, len(self.users), size)
-        return {"user_id": torch.from_numpy(self.users[rows]), "item_id": torch.from_numpy(self.items[rows]),
-                "neg_item_id": torch.from_numpy(rng.integers(0, self.n_items, size))}
+        return {
+            "user_id": torch.from_numpy(self.users[rows]),
+            "item_id": torch.from_numpy(self.items[rows]),
+            "neg_item_id": torch.from_numpy(rng.integers(0, self.n_items, size)),
+        }
 
 
 class Config(dict):
@@ -128,14 +175,30 @@ def model_config(model, settings, batch_size):
     """The model's defaults: this project's YAML, or RecBole's for a model it takes from RecBole (SGL)."""
     import recbole
 
-    paths = [ROOT / "properties" / "model" / f"{model}.yaml",
-             Path(recbole.__file__).parent / "properties" / "model" / f"{model}.yaml"]
+    paths = [
+        ROOT / "properties" / "model" / f"{model}.yaml",
+        Path(recbole.__file__).parent / "properties" / "model" / f"{model}.yaml",
+    ]
     path = next((path for path in paths if path.exists()), None)
     # YAML 1.1 reads 1e-5 (no dot) as a string; RecBole's loader reads it as a float
-    config = Config({key: float(value) if isinstance(value, str) and EXPONENT_FLOAT.fullmatch(value) else value
-                     for key, value in (yaml.safe_load(path.read_text()) if path else {}).items()})
-    config.update({"USER_ID_FIELD": "user_id", "ITEM_ID_FIELD": "item_id", "NEG_PREFIX": "neg_", "LABEL_FIELD": "label",
-                   "device": torch.device("cpu"), "seed": 0, "embedding_size": 64, "train_batch_size": batch_size})
+    config = Config(
+        {
+            key: float(value) if isinstance(value, str) and EXPONENT_FLOAT.fullmatch(value) else value
+            for key, value in (yaml.safe_load(path.read_text()) if path else {}).items()
+        }
+    )
+    config.update(
+        {
+            "USER_ID_FIELD": "user_id",
+            "ITEM_ID_FIELD": "item_id",
+            "NEG_PREFIX": "neg_",
+            "LABEL_FIELD": "label",
+            "device": torch.device("cpu"),
+            "seed": 0,
+            "embedding_size": 64,
+            "train_batch_size": batch_size,
+        }
+    )
     config.update(settings)
     config.final_config_dict = config
     return config
@@ -148,6 +211,7 @@ def build(model, settings, graph, batch_size):
         from recbole.model.general_recommender.lightgcn import LightGCN as model_class
     else:
         from recbole_mgformer.registry import get_model
+
         model_class = get_model(model)
     instance = model_class(model_config(model, settings, batch_size), graph)
     instance.train()
@@ -181,8 +245,9 @@ def graph_breaks(model, graph, batch_size):
     reasons = []
     for reason in explained.break_reasons:
         where = reason.user_stack[-1] if reason.user_stack else None
-        text = f"{reason.reason.splitlines()[0][:160]}" + (f" ({os.path.basename(where.filename)}:{where.lineno})"
-                                                          if where else "")
+        text = f"{reason.reason.splitlines()[0][:160]}" + (
+            f" ({os.path.basename(where.filename)}:{where.lineno})" if where else ""
+        )
         if text not in reasons:
             reasons.append(text)
     if explained.graph_break_count and not reasons:  # explain leaves some reasons out (sparse tensors, e.g.)
@@ -232,29 +297,41 @@ def census(graph, batch_size, entries=CENSUS, explain=True):
     for label, model, settings in entries:
         instance, optimizer = build(model, settings, graph, batch_size)
         counter = count_step(instance, optimizer, graph, batch_size)
-        row = {"label": label, "model": model, "ops": counter.total, "syncs": counter.syncs,
-               "top": counter.kernels.most_common(6)}
+        row = {
+            "label": label,
+            "model": model,
+            "ops": counter.total,
+            "syncs": counter.syncs,
+            "top": counter.kernels.most_common(6),
+        }
         if explain and model != "LightGCN":
             row["graphs"], row["breaks"], row["reasons"] = graph_breaks(instance, graph, batch_size)
         rows.append(row)
-        print(f"{label}: {row['ops']} ops, {row['syncs']} syncs"
-              + (f", {row['breaks']} graph breaks" if "breaks" in row else ""), flush=True)
+        print(
+            f"{label}: {row['ops']} ops, {row['syncs']} syncs"
+            + (f", {row['breaks']} graph breaks" if "breaks" in row else ""),
+            flush=True,
+        )
     return rows
 
 
 def table(rows, args, commit, versions):
-    lines = ["# Kernel-launching ops per training step, counted on the CPU", "",
-             f"One eager step (calculate_loss, backward, Adam foreach), fp32, batch {args.batch_size}, d 64, on a "
-             f"synthetic power-law graph of {args.users:,} users, {args.items:,} items, {args.interactions:,} "
-             f"interactions{BEAUTY_NOTE if args.users == 22363 else ''}. Ops: aten ops that reach a backend, less "
-             "views and allocations: each launches a kernel on a GPU. Syncs: ops whose result the host reads (Adam's "
-             "CPU step counters aside). Graph breaks: `torch._dynamo.explain(model.calculate_loss)`, with the reasons "
-             "dynamo logs where explain names none. MGFormer's GPU configuration is what `auto` picks on a "
-             f"GPU (one key chunk, one loss block); target: at most {GPU_STEP_OP_TARGET} ops (issue 52; 1,423 for "
-             "the defaults and 560 for one chunk before it).", "",
-             "| configuration | ops per step | syncs | compiled graphs / graph breaks in calculate_loss "
-             "| most frequent ops |",
-             "|---|---:|---:|---|---|"]
+    lines = [
+        "# Kernel-launching ops per training step, counted on the CPU",
+        "",
+        f"One eager step (calculate_loss, backward, Adam foreach), fp32, batch {args.batch_size}, d 64, on a "
+        f"synthetic power-law graph of {args.users:,} users, {args.items:,} items, {args.interactions:,} "
+        f"interactions{BEAUTY_NOTE if args.users == 22363 else ''}. Ops: aten ops that reach a backend, less "
+        "views and allocations: each launches a kernel on a GPU. Syncs: ops whose result the host reads (Adam's "
+        "CPU step counters aside). Graph breaks: `torch._dynamo.explain(model.calculate_loss)`, with the reasons "
+        "dynamo logs where explain names none. MGFormer's GPU configuration is what `auto` picks on a "
+        f"GPU (one key chunk, one loss block); target: at most {GPU_STEP_OP_TARGET} ops (issue 52; 1,423 for "
+        "the defaults and 560 for one chunk before it).",
+        "",
+        "| configuration | ops per step | syncs | compiled graphs / graph breaks in calculate_loss "
+        "| most frequent ops |",
+        "|---|---:|---:|---|---|",
+    ]
     for row in rows:
         compiled = f"{row['graphs']} / {row['breaks']}" if "breaks" in row else "-"
         top = ", ".join(f"{name} {count}" for name, count in row["top"])
@@ -262,8 +339,11 @@ def table(rows, args, commit, versions):
     reasons = [(row["label"], reason) for row in rows for reason in row.get("reasons", [])]
     if reasons:
         lines += ["", "Graph breaks:", ""] + [f"- {label}: {reason}" for label, reason in reasons]
-    lines += ["", f"Commit {commit}; " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "; "
-              f"command: `python experiments/launch_census.py{' ' + ' '.join(args.argv) if args.argv else ''}`."]
+    lines += [
+        "",
+        f"Commit {commit}; " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "; "
+        f"command: `python experiments/launch_census.py{' ' + ' '.join(args.argv) if args.argv else ''}`.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -288,10 +368,16 @@ def main(argv=None):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(table(rows, args, commit, versions))
     settings = {key: getattr(args, key) for key in ("users", "items", "interactions", "batch_size", "no_explain")}
-    write_record(Path(args.results) / "runs" / "performance" / f"launch-census-{time.strftime('%Y%m%d-%H%M%S')}.json",
-                 {"rows": [{**row, "top": [list(pair) for pair in row["top"]]} for row in rows], "settings": settings,
-                  "commit": commit, "versions": versions, "command": f"python experiments/launch_census.py "
-                                                                      f"{' '.join(args.argv)}".strip()})
+    write_record(
+        Path(args.results) / "runs" / "performance" / f"launch-census-{time.strftime('%Y%m%d-%H%M%S')}.json",
+        {
+            "rows": [{**row, "top": [list(pair) for pair in row["top"]]} for row in rows],
+            "settings": settings,
+            "commit": commit,
+            "versions": versions,
+            "command": f"python experiments/launch_census.py {' '.join(args.argv)}".strip(),
+        },
+    )
     print(path.read_text())
     return rows
 

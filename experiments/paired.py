@@ -7,6 +7,7 @@ compares the first row with each of the others (rows by their record stem, ``<st
 leaderboard, a row is the records of one section: those from the equal-budget searches by default, the older runs
 of the same stem (still beside them until each tuned seed retires its namesake) with ``--older``.
 """
+
 import argparse
 import re
 from pathlib import Path
@@ -25,13 +26,18 @@ def per_user_by_seed(runs_dir, stem, tuned=True):
     own = [r for r in read_records(runs_dir) if name.fullmatch(Path(r["_path"]).name)]
     chosen = [(budget, records) for budget, records in general.sections(own) if (budget is not None) == tuned]
     if len(chosen) > 1:
-        raise SystemExit(f"the records of {stem!r} come from searches of different budgets ("
-                         + "; ".join(budget for budget, _ in chosen) + "): they are separate rows")
+        raise SystemExit(
+            f"the records of {stem!r} come from searches of different budgets ("
+            + "; ".join(budget for budget, _ in chosen)
+            + "): they are separate rows"
+        )
     by_seed = stats.per_user_by_seed(chosen[0][1]) if chosen else {}
     if not by_seed:
         section = "from an equal-budget search (add --older for the older runs)" if tuned else "of older runs"
-        raise SystemExit(f"no records {section} with per-user values for {stem!r} in {runs_dir}: name a row by its "
-                         f"record stem, e.g. 'mgformer' for mgformer-seed0.json")
+        raise SystemExit(
+            f"no records {section} with per-user values for {stem!r} in {runs_dir}: name a row by its "
+            f"record stem, e.g. 'mgformer' for mgformer-seed0.json"
+        )
     return by_seed
 
 
@@ -41,8 +47,9 @@ def main(argv=None):
     parser.add_argument("row", help="record stem of the row to test, e.g. mgformer")
     parser.add_argument("others", nargs="+", help="record stems to compare it with")
     parser.add_argument("--runs", default=str(RUNS), help="folder holding <dataset>/<stem>-seed<k>.json")
-    parser.add_argument("--older", action="store_true",
-                        help="compare the older runs' rows, not those of the equal-budget searches")
+    parser.add_argument(
+        "--older", action="store_true", help="compare the older runs' rows, not those of the equal-budget searches"
+    )
     args = parser.parse_args(argv)
     runs_dir = Path(args.runs) / args.dataset
     tuned = not args.older

@@ -37,9 +37,11 @@ OUTCOMES = ("clear error", "recovery", "accepted", "traceback", "hang", "code ex
 BAD = ("traceback", "hang", "code execution", "data loss", "silent-wrong")
 MARKER = "PWNED"  # what an eval or unpickling payload writes
 CLEAN_HEADER = "user_id:token\titem_id:token"
-TINY_YAML = ("eval_args: {split: {RS: [0.8, 0.1, 0.1]}, order: RO, group_by: user, mode: full}\n"
-             "metrics: [Recall, NDCG]\ntopk: [20]\nvalid_metric: NDCG@20\nstate: WARNING\nshow_progress: False\n"
-             "train_batch_size: 64\nepochs: 2\nembedding_size: 8\n")
+TINY_YAML = (
+    "eval_args: {split: {RS: [0.8, 0.1, 0.1]}, order: RO, group_by: user, mode: full}\n"
+    "metrics: [Recall, NDCG]\ntopk: [20]\nvalid_metric: NDCG@20\nstate: WARNING\nshow_progress: False\n"
+    "train_batch_size: 64\nepochs: 2\nembedding_size: 8\n"
+)
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Result:
 @dataclass
 class Outcome:
     """What one command did: its exit status and output (``rc`` None: killed at its time limit)."""
+
     rc: object
     out: str = ""
     err: str = ""
@@ -77,8 +80,9 @@ def classify(outcome):
 def last_line(outcome):
     """The line that says what happened: the error's last line, or the output's on success."""
     text = outcome.out if outcome.rc == 0 and not outcome.error else outcome.err + outcome.error
-    lines = [line for line in text.strip().splitlines() if line.strip()] or \
-        [line for line in outcome.text.strip().splitlines() if line.strip()]
+    lines = [line for line in text.strip().splitlines() if line.strip()] or [
+        line for line in outcome.text.strip().splitlines() if line.strip()
+    ]
     return lines[-1][:200] if lines else f"exit status {outcome.rc}"
 
 
@@ -91,9 +95,16 @@ def environment():
 
 def run_command(args, cwd, timeout, stdin=None):
     """A subprocess in its own session (killed with its children, Ray's included, at ``timeout``)."""
-    process = subprocess.Popen(args, cwd=cwd, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, text=True,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = process.communicate(stdin, timeout=timeout)
         return Outcome(process.returncode, out, err)
@@ -233,8 +244,9 @@ def atomic_mutations(space):
     for index in range(3 if space.quick else 8):
         size = rng.randint(1, 400)
         cases.append((f"random bytes #{index} ({size} B)", bytes(rng.randrange(256) for _ in range(size)), False))
-        cases.append((f"header then random bytes #{index}", lines[0] + bytes(rng.randrange(256) for _ in range(size)),
-                      False))
+        cases.append(
+            (f"header then random bytes #{index}", lines[0] + bytes(rng.randrange(256) for _ in range(size)), False)
+        )
     for _ in range(3 if space.quick else 8):
         cut = rng.randint(1, len(clean) - 1)
         cases.append((f"truncated at byte {cut}", clean[:cut], True))  # a shorter file may still be well formed
@@ -246,8 +258,16 @@ class Settings(dict):
     a Config)."""
 
     def __init__(self, **values):
-        super().__init__({"field_separator": "\t", "seq_separator": " ", "encoding": "utf-8",
-                          "USER_ID_FIELD": "user_id", "ITEM_ID_FIELD": "item_id", **values})
+        super().__init__(
+            {
+                "field_separator": "\t",
+                "seq_separator": " ",
+                "encoding": "utf-8",
+                "USER_ID_FIELD": "user_id",
+                "ITEM_ID_FIELD": "item_id",
+                **values,
+            }
+        )
 
     def __missing__(self, key):
         return None
@@ -321,15 +341,29 @@ def config_file_cases(space):
     for name, path in (("a missing file", "nowhere.yaml"), ("a folder", str(space.data))):
         ran = space.run_py("--dataset=tiny", config=path)
         results.append(Result("config file", name, classify(ran), last_line(ran)))
-    settings = ["--learning_rate=abc", "--epochs=abc", "--embedding_size=[8]", "--topk=abc", "--train_batch_size=0.5",
-                "--eval_args=abc", "--seed=abc", "--metrics=Recal"]
+    settings = [
+        "--learning_rate=abc",
+        "--epochs=abc",
+        "--embedding_size=[8]",
+        "--topk=abc",
+        "--train_batch_size=0.5",
+        "--eval_args=abc",
+        "--seed=abc",
+        "--metrics=Recal",
+    ]
     for setting in settings[:3] if space.quick else settings:  # a setting of the wrong type
         ran = space.run_py("--dataset=tiny", setting)
         results.append(Result("config file", f"a wrong-typed setting {setting}", classify(ran), last_line(ran)))
     folder = space.case_dir("payload")
     ran = space.run_py("--dataset=tiny", f"--learning_rate={payload}", cwd=folder)
-    results.append(Result("config file", "an eval payload on the command line",
-                          "code execution" if (folder / MARKER).exists() else classify(ran), last_line(ran)))
+    results.append(
+        Result(
+            "config file",
+            "an eval payload on the command line",
+            "code execution" if (folder / MARKER).exists() else classify(ran),
+            last_line(ran),
+        )
+    )
     return results
 
 
@@ -391,16 +425,57 @@ def option_commands(space):
     source.write_text("u1:i1 i2\nu2:i2 i3\n")
     tiny20 = ["--config_files", str(space.config)]
     return [
-        ("run.py", run_main, ["--model=BPR", "--dataset=tiny", f"--data_path={space.data}",
-                              f"--config_files={space.config}"], True),
+        (
+            "run.py",
+            run_main,
+            ["--model=BPR", "--dataset=tiny", f"--data_path={space.data}", f"--config_files={space.config}"],
+            True,
+        ),
         ("recommend", recommend_main, ["--checkpoint", str(space.clean["checkpoint"]), "--users", "u1"], True),
-        ("benchmark", benchmark_main, ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path",
-                                       str(space.data), *tiny20, "--results", "results", "--checkpoint_dir", "saved",
-                                       "--epochs=1"], True),
+        (
+            "benchmark",
+            benchmark_main,
+            [
+                "--models",
+                "BPR",
+                "--datasets",
+                "tiny",
+                "--seeds",
+                "0",
+                "--data_path",
+                str(space.data),
+                *tiny20,
+                "--results",
+                "results",
+                "--checkpoint_dir",
+                "saved",
+                "--epochs=1",
+            ],
+            True,
+        ),
         ("import", import_main, ["--format", "selfrec", "--name", "imported", "--output", "data", str(source)], True),
-        ("tune", tune_main, ["--model", "BPR", "--dataset", "tiny", "--data_path", str(space.data), *tiny20,
-                             "--samples", "1", "--num-cpus", "1", "--no-retrain", "--verbose", "0", "--epochs=1"],
-         False),
+        (
+            "tune",
+            tune_main,
+            [
+                "--model",
+                "BPR",
+                "--dataset",
+                "tiny",
+                "--data_path",
+                str(space.data),
+                *tiny20,
+                "--samples",
+                "1",
+                "--num-cpus",
+                "1",
+                "--no-retrain",
+                "--verbose",
+                "0",
+                "--epochs=1",
+            ],
+            False,
+        ),
     ]
 
 
@@ -420,8 +495,9 @@ def option_cases(space):
                 if in_process:
                     outcome = call_main(main, argv, folder)
                 else:
-                    outcome = run_command([sys.executable, "-m", "recbole_mgformer.tune", *argv], folder,
-                                          min(space.timeout, 120))  # a one-trial, one-epoch search
+                    outcome = run_command(
+                        [sys.executable, "-m", "recbole_mgformer.tune", *argv], folder, min(space.timeout, 120)
+                    )  # a one-trial, one-epoch search
                 verdict = classify(outcome)
                 results.append(Result(f"option: {command}", f"{argument}", verdict, last_line(outcome)))
     return results
@@ -465,23 +541,47 @@ def output_cases(space):
 
     folder = space.case_dir("output")
     (folder / "top.csv").write_text("someone's file\n")
-    check("recommend --output onto a file", recommend_main,
-          ["--checkpoint", checkpoint, "--users", "u1", "--output", "top.csv"], folder, [folder / "top.csv"])
-    check("recommend --output onto a folder", recommend_main,
-          ["--checkpoint", checkpoint, "--users", "u1", "--output", "."], folder, [folder / "top.csv"])
+    check(
+        "recommend --output onto a file",
+        recommend_main,
+        ["--checkpoint", checkpoint, "--users", "u1", "--output", "top.csv"],
+        folder,
+        [folder / "top.csv"],
+    )
+    check(
+        "recommend --output onto a folder",
+        recommend_main,
+        ["--checkpoint", checkpoint, "--users", "u1", "--output", "."],
+        folder,
+        [folder / "top.csv"],
+    )
     (folder / "vectors").mkdir()
     (folder / "vectors" / "users.txt").write_text("my users\n")
-    check("recommend --export-embeddings into a non-empty folder", recommend_main,
-          ["--checkpoint", checkpoint, "--export-embeddings", "vectors"], folder, [folder / "vectors" / "users.txt"])
-    check("recommend --export-embeddings onto a file", recommend_main,
-          ["--checkpoint", checkpoint, "--export-embeddings", "top.csv"], folder, [folder / "top.csv"])
+    check(
+        "recommend --export-embeddings into a non-empty folder",
+        recommend_main,
+        ["--checkpoint", checkpoint, "--export-embeddings", "vectors"],
+        folder,
+        [folder / "vectors" / "users.txt"],
+    )
+    check(
+        "recommend --export-embeddings onto a file",
+        recommend_main,
+        ["--checkpoint", checkpoint, "--export-embeddings", "top.csv"],
+        folder,
+        [folder / "top.csv"],
+    )
     source = folder / "source.txt"
     source.write_text("u1:i1 i2\n")
     (folder / "data" / "tiny").mkdir(parents=True)
     (folder / "data" / "tiny" / "tiny.inter").write_text(CLEAN_HEADER + "\nkept\tkept\n")
-    check("import over an existing dataset", import_main,
-          ["--format", "selfrec", "--name", "tiny", "--output", "data", str(source)], folder,
-          [folder / "data" / "tiny" / "tiny.inter"])
+    check(
+        "import over an existing dataset",
+        import_main,
+        ["--format", "selfrec", "--name", "tiny", "--output", "data", str(source)],
+        folder,
+        [folder / "data" / "tiny" / "tiny.inter"],
+    )
     return results
 
 
@@ -512,8 +612,9 @@ def wait_killed(process, delay):
 
 
 def start(args, cwd):
-    return subprocess.Popen(args, cwd=cwd, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    return subprocess.Popen(
+        args, cwd=cwd, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
 
 
 def kill_cases(space):
@@ -528,8 +629,15 @@ def kill_cases(space):
         earlier = folder / "saved" / "BPR-earlier-run.pth"  # another run's file: must survive
         earlier.parent.mkdir(parents=True)
         earlier.write_bytes(b"an earlier run's checkpoint")
-        command = [sys.executable, str(ROOT / "run.py"), "--model=BPR", "--dataset=tiny", f"--data_path={space.data}",
-                   f"--config_files={space.config}", *epochs]
+        command = [
+            sys.executable,
+            str(ROOT / "run.py"),
+            "--model=BPR",
+            "--dataset=tiny",
+            f"--data_path={space.data}",
+            f"--config_files={space.config}",
+            *epochs,
+        ]
         if "run.py" not in timed:
             began = time.monotonic()
             clean = run_command(command, space.case_dir("kill-run-clean"), space.timeout)
@@ -545,13 +653,36 @@ def kill_cases(space):
         if earlier.read_bytes() != b"an earlier run's checkpoint":
             verdict = "data loss"
         how = f"killed after {delay} s" if killed else f"finished before {delay} s"
-        results.append(Result("kill and rerun", f"run.py {how}" + (", resumed from its last epoch" if latest else ""),
-                              verdict, last_line(ran)))
+        results.append(
+            Result(
+                "kill and rerun",
+                f"run.py {how}" + (", resumed from its last epoch" if latest else ""),
+                verdict,
+                last_line(ran),
+            )
+        )
     for _ in range(min(repeats, 2)):
         folder = space.case_dir("kill-benchmark")
-        command = [sys.executable, "-m", "recbole_mgformer.benchmark", "--models", "BPR,LightGCN", "--datasets",
-                   "tiny", "--seeds", "0", "--data_path", str(space.data), "--config_files", str(space.config),
-                   "--results", "results", "--checkpoint_dir", "saved", *epochs]
+        command = [
+            sys.executable,
+            "-m",
+            "recbole_mgformer.benchmark",
+            "--models",
+            "BPR,LightGCN",
+            "--datasets",
+            "tiny",
+            "--seeds",
+            "0",
+            "--data_path",
+            str(space.data),
+            "--config_files",
+            str(space.config),
+            "--results",
+            "results",
+            "--checkpoint_dir",
+            "saved",
+            *epochs,
+        ]
         if "benchmark" not in timed:
             began = time.monotonic()
             run_command(command, space.case_dir("kill-benchmark-clean"), space.timeout)
@@ -569,10 +700,33 @@ def kill_cases(space):
         folder = space.case_dir("kill-tune")
         (folder / "space.yaml").write_text("learning_rate: {grid: [0.001, 0.01]}\n")
         delay = round(space.rng.uniform(12, 30), 1)  # Ray starts in about 10 s here
-        command = [sys.executable, "-m", "recbole_mgformer.tune", "--model", "BPR", "--dataset", "tiny",
-                   "--space", "space.yaml", "--search", "grid", "--data_path", str(space.data),
-                   "--config_files", str(space.config), "--results", "results", "--storage", str(folder / "tune"),
-                   "--verbose", "0", "--no-retrain", "--num-cpus", "1", *epochs]
+        command = [
+            sys.executable,
+            "-m",
+            "recbole_mgformer.tune",
+            "--model",
+            "BPR",
+            "--dataset",
+            "tiny",
+            "--space",
+            "space.yaml",
+            "--search",
+            "grid",
+            "--data_path",
+            str(space.data),
+            "--config_files",
+            str(space.config),
+            "--results",
+            "results",
+            "--storage",
+            str(folder / "tune"),
+            "--verbose",
+            "0",
+            "--no-retrain",
+            "--num-cpus",
+            "1",
+            *epochs,
+        ]
         killed = wait_killed(start(command, folder), delay)
         started = (folder / "tune" / "BPR-tiny").exists()  # killed before Ray saved anything: nothing to resume
         ran = run_command(command + (["--resume"] if started else []), folder, 2 * space.timeout)
@@ -588,18 +742,33 @@ def kill_cases(space):
 
 
 def stdin_cases(space):
-    script = ("from recbole_mgformer import run_recommender\n"
-              f"r = run_recommender('BPR', 'tiny', config_file_list=[{str(space.config)!r}], "
-              f"config_dict={{'data_path': {str(space.data)!r}, 'epochs': 1}}, nproc=2)\n"
-              "print('test', r['test_result'])\n")
+    script = (
+        "from recbole_mgformer import run_recommender\n"
+        f"r = run_recommender('BPR', 'tiny', config_file_list=[{str(space.config)!r}], "
+        f"config_dict={{'data_path': {str(space.data)!r}, 'epochs': 1}}, nproc=2)\n"
+        "print('test', r['test_result'])\n"
+    )
     ran = run_command([sys.executable, "-"], space.case_dir("stdin"), 2 * space.timeout, stdin=script)
     verdict = classify(ran)
-    return [Result("standard input", "run_recommender(nproc=2) from `python - < script.py`",
-                   "recovery" if verdict == "accepted" else verdict, last_line(ran))]
+    return [
+        Result(
+            "standard input",
+            "run_recommender(nproc=2) from `python - < script.py`",
+            "recovery" if verdict == "accepted" else verdict,
+            last_line(ran),
+        )
+    ]
 
 
-GROUPS = {"atomic": atomic_cases, "config": config_file_cases, "dataset": dataset_name_cases,
-          "output": output_cases, "option": option_cases, "kill": kill_cases, "stdin": stdin_cases}
+GROUPS = {
+    "atomic": atomic_cases,
+    "config": config_file_cases,
+    "dataset": dataset_name_cases,
+    "output": output_cases,
+    "option": option_cases,
+    "kill": kill_cases,
+    "stdin": stdin_cases,
+}
 QUICK_SKIPS = {"stdin"}  # two DDP processes: a minute on 2 cores
 
 
@@ -609,13 +778,22 @@ QUICK_SKIPS = {"stdin"}  # two DDP processes: a minute on 2 cores
 def render(results, header):
     counts = {outcome: sum(r.outcome == outcome for r in results) for outcome in OUTCOMES}
     groups = sorted({r.group for r in results})
-    lines = [*header, "", f"{len(results)} cases: " + ", ".join(f"{n} {o}" for o, n in counts.items()) + ".",
-             f"Bad outcomes ({', '.join(BAD)}): {sum(counts[o] for o in BAD)}.", "",
-             "| group | cases | " + " | ".join(OUTCOMES) + " |", "|---" * (len(OUTCOMES) + 2) + "|"]
+    lines = [
+        *header,
+        "",
+        f"{len(results)} cases: " + ", ".join(f"{n} {o}" for o, n in counts.items()) + ".",
+        f"Bad outcomes ({', '.join(BAD)}): {sum(counts[o] for o in BAD)}.",
+        "",
+        "| group | cases | " + " | ".join(OUTCOMES) + " |",
+        "|---" * (len(OUTCOMES) + 2) + "|",
+    ]
     for group in groups:
         mine = [r for r in results if r.group == group]
-        lines.append(f"| {group} | {len(mine)} | " + " | ".join(str(sum(r.outcome == o for r in mine) or "")
-                                                                  for o in OUTCOMES) + " |")
+        lines.append(
+            f"| {group} | {len(mine)} | "
+            + " | ".join(str(sum(r.outcome == o for r in mine) or "") for o in OUTCOMES)
+            + " |"
+        )
     bad = [r for r in results if r.outcome in BAD]
     lines += ["", "## Bad outcomes", ""]
     lines += [f"- {r.group}, {r.case}: **{r.outcome}** ({escape(r.detail)})" for r in bad] or ["None."]
@@ -640,15 +818,20 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a sample of each group (a few minutes on 2 cores)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the fuzzed bytes, the sampled options and the "
-                                                             "kill moments (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the fuzzed bytes, the sampled options and the kill moments (default 0)",
+    )
     parser.add_argument("--cases", default="", help="comma-separated groups to run: " + ", ".join(GROUPS))
     parser.add_argument("--timeout", type=int, default=180, help="seconds a command may take (default 180)")
     parser.add_argument("--output", default=str(ROOT / "results" / "notes" / "robustness.md"))
     parser.add_argument("--workdir", default=None, help="scratch folder (default: a temporary one, removed)")
     args = parser.parse_args(argv)
-    groups = [name for name in selected(GROUPS, args.cases) if not (args.quick and name in QUICK_SKIPS
-                                                                     and not args.cases)]
+    groups = [
+        name for name in selected(GROUPS, args.cases) if not (args.quick and name in QUICK_SKIPS and not args.cases)
+    ]
     started = time.monotonic()
     commit = git_commit(ROOT)
     with contextlib.ExitStack() as stack:
@@ -663,14 +846,19 @@ def main(argv=None):
             results += found
     minutes = (time.monotonic() - started) / 60
     versions = package_versions()
-    header = ["# Robustness sweep", "",
-              f"Produced by `python experiments/robustness_sweep.py{' --quick' if args.quick else ''} --seed "
-              f"{args.seed}{' --cases ' + args.cases if args.cases else ''}` at commit {commit}, "
-              f"{time.strftime('%Y-%m-%d')}, on {machine()}; "
-              + ", ".join(f"{k} {v}" for k, v in versions.items()) + f"; {minutes:.1f} minutes.", "",
-              "Each case is classified by its outcome (see the script's docstring): a clear error (a message, no "
-              "traceback), a recovery (repaired, or the rerun/resume finished), accepted (finished: a value valid "
-              "for its option, a file still well formed), or a bad outcome. Groups: " + ", ".join(groups) + "."]
+    header = [
+        "# Robustness sweep",
+        "",
+        f"Produced by `python experiments/robustness_sweep.py{' --quick' if args.quick else ''} --seed "
+        f"{args.seed}{' --cases ' + args.cases if args.cases else ''}` at commit {commit}, "
+        f"{time.strftime('%Y-%m-%d')}, on {machine()}; "
+        + ", ".join(f"{k} {v}" for k, v in versions.items())
+        + f"; {minutes:.1f} minutes.",
+        "",
+        "Each case is classified by its outcome (see the script's docstring): a clear error (a message, no "
+        "traceback), a recovery (repaired, or the rerun/resume finished), accepted (finished: a value valid "
+        "for its option, a file still well formed), or a bad outcome. Groups: " + ", ".join(groups) + ".",
+    ]
     text = render(results, header)
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)

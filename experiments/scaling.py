@@ -112,8 +112,11 @@ def measure(n_nodes, batch, dim, exact_limit_gib, device, seed=0, repeats=3):
             forward(None)
 
     def peak_bytes():
-        return torch.cuda.max_memory_allocated() if device == "cuda" else \
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return (
+            torch.cuda.max_memory_allocated()
+            if device == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        )
 
     setup_bytes = peak_bytes()  # interpreter, torch, the graph and the n x 2d tokens
     results = {}
@@ -132,12 +135,14 @@ def measure(n_nodes, batch, dim, exact_limit_gib, device, seed=0, repeats=3):
     results["working_memory_bytes"] = int(peak_bytes() - setup_bytes)  # what the step and evaluation add
     exact_bytes = 4 * n_nodes * n_nodes * 3  # scores, mask, weights
     if exact_bytes <= exact_limit_gib * 2**30:
+
         def exact():
             with torch.no_grad():
                 q, k = x @ w_q, x @ w_k
                 mask = torch.sin(math.pi / 4 * (z[:, None] + z[None, :]))
                 weights = torch.softmax(q @ k.T / math.sqrt(width), dim=-1) * mask
                 (weights / weights.sum(-1, keepdim=True)) @ x
+
         exact()
         sync()
         started = time.perf_counter()
@@ -159,33 +164,48 @@ def slope(records, key):
 
 
 def render(records, provenance, chart_name, peak_flops=None):
-    lines = ["# Scaling with the number of nodes", "",
-             "Produced by `python experiments/scaling.py`: one MGFormer attention layer plus the DirectAU loss on "
-             "synthetic power-law bipartite graphs (5 edges per node), token width 128, one head, m = 128 SimRF "
-             "features. Step: a training batch (queries for the batch only, keys over all nodes), forward and "
-             "backward. Evaluation: every node's output. Exact: softmax attention with the explicit n x n sin mask.",
-             "", "| nodes | step s | step GFLOP/s | of matmul peak | evaluation s | exact evaluation s | "
-             "peak memory MiB | working memory MiB |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Scaling with the number of nodes",
+        "",
+        "Produced by `python experiments/scaling.py`: one MGFormer attention layer plus the DirectAU loss on "
+        "synthetic power-law bipartite graphs (5 edges per node), token width 128, one head, m = 128 SimRF "
+        "features. Step: a training batch (queries for the batch only, keys over all nodes), forward and "
+        "backward. Evaluation: every node's output. Exact: softmax attention with the explicit n x n sin mask.",
+        "",
+        "| nodes | step s | step GFLOP/s | of matmul peak | evaluation s | exact evaluation s | "
+        "peak memory MiB | working memory MiB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         exact = f"{r['exact_evaluation_seconds']:.3f}" if "exact_evaluation_seconds" in r else "does not fit"
         achieved = r["step_flops"] / r["step_seconds"]
         share = f"{achieved / peak_flops:.0%}" if peak_flops else "-"
-        lines.append(f"| {r['nodes']:,} | {r['step_seconds']:.3f} | {achieved / 1e9:.1f} | {share} | "
-                     f"{r['evaluation_seconds']:.3f} | {exact} | "
-                     f"{r['peak_memory_bytes'] / 2**20:.0f} | {r['working_memory_bytes'] / 2**20:.0f} |")
-    fits = {key: slope(records, key) for key in ("step_seconds", "evaluation_seconds", "working_memory_bytes",
-                                                  "exact_evaluation_seconds")}
-    lines += ["", "Log-log slopes against nodes (1 = linear): " + ", ".join(
-        f"{key.replace('_', ' ')} {value:.2f}" for key, value in fits.items() if value is not None) + ".",
+        lines.append(
+            f"| {r['nodes']:,} | {r['step_seconds']:.3f} | {achieved / 1e9:.1f} | {share} | "
+            f"{r['evaluation_seconds']:.3f} | {exact} | "
+            f"{r['peak_memory_bytes'] / 2**20:.0f} | {r['working_memory_bytes'] / 2**20:.0f} |"
+        )
+    fits = {
+        key: slope(records, key)
+        for key in ("step_seconds", "evaluation_seconds", "working_memory_bytes", "exact_evaluation_seconds")
+    }
+    lines += [
+        "",
+        "Log-log slopes against nodes (1 = linear): "
+        + ", ".join(f"{key.replace('_', ' ')} {value:.2f}" for key, value in fits.items() if value is not None)
+        + ".",
         "Peak memory is the process's maximum RSS on CPU (interpreter and torch included), "
         "`torch.cuda.max_memory_allocated` on a GPU, before the exact attention runs; working memory is what the "
         "step and the evaluation add to the setup (graph and tokens).",
         "Roofline: a step's matmul FLOPs (`step_flops`, equal to `torch.utils.flop_counter`'s count) over its time, "
-        "against the machine's dense fp32 matmul rate" + (f" of {peak_flops / 1e9:.1f} GFLOP/s (2048 x 2048, "
-                                                          "best of 5, "
-                                                          "same threads)." if peak_flops else "."),
-        "", f"![scaling]({chart_name})", "", provenance, ""]
+        "against the machine's dense fp32 matmul rate"
+        + (f" of {peak_flops / 1e9:.1f} GFLOP/s (2048 x 2048, best of 5, same threads)." if peak_flops else "."),
+        "",
+        f"![scaling]({chart_name})",
+        "",
+        provenance,
+        "",
+    ]
     return "\n".join(lines), fits
 
 
@@ -197,8 +217,11 @@ def chart(records, path):
 
     nodes = [r["nodes"] for r in records]
     figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(10, 4))
-    for key, label in (("step_seconds", "training step"), ("evaluation_seconds", "evaluation pass"),
-                       ("exact_evaluation_seconds", "exact softmax evaluation")):
+    for key, label in (
+        ("step_seconds", "training step"),
+        ("evaluation_seconds", "evaluation pass"),
+        ("exact_evaluation_seconds", "exact softmax evaluation"),
+    ):
         points = [(r["nodes"], r[key]) for r in records if key in r]
         if points:
             time_axis.loglog(*zip(*points), marker="o", label=label)
@@ -206,8 +229,7 @@ def chart(records, path):
     time_axis.set_ylabel("seconds")
     time_axis.legend()
     memory_axis.loglog(nodes, [r["peak_memory_bytes"] / 2**20 for r in records], marker="o", label="peak")
-    memory_axis.loglog(nodes, [max(r["working_memory_bytes"], 1) / 2**20 for r in records], marker="o",
-                       label="working")
+    memory_axis.loglog(nodes, [max(r["working_memory_bytes"], 1) / 2**20 for r in records], marker="o", label="working")
     memory_axis.set_xlabel("nodes")
     memory_axis.set_ylabel("memory (MiB)")
     memory_axis.legend()
@@ -231,22 +253,35 @@ def main(argv=None):
     print(f"dense matmul: {peak_flops / 1e9:.1f} GFLOP/s", flush=True)
     records = []
     for n_nodes in [int(n) for n in args.nodes.split(",")]:
-        record = measure_in_subprocess("scaling", "measure", n_nodes, args.batch, args.dim,
-                                       args.exact_limit_gib, args.device)
+        record = measure_in_subprocess(
+            "scaling", "measure", n_nodes, args.batch, args.dim, args.exact_limit_gib, args.device
+        )
         records.append(record)
-        print(f"{n_nodes:>10,} nodes: step {record['step_seconds']:.3f} s, evaluation "
-              f"{record['evaluation_seconds']:.3f} s, "
-              f"peak {record['peak_memory_bytes'] / 2**20:.0f} MiB", flush=True)
-    provenance = (f"Commit {git_commit(ROOT)}, {machine()}, torch {package_versions()['torch']}, "
-                  f"device {args.device}, {time.strftime('%Y-%m-%d')}.")
+        print(
+            f"{n_nodes:>10,} nodes: step {record['step_seconds']:.3f} s, evaluation "
+            f"{record['evaluation_seconds']:.3f} s, "
+            f"peak {record['peak_memory_bytes'] / 2**20:.0f} MiB",
+            flush=True,
+        )
+    provenance = (
+        f"Commit {git_commit(ROOT)}, {machine()}, torch {package_versions()['torch']}, "
+        f"device {args.device}, {time.strftime('%Y-%m-%d')}."
+    )
     results = Path(args.results)
     suffix = "gpu" if args.device == "cuda" else "cpu"
     chart_path = results / f"scaling-{suffix}.png"
     text, fits = render(records, provenance, chart_path.name, peak_flops)
     chart(records, chart_path)
-    write_record(results / "runs" / "performance" / f"scaling-{suffix}-{time.strftime('%Y%m%d-%H%M%S')}.json",
-                 {"records": records, "slopes": fits, "matmul_flops_per_second": peak_flops, "provenance": provenance,
-                  "versions": package_versions()})
+    write_record(
+        results / "runs" / "performance" / f"scaling-{suffix}-{time.strftime('%Y%m%d-%H%M%S')}.json",
+        {
+            "records": records,
+            "slopes": fits,
+            "matmul_flops_per_second": peak_flops,
+            "provenance": provenance,
+            "versions": package_versions(),
+        },
+    )
     (results / f"scaling-{suffix}.md").write_text(text)
     print(f"wrote {results / f'scaling-{suffix}.md'}")
 

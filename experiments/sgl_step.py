@@ -28,8 +28,12 @@ def build_pair(dataset, batch_size, n_batches, overrides):
     from recbole_mgformer.quick_start import build_config, prepare, tuned_config_file
 
     tuned = tuned_config_file("SGL", dataset)
-    config, _ = build_config("SGL", dataset, [tuned] if tuned else [],
-                             {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides})
+    config, _ = build_config(
+        "SGL",
+        dataset,
+        [tuned] if tuned else [],
+        {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides},
+    )
     project, _, (train_data, _, _) = prepare(config)
     recbole = RecBoleSGL(config, train_data._dataset).to(config["device"])
     recbole.load_state_dict(project.state_dict())
@@ -75,8 +79,11 @@ def time_steps(models, start, batches, config, repeats, threads):
                 started = time.perf_counter()
                 train_step(run["model"], run["optimizer"], batch)
                 run["seconds"].append(time.perf_counter() - started)
-        print(f"{threads} thread(s), repeat {repeat}: " + ", ".join(
-            f"{r['name']} {1e3 * statistics.median(r['seconds']):.0f} ms" for r in runs), flush=True)
+        print(
+            f"{threads} thread(s), repeat {repeat}: "
+            + ", ".join(f"{r['name']} {1e3 * statistics.median(r['seconds']):.0f} ms" for r in runs),
+            flush=True,
+        )
     return runs
 
 
@@ -105,25 +112,48 @@ def main(argv=None):
     for threads in args.threads:
         runs = time_steps(models, start, batches, config, args.repeats, threads)
         base = statistics.median(runs[0]["seconds"])
-        records += [{"model": r["name"], "threads": threads,
-                     "step_ms_median": round(1e3 * statistics.median(r["seconds"]), 1),
-                     "step_ms_min": round(1e3 * min(r["seconds"]), 1), "step_ms_max": round(1e3 * max(r["seconds"]), 1),
-                     "ratio_to_recbole": round(statistics.median(r["seconds"]) / base, 2), "first_loss": loss,
-                     "steps_timed": len(r["seconds"])} for r, loss in zip(runs, losses)]
-    settings = {"embedding_size": config["embedding_size"], "n_layers": config["n_layers"], "type": config["type"],
-                "batch_size": args.batch_size, "threads": args.threads}
+        records += [
+            {
+                "model": r["name"],
+                "threads": threads,
+                "step_ms_median": round(1e3 * statistics.median(r["seconds"]), 1),
+                "step_ms_min": round(1e3 * min(r["seconds"]), 1),
+                "step_ms_max": round(1e3 * max(r["seconds"]), 1),
+                "ratio_to_recbole": round(statistics.median(r["seconds"]) / base, 2),
+                "first_loss": loss,
+                "steps_timed": len(r["seconds"]),
+            }
+            for r, loss in zip(runs, losses)
+        ]
+    settings = {
+        "embedding_size": config["embedding_size"],
+        "n_layers": config["n_layers"],
+        "type": config["type"],
+        "batch_size": args.batch_size,
+        "threads": args.threads,
+    }
     provenance = timing_provenance(commit, args.repeats, settings)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    write_record(Path(args.results) / "runs" / "performance" / f"sgl-step-{args.dataset}-{stamp}.json",
-                 {"records": records, "provenance": provenance, "versions": package_versions()})
-    lines = [f"# SGL's training step on {args.dataset}", "",
-             f"Produced by `python experiments/sgl_step.py` (the tuned SGL, d {config['embedding_size']}, batch "
-             f"{args.batch_size}): one step (`calculate_loss` + backward + Adam) of RecBole 1.2.1's SGL and of this "
-             "project's (`model/general_recommender/sgl.py`), from the same weights and views, interleaved in one "
-             f"process, at each thread count. Their first-batch losses: {losses[0]:.6g} and {losses[1]:.6g}.", "",
-             "| threads | model | step ms (median) | min-max | ratio to RecBole's |", "|---|---|---|---|---|"]
-    lines += [f"| {r['threads']} | {r['model']} | {r['step_ms_median']} | {r['step_ms_min']}-{r['step_ms_max']} | "
-              f"{r['ratio_to_recbole']} |" for r in records]
+    write_record(
+        Path(args.results) / "runs" / "performance" / f"sgl-step-{args.dataset}-{stamp}.json",
+        {"records": records, "provenance": provenance, "versions": package_versions()},
+    )
+    lines = [
+        f"# SGL's training step on {args.dataset}",
+        "",
+        f"Produced by `python experiments/sgl_step.py` (the tuned SGL, d {config['embedding_size']}, batch "
+        f"{args.batch_size}): one step (`calculate_loss` + backward + Adam) of RecBole 1.2.1's SGL and of this "
+        "project's (`model/general_recommender/sgl.py`), from the same weights and views, interleaved in one "
+        f"process, at each thread count. Their first-batch losses: {losses[0]:.6g} and {losses[1]:.6g}.",
+        "",
+        "| threads | model | step ms (median) | min-max | ratio to RecBole's |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['threads']} | {r['model']} | {r['step_ms_median']} | {r['step_ms_min']}-{r['step_ms_max']} | "
+        f"{r['ratio_to_recbole']} |"
+        for r in records
+    ]
     write_table(Path(args.results) / f"sgl_step-{args.dataset}.md", lines, provenance)
 
 

@@ -22,19 +22,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DEFAULT_MODELS = ",".join([
-    "LightGCN[n_layers=3]",
-    "MGFormer[precision=fp32; key_chunk_size=0; compile=False]",
-    "MGFormer[precision=fp32; compile=False]",
-    "MGFormer[compile=False]",
-    "MGFormer",
-    "MGFormer[key_features=keep]",
-    "MGFormer[embedding_size=128]",
-    "MGFormer[attention=False; embedding_size=128]",
-    "MGFormer[attention=False; precision=fp32]",
-    "MGFormer[attention=False]",
-    "DirectAU",
-])
+DEFAULT_MODELS = ",".join(
+    [
+        "LightGCN[n_layers=3]",
+        "MGFormer[precision=fp32; key_chunk_size=0; compile=False]",
+        "MGFormer[precision=fp32; compile=False]",
+        "MGFormer[compile=False]",
+        "MGFormer",
+        "MGFormer[key_features=keep]",
+        "MGFormer[embedding_size=128]",
+        "MGFormer[attention=False; embedding_size=128]",
+        "MGFormer[attention=False; precision=fp32]",
+        "MGFormer[attention=False]",
+        "DirectAU",
+    ]
+)
 
 
 def build(model, dataset, batch_size, overrides, n_batches, device, config_files=()):
@@ -44,8 +46,13 @@ def build(model, dataset, batch_size, overrides, n_batches, device, config_files
     from recbole_mgformer.data.sources import ensure_dataset
     from recbole_mgformer.quick_start import build_config, prepare
 
-    config_dict = {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, "device": device,
-                   **overrides}
+    config_dict = {
+        "train_batch_size": batch_size,
+        "state": "WARNING",
+        "show_progress": False,
+        "device": device,
+        **overrides,
+    }
     config, _ = build_config(model, dataset, list(config_files), config_dict=config_dict)
     ensure_dataset(dataset, Path(config["data_path"]).parent)  # RecBole's data_path ends in /<dataset>
     instance, trainer, (train_data, _, _) = prepare(config)
@@ -137,18 +144,27 @@ def main(argv=None):
         parser.error("ratios are to LightGCN: keep it in --models")
     runs = []
     for model, overrides in entries:
-        instance, optimizer, batches, config = build(model, args.dataset, args.batch_size, overrides,
-                                                     args.warmup + args.steps, args.device)
+        instance, optimizer, batches, config = build(
+            model, args.dataset, args.batch_size, overrides, args.warmup + args.steps, args.device
+        )
         name = variant_name(model, overrides)
         for batch in batches[: args.warmup]:
             train_step(instance, optimizer, batch)
         # torch's counter counts a sparse propagation (LightGCN, DirectAU's encoder) as a dense one: MGFormer only
         flops = step_flops(instance, optimizer, batches[0]) if model == "MGFormer" else None
         precision = getattr(instance, "matmul_dtype", torch.float32)
-        runs.append({"name": name, "model": instance, "optimizer": optimizer, "batches": batches[args.warmup:],
-                     "flops": flops, "precision": "bf16" if precision == torch.bfloat16 else "fp32",
-                     "embedding_size": config["embedding_size"],
-                     "seconds": []})
+        runs.append(
+            {
+                "name": name,
+                "model": instance,
+                "optimizer": optimizer,
+                "batches": batches[args.warmup :],
+                "flops": flops,
+                "precision": "bf16" if precision == torch.bfloat16 else "fp32",
+                "embedding_size": config["embedding_size"],
+                "seconds": [],
+            }
+        )
         print(f"built {name}: matmuls in {runs[-1]['precision']}", flush=True)
     for repeat in range(args.repeats):
         for run in runs:
@@ -160,50 +176,70 @@ def main(argv=None):
                 if args.device == "cuda":
                     torch.cuda.synchronize()
                 run["seconds"].append(time.perf_counter() - started)
-        print(f"repeat {repeat}: " + ", ".join(f"{r['name']} {1e3 * statistics.median(r['seconds']):.0f} ms"
-                                               for r in runs), flush=True)
+        print(
+            f"repeat {repeat}: "
+            + ", ".join(f"{r['name']} {1e3 * statistics.median(r['seconds']):.0f} ms" for r in runs),
+            flush=True,
+        )
     n_nodes = runs[0]["model"].n_users + runs[0]["model"].n_items
     roofs = matmul_roofs(n_nodes, 128, args.device)
     base = statistics.median(next(r for r in runs if r["name"].startswith("LightGCN"))["seconds"])
     # MGFormer's own attention-free form at the same d and precision: the cost of the attention alone
-    no_attention = {(r["precision"], r["embedding_size"]): statistics.median(r["seconds"]) for r in runs
-                    if r["name"].startswith("MGFormer") and "attention=False" in r["name"]}
+    no_attention = {
+        (r["precision"], r["embedding_size"]): statistics.median(r["seconds"])
+        for r in runs
+        if r["name"].startswith("MGFormer") and "attention=False" in r["name"]
+    }
     records = []
     for run in runs:
         median = statistics.median(run["seconds"])
         achieved = run["flops"] / median / 1e9 if run["flops"] else None
-        own = (no_attention.get((run["precision"], run["embedding_size"])) if run["name"].startswith("MGFormer")
-               else None)
-        records.append({
-            "model": run["name"], "precision": run["precision"], "step_ms_median": round(1e3 * median, 1),
-            "step_ms_min": round(1e3 * min(run["seconds"]), 1), "step_ms_max": round(1e3 * max(run["seconds"]), 1),
-            "ratio_to_lightgcn": round(median / base, 2),
-            "ratio_to_attention_false": round(median / own, 2) if own else None,
-            "gflop_per_step": round(run["flops"] / 1e9, 2) if achieved else None,
-            "achieved_gflops": round(achieved, 1) if achieved else None,
-            "fraction_of_roof": round(achieved / roofs[run["precision"]], 3) if achieved else None,
-            "steps_timed": len(run["seconds"]),
-        })
-    provenance = timing_provenance(commit, args.repeats, {"batch_size": args.batch_size, "threads": args.threads,
-                                                          "device": args.device})
+        own = (
+            no_attention.get((run["precision"], run["embedding_size"])) if run["name"].startswith("MGFormer") else None
+        )
+        records.append(
+            {
+                "model": run["name"],
+                "precision": run["precision"],
+                "step_ms_median": round(1e3 * median, 1),
+                "step_ms_min": round(1e3 * min(run["seconds"]), 1),
+                "step_ms_max": round(1e3 * max(run["seconds"]), 1),
+                "ratio_to_lightgcn": round(median / base, 2),
+                "ratio_to_attention_false": round(median / own, 2) if own else None,
+                "gflop_per_step": round(run["flops"] / 1e9, 2) if achieved else None,
+                "achieved_gflops": round(achieved, 1) if achieved else None,
+                "fraction_of_roof": round(achieved / roofs[run["precision"]], 3) if achieved else None,
+                "steps_timed": len(run["seconds"]),
+            }
+        )
+    provenance = timing_provenance(
+        commit, args.repeats, {"batch_size": args.batch_size, "threads": args.threads, "device": args.device}
+    )
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    write_record(Path(args.results) / "runs" / "performance" / f"step-time-{args.dataset}-{stamp}.json",
-                 {"records": records, "roofs_gflops": roofs, "provenance": provenance,
-                  "versions": package_versions()})
-    lines = [f"# Training step time on {args.dataset}", "",
-             "Produced by `python experiments/step_time.py` (one step: `calculate_loss` + backward + Adam, batch "
-             f"{args.batch_size}, {args.threads} thread(s)). Models measured interleaved in one process; ratios "
-             "are to LightGCN's median in the same run. GFLOP: matmul FLOPs of one eager step "
-             "(`torch.utils.flop_counter`); roof: `torch.matmul` on the step's shapes in the step's precision "
-             f"(fp32 {roofs['fp32']} GFLOP/s, bf16 {roofs['bf16']} GFLOP/s).", "",
-             "| model | matmuls | step ms (median) | min-max | ratio to LightGCN | ratio to attention=False "
-             "(same d and matmuls) | GFLOP | GFLOP/s | of roof |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    write_record(
+        Path(args.results) / "runs" / "performance" / f"step-time-{args.dataset}-{stamp}.json",
+        {"records": records, "roofs_gflops": roofs, "provenance": provenance, "versions": package_versions()},
+    )
+    lines = [
+        f"# Training step time on {args.dataset}",
+        "",
+        "Produced by `python experiments/step_time.py` (one step: `calculate_loss` + backward + Adam, batch "
+        f"{args.batch_size}, {args.threads} thread(s)). Models measured interleaved in one process; ratios "
+        "are to LightGCN's median in the same run. GFLOP: matmul FLOPs of one eager step "
+        "(`torch.utils.flop_counter`); roof: `torch.matmul` on the step's shapes in the step's precision "
+        f"(fp32 {roofs['fp32']} GFLOP/s, bf16 {roofs['bf16']} GFLOP/s).",
+        "",
+        "| model | matmuls | step ms (median) | min-max | ratio to LightGCN | ratio to attention=False "
+        "(same d and matmuls) | GFLOP | GFLOP/s | of roof |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
-        lines.append(f"| {r['model']} | {r['precision']} | {r['step_ms_median']} | {r['step_ms_min']}-"
-                     f"{r['step_ms_max']} | {r['ratio_to_lightgcn']} | {r['ratio_to_attention_false'] or ''} | "
-                     f"{r['gflop_per_step'] or ''} | {r['achieved_gflops'] or ''} | "
-                     f"{format(r['fraction_of_roof'], '.0%') if r['fraction_of_roof'] else ''} |")
+        lines.append(
+            f"| {r['model']} | {r['precision']} | {r['step_ms_median']} | {r['step_ms_min']}-"
+            f"{r['step_ms_max']} | {r['ratio_to_lightgcn']} | {r['ratio_to_attention_false'] or ''} | "
+            f"{r['gflop_per_step'] or ''} | {r['achieved_gflops'] or ''} | "
+            f"{format(r['fraction_of_roof'], '.0%') if r['fraction_of_roof'] else ''} |"
+        )
     write_table(Path(args.results) / f"step_time-{args.dataset}.md", lines, provenance)
 
 

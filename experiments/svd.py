@@ -76,23 +76,29 @@ def errors(matrix, exact, approximate):
 
 
 def render(rows, rank, provenance):
-    lines = ["# Truncated SVD for the structural encodings", "",
-             f"Produced by `python experiments/svd.py`. Rank {rank} (MGFormer's d). ARPACK is "
-             "`scipy.sparse.linalg.svds`; "
-             "randomized is `recbole_mgformer.model.mgformer.structural.randomized_svd` (16 extra columns, "
-             "4 power iterations). "
-             "Synthetic graphs: power-law bipartite, 5 edges per node (`experiments/scaling.py`). "
-             "Amazon-beauty: 80% of each user's interactions. Single-run wall times, each solver in a fresh "
-             "process.", "",
-             "| matrix | users x items | nnz | ARPACK s | randomized s | speed-up | max singular value error | "
-             "subspace captured | reconstruction error / optimal |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Truncated SVD for the structural encodings",
+        "",
+        f"Produced by `python experiments/svd.py`. Rank {rank} (MGFormer's d). ARPACK is "
+        "`scipy.sparse.linalg.svds`; "
+        "randomized is `recbole_mgformer.model.mgformer.structural.randomized_svd` (16 extra columns, "
+        "4 power iterations). "
+        "Synthetic graphs: power-law bipartite, 5 edges per node (`experiments/scaling.py`). "
+        "Amazon-beauty: 80% of each user's interactions. Single-run wall times, each solver in a fresh "
+        "process.",
+        "",
+        "| matrix | users x items | nnz | ARPACK s | randomized s | speed-up | max singular value error | "
+        "subspace captured | reconstruction error / optimal |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         lines.append(
             f"| {row['source']} | {row['shape'][0]:,} x {row['shape'][1]:,} | {row['nnz']:,} | "
             f"{row['arpack_seconds']:.2f} | "
             f"{row['randomized_seconds']:.2f} | {row['arpack_seconds'] / row['randomized_seconds']:.1f}x | "
             f"{row['max_singular_value_error']:.2e} | {row['subspace_captured']:.4f} | "
-            f"{row['reconstruction_error_ratio']:.6f} |")
+            f"{row['reconstruction_error_ratio']:.6f} |"
+        )
     lines += ["", provenance, ""]
     return "\n".join(lines)
 
@@ -121,14 +127,18 @@ def main(argv=None):
                 factors[solver] = dict(np.load(path))
             row.update(errors(load_matrix(source, args.data_path), factors["arpack"], factors["randomized"]))
             rows.append(row)
-            print(f"{row['source']}: ARPACK {row['arpack_seconds']:.2f} s, randomized "
-                  f"{row['randomized_seconds']:.2f} s, "
-                  f"subspace {row['subspace_captured']:.4f}, reconstruction x{row['reconstruction_error_ratio']:.6f}",
-                  flush=True)
+            print(
+                f"{row['source']}: ARPACK {row['arpack_seconds']:.2f} s, randomized "
+                f"{row['randomized_seconds']:.2f} s, "
+                f"subspace {row['subspace_captured']:.4f}, reconstruction x{row['reconstruction_error_ratio']:.6f}",
+                flush=True,
+            )
     provenance = f"Commit {git_commit(ROOT)}, {machine()}, numpy {np.__version__}, {time.strftime('%Y-%m-%d')}."
     results = Path(args.results)
-    write_record(results / "runs" / "performance" / f"svd-{time.strftime('%Y%m%d-%H%M%S')}.json",
-                 {"rows": rows, "rank": args.rank, "provenance": provenance, "versions": package_versions()})
+    write_record(
+        results / "runs" / "performance" / f"svd-{time.strftime('%Y%m%d-%H%M%S')}.json",
+        {"rows": rows, "rank": args.rank, "provenance": provenance, "versions": package_versions()},
+    )
     (results / "svd.md").write_text(render(rows, args.rank, provenance))
     print(f"wrote {results / 'svd.md'}")
 

@@ -82,10 +82,18 @@ def summarise_cost(measurements):
     return {
         "epoch_seconds": median(m["epoch_seconds"] for m in measurements),
         "validation_seconds": median(m["later_evaluation_seconds"][0] for m in measurements),
-        "one_off_seconds": max(0.0, median(m["first_step_seconds"] - m["step_seconds_median"]
-                                           + m["evaluation_seconds"] - m["later_evaluation_seconds"][0]
-                                           for m in measurements)),  # noise can make it negative
-        "repeats": len(measurements), "measured_steps": measurements[0]["measured_steps"],
+        "one_off_seconds": max(
+            0.0,
+            median(
+                m["first_step_seconds"]
+                - m["step_seconds_median"]
+                + m["evaluation_seconds"]
+                - m["later_evaluation_seconds"][0]
+                for m in measurements
+            ),
+        ),  # noise can make it negative
+        "repeats": len(measurements),
+        "measured_steps": measurements[0]["measured_steps"],
         "steps_per_epoch": measurements[0]["steps_per_epoch"],
     }
 
@@ -101,7 +109,8 @@ def _minutes(values, missing="not reached"):
 def render(rows, dataset, target):
     """The page: one line per row, means over seeds (range in brackets), sorted by time to the best epoch."""
     lines = [
-        f"# Time to accuracy on {dataset}", "",
+        f"# Time to accuracy on {dataset}",
+        "",
         "Produced by `python experiments/time_to_accuracy.py`: minutes of training and validation until validation "
         f"NDCG@20 first reaches {target} and until the best epoch (early stopping on it), for the leaderboard's rows "
         "with the leaderboard's settings. Epoch counts come from the leaderboard's records (every seed, their "
@@ -110,23 +119,30 @@ def render(rows, dataset, target):
         "",
         "| model | batch | d | lr | seeds | epochs to target | minutes to target | epochs to best | minutes to best "
         "| best valid NDCG@20 | train s / epoch | validation s | one-off s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in sorted(rows, key=lambda r: statistics.mean(r["seconds_to_best"])):
         settings, cost = row["settings"], row["cost"]
-        to_target = ", ".join("?" if c is None and not h else ("-" if c is None else str(c[0]))
-                              for c, h in zip(row["target_counts"], row["target_known"]))
+        to_target = ", ".join(
+            "?" if c is None and not h else ("-" if c is None else str(c[0]))
+            for c, h in zip(row["target_counts"], row["target_known"])
+        )
         lines.append(
             f"| {row['variant']} | {settings.get('train_batch_size')} | {settings.get('embedding_size')} | "
             f"{row['learning_rate']} | {', '.join(map(str, row['seeds']))} | {to_target} | "
             f"{_minutes(row['seconds_to_target'], 'not reached' if any(row['target_known']) else 'unknown')} | "
             f"{', '.join(str(c[0]) for c in row['best_counts'])} | "
             f"{_minutes(row['seconds_to_best'])} | {statistics.mean(row['best_valid']):.4f} | "
-            f"{cost['epoch_seconds']:.1f} | {cost['validation_seconds']:.1f} | {cost['one_off_seconds']:.0f} |")
-    lines += ["",
-              "Epochs to target: per seed; `-` never reached; `?` unknown: a record that kept no validation history "
-              "(older runs) and whose best score is above the target. "
-              "Records (commit, machine of the run that trained them): "
-              + "; ".join(f"{row['variant']}: " + ", ".join(row["record_sources"]) for row in rows) + "."]
+            f"{cost['epoch_seconds']:.1f} | {cost['validation_seconds']:.1f} | {cost['one_off_seconds']:.0f} |"
+        )
+    lines += [
+        "",
+        "Epochs to target: per seed; `-` never reached; `?` unknown: a record that kept no validation history "
+        "(older runs) and whose best score is above the target. "
+        "Records (commit, machine of the run that trained them): "
+        + "; ".join(f"{row['variant']}: " + ", ".join(row["record_sources"]) for row in rows)
+        + ".",
+    ]
     costs = sorted({row["cost_provenance"] for row in rows})
     lines += ["", "Costs (epoch, validation, warm-up) measured by: " + " / ".join(costs)]
     return lines
@@ -146,9 +162,12 @@ def main(argv=None):
     parser.add_argument("--data_path", default=None, help="RecBole's data_path (default: the config's)")
     parser.add_argument("--runs", default=None, help="the leaderboard's records (default results/runs/<dataset>)")
     parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
-    parser.add_argument("--costs", default=None,
-                        help="a JSON record of an earlier run: its rows' measured costs are reused (same settings "
-                             "only), so new leaderboard records re-render without timing again")
+    parser.add_argument(
+        "--costs",
+        default=None,
+        help="a JSON record of an earlier run: its rows' measured costs are reused (same settings "
+        "only), so new leaderboard records re-render without timing again",
+    )
     args = parser.parse_args(argv)
     runs = Path(args.runs or ROOT / "results" / "runs" / args.dataset)
     commit = git_commit(ROOT)
@@ -158,16 +177,27 @@ def main(argv=None):
         variant = variant_name(model, overrides)
         records = row_records(runs, variant)
         if not records:
-            parser.error(f"no leaderboard record of {variant!r} in {runs}: train it first with "
-                         f"`python -m recbole_mgformer.benchmark --models \"{model}\" --datasets {args.dataset}`")
+            parser.error(
+                f"no leaderboard record of {variant!r} in {runs}: train it first with "
+                f'`python -m recbole_mgformer.benchmark --models "{model}" --datasets {args.dataset}`'
+            )
         settings = trained_settings(records[-1])
         kept = [r for r in records if trained_settings(r) == settings]  # a row retrained with new settings
-        rows.append({"model": model, "variant": variant, "settings": settings, "records": kept,
-                     "learning_rate": kept[0]["config"].get("learning_rate")})
+        rows.append(
+            {
+                "model": model,
+                "variant": variant,
+                "settings": settings,
+                "records": kept,
+                "learning_rate": kept[0]["config"].get("learning_rate"),
+            }
+        )
     earlier = {}
     if args.costs:
-        earlier = {(r["variant"], json.dumps(r["settings"], sort_keys=True)): r
-                   for r in json.loads(Path(args.costs).read_text())["rows"]}
+        earlier = {
+            (r["variant"], json.dumps(r["settings"], sort_keys=True)): r
+            for r in json.loads(Path(args.costs).read_text())["rows"]
+        }
     for row in rows:
         reused = earlier.get((row["variant"], json.dumps(row["settings"], sort_keys=True)))
         row["measurements"] = reused["measurements"] if reused else []
@@ -177,11 +207,22 @@ def main(argv=None):
             config = {key: value for key, value in row["settings"].items() if key != "train_batch_size"}
             if args.data_path:
                 config["data_path"] = args.data_path
-            result = measure_in_subprocess("epoch_time", "measure", row["model"], args.dataset,
-                                           row["settings"]["train_batch_size"], args.max_steps, config, 2)
+            result = measure_in_subprocess(
+                "epoch_time",
+                "measure",
+                row["model"],
+                args.dataset,
+                row["settings"]["train_batch_size"],
+                args.max_steps,
+                config,
+                2,
+            )
             row["measurements"].append(result)
-            print(f"repeat {repeat} {row['variant']}: epoch {result['epoch_seconds']:.1f} s, validation "
-                  f"{result['later_evaluation_seconds'][0]:.1f} s", flush=True)
+            print(
+                f"repeat {repeat} {row['variant']}: epoch {result['epoch_seconds']:.1f} s, validation "
+                f"{result['later_evaluation_seconds'][0]:.1f} s",
+                flush=True,
+            )
     provenance = timing_provenance(commit, args.repeats, {"target": args.target, "max_steps": args.max_steps})
     for row in rows:
         row["cost_provenance"] = row["cost_provenance"] or provenance
@@ -189,8 +230,9 @@ def main(argv=None):
         needed = [epochs_needed(r, args.target) for r in row["records"]]
         row["seeds"] = [r["seed"] for r in row["records"]]
         # Without a history the epoch of reaching the target is unknown, unless the best score is below it.
-        row["target_known"] = [bool(r.get("valid_history")) or r["valid"]["ndcg@20"] < args.target
-                               for r in row["records"]]
+        row["target_known"] = [
+            bool(r.get("valid_history")) or r["valid"]["ndcg@20"] < args.target for r in row["records"]
+        ]
         row["target_counts"] = [n["target"] for n in needed]
         row["best_counts"] = [n["best"] for n in needed]
         row["seconds_to_target"] = [wall_seconds(cost, c) if c else None for c in row["target_counts"]]
@@ -198,11 +240,18 @@ def main(argv=None):
         row["best_valid"] = [r["valid"]["ndcg@20"] for r in row["records"]]
         row["record_sources"] = [f"seed {r['seed']} {r['commit']} {r['machine']}" for r in row["records"]]
     stamp_free = [{key: value for key, value in row.items() if key != "records"} for row in rows]
-    write_record(Path(args.results) / "runs" / "performance" / f"time-to-accuracy-{args.dataset}.json",
-                 {"rows": stamp_free, "provenance": provenance, "versions": package_versions(),
-                  "command": " ".join(["python experiments/time_to_accuracy.py", *(argv or sys.argv[1:])])})
-    write_table(Path(args.results) / f"time_to_accuracy-{args.dataset}.md",
-                render(rows, args.dataset, args.target), provenance)
+    write_record(
+        Path(args.results) / "runs" / "performance" / f"time-to-accuracy-{args.dataset}.json",
+        {
+            "rows": stamp_free,
+            "provenance": provenance,
+            "versions": package_versions(),
+            "command": " ".join(["python experiments/time_to_accuracy.py", *(argv or sys.argv[1:])]),
+        },
+    )
+    write_table(
+        Path(args.results) / f"time_to_accuracy-{args.dataset}.md", render(rows, args.dataset, args.target), provenance
+    )
     return rows
 
 

@@ -46,9 +46,12 @@ def token_parts(model):
 
 def trajectory(model, trainer, train_data, valid_data, test_data, epochs, metric):
     """Rows ``{epoch, loss, valid, test, **parts}`` for epoch -1 (untrained) and each of ``epochs`` epochs."""
+
     def row(epoch, loss):
-        scores = {split: trainer.evaluate(data, load_best_model=False, show_progress=False)[metric]
-                  for split, data in (("valid", valid_data), ("test", test_data))}
+        scores = {
+            split: trainer.evaluate(data, load_best_model=False, show_progress=False)[metric]
+            for split, data in (("valid", valid_data), ("test", test_data))
+        }
         parts = token_parts(model) if type(model).__name__ == "MGFormer" and model.use_attention else {}
         return {"epoch": epoch, "loss": loss, **scores, **{key: parts[key] for key in PARTS if key in parts}}
 
@@ -66,8 +69,12 @@ def table(rows, metric):
         columns += ["mean |e|", "mean |p|", "mean |Attn(X)|", "Attn cosine to mean"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
-        cells = [str(row["epoch"]), "" if row["loss"] is None else f"{row['loss']:.2f}",
-                 f"{row['valid']:.4f}", f"{row['test']:.4f}"]
+        cells = [
+            str(row["epoch"]),
+            "" if row["loss"] is None else f"{row['loss']:.2f}",
+            f"{row['valid']:.4f}",
+            f"{row['test']:.4f}",
+        ]
         if has_parts:
             cells += [f"{row[key]:.3f}" for key in PARTS]
         lines.append("| " + " | ".join(cells) + " |")
@@ -100,15 +107,25 @@ def main(argv=None):
     rows = trajectory(model, trainer, train_data, valid_data, test_data, args.epochs, metric)
 
     versions = ", ".join(f"{name} {version}" for name, version in package_versions().items())
-    lines = [f"## {args.model} on {args.dataset}: {' '.join(rest) or 'its settings'}"
-             + (f" (tuned file {display_path(tuned, ROOT)})" if tuned else ""), "",
-             f"`{shlex.join(['python', 'experiments/trajectory.py', *argv])}`: seed {config['seed']}, commit "
-             f"{git_commit(ROOT)}, {machine()}, {time.strftime('%Y-%m-%d')}; {versions}.", ""]
+    lines = [
+        f"## {args.model} on {args.dataset}: {' '.join(rest) or 'its settings'}"
+        + (f" (tuned file {display_path(tuned, ROOT)})" if tuned else ""),
+        "",
+        f"`{shlex.join(['python', 'experiments/trajectory.py', *argv])}`: seed {config['seed']}, commit "
+        f"{git_commit(ROOT)}, {machine()}, {time.strftime('%Y-%m-%d')}; {versions}.",
+        "",
+    ]
     lines += table(rows, metric)
     path = Path(args.results) / "exploration" / f"trajectories-{args.dataset}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = "" if path.exists() else (f"# Training trajectories on {args.dataset}\n\nWritten by "
-                                       "`experiments/trajectory.py` (see its docstring for the columns).\n\n")
+    header = (
+        ""
+        if path.exists()
+        else (
+            f"# Training trajectories on {args.dataset}\n\nWritten by "
+            "`experiments/trajectory.py` (see its docstring for the columns).\n\n"
+        )
+    )
     with path.open("a") as out:
         out.write(header + "\n".join(lines) + "\n\n")
     print("\n".join(lines))

@@ -20,10 +20,22 @@ from recbole_mgformer.trainer import check_model_state, load_checkpoint
 from recbole_mgformer.vocabulary import check_dataset, check_training_split
 
 # Keys the Config derives from the others (types, device, process rank, per-split sampling): recomputed, not read.
-DERIVED_KEYS = frozenset({
-    "MODEL_TYPE", "MODEL_INPUT_TYPE", "eval_type", "valid_metric_bigger", "device", "single_spec", "local_rank",
-    "valid_neg_sample_args", "test_neg_sample_args", "nproc", "world_size", "offset",
-})
+DERIVED_KEYS = frozenset(
+    {
+        "MODEL_TYPE",
+        "MODEL_INPUT_TYPE",
+        "eval_type",
+        "valid_metric_bigger",
+        "device",
+        "single_spec",
+        "local_rank",
+        "valid_neg_sample_args",
+        "test_neg_sample_args",
+        "nproc",
+        "world_size",
+        "offset",
+    }
+)
 
 
 class RecordedConfig(Config):
@@ -42,8 +54,7 @@ def recorded_settings(recorded, source="the checkpoint"):
     """The settings a checkpoint's ``config`` records, less the derived keys, as ``config_dict``. RecBole's
     saved-dataset and saved-dataloader settings are dropped (a warning names any that held a value): they name
     pickles, and a pickle runs code when it loads; the dataset is rebuilt from the atomic files."""
-    settings = drop_pickle_settings({key: value for key, value in recorded.items() if key not in DERIVED_KEYS},
-                                    source)
+    settings = drop_pickle_settings({key: value for key, value in recorded.items() if key not in DERIVED_KEYS}, source)
     path, dataset = settings.get("data_path"), recorded["dataset"]
     if isinstance(path, str) and os.path.basename(os.path.normpath(path)) == dataset:
         settings["data_path"] = os.path.dirname(os.path.normpath(path))  # Config appends the dataset again
@@ -57,8 +68,10 @@ def config_from_checkpoint(recorded, config_dict=None, source="the checkpoint"):
     """A Config equal to the one that trained the checkpoint; ``config_dict`` overrides (e.g. ``data_path``).
     ``source`` (the checkpoint's file) names it in the warnings."""
     if not isinstance(recorded, dict) or "model" not in recorded or "dataset" not in recorded:
-        raise ValueError("the checkpoint's 'config' is not a recorded settings dict with 'model' and 'dataset'; "
-                         "it was not written by recbole_mgformer or by RecBole with recbole_mgformer imported")
+        raise ValueError(
+            "the checkpoint's 'config' is not a recorded settings dict with 'model' and 'dataset'; "
+            "it was not written by recbole_mgformer or by RecBole with recbole_mgformer imported"
+        )
     settings = {**recorded_settings(recorded, source), **(config_dict or {})}
     saved_argv, sys.argv = sys.argv, sys.argv[:1]
     try:
@@ -80,9 +93,11 @@ def load_data_and_model(model_file, config_dict=None, log=True):
     config = config_from_checkpoint(checkpoint["config"], config_dict, str(model_file))
     recorded_class, model_class = checkpoint.get("model_class"), get_model(config["model"])
     if recorded_class is not None and recorded_class != model_class.__name__:
-        raise ValueError(f"{model_file} holds the weights of a {recorded_class} model, but its config names "
-                         f"{config['model']}: the file was edited or assembled from two runs; use the checkpoint "
-                         f"that {config['model']} wrote, or retrain")
+        raise ValueError(
+            f"{model_file} holds the weights of a {recorded_class} model, but its config names "
+            f"{config['model']}: the file was edited or assembled from two runs; use the checkpoint "
+            f"that {config['model']} wrote, or retrain"
+        )
     init_seed(config["seed"], config["reproducibility"])
     flush_subnormals(config)
     if log:

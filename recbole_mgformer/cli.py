@@ -1,8 +1,8 @@
 """``run.py`` and the ``recbole-mgformer`` console script, like RecBole's ``run_recbole.py``:
 
-    python run.py --model=MGFormer --dataset=ml-100k --config_files="a.yaml b.yaml" --learning_rate=0.002
-    python run.py --model=LightGCN --dataset=ml-100k --nproc=2                       # DDP, 2 local processes
-    python run.py --model=MGFormer --nproc=2 --world_size=4 --offset=2 --ip=10.0.0.1  # the 2nd of 2 machines
+python run.py --model=MGFormer --dataset=ml-100k --config_files="a.yaml b.yaml" --learning_rate=0.002
+python run.py --model=LightGCN --dataset=ml-100k --nproc=2                       # DDP, 2 local processes
+python run.py --model=MGFormer --nproc=2 --world_size=4 --offset=2 --ip=10.0.0.1  # the 2nd of 2 machines
 """
 
 import argparse
@@ -51,24 +51,36 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="recbole-mgformer",
         description="Train and evaluate a recommender (this project's or RecBole's) on a RecBole atomic dataset. "
-                    "Any other --key=value overrides a config setting.",
+        "Any other --key=value overrides a config setting.",
     )
     parser.add_argument("--model", "-m", default="MGFormer", help="model name, e.g. MGFormer, LightGCN, BPR")
     parser.add_argument("--dataset", "-d", default="ml-100k", help="dataset name (a folder under data_path)")
     parser.add_argument("--config_files", default=None, help="space-separated YAML config files")
     parser.add_argument("--resume_file", default=None, help="checkpoint to continue training from")
-    parser.add_argument("--no-tuned", "--no_tuned", dest="tuned", action="store_false",
-                        help="leave out properties/benchmark/<dataset>/<Model>.yaml, the settings tuned for the "
-                             "dataset: RecBole's defaults and the model's YAML only")
+    parser.add_argument(
+        "--no-tuned",
+        "--no_tuned",
+        dest="tuned",
+        action="store_false",
+        help="leave out properties/benchmark/<dataset>/<Model>.yaml, the settings tuned for the "
+        "dataset: RecBole's defaults and the model's YAML only",
+    )
     distributed = parser.add_argument_group(
-        "data-parallel training (torch.distributed DDP: gloo on CPUs, nccl on GPUs)")
+        "data-parallel training (torch.distributed DDP: gloo on CPUs, nccl on GPUs)"
+    )
     distributed.add_argument("--nproc", type=int, default=1, help="processes on this machine (default 1)")
-    distributed.add_argument("--world_size", type=int, default=-1,
-                             help="processes on all machines together (default: nproc)")
+    distributed.add_argument(
+        "--world_size", type=int, default=-1, help="processes on all machines together (default: nproc)"
+    )
     distributed.add_argument("--ip", default="localhost", help="address of the machine that runs rank 0")
     distributed.add_argument("--port", type=int, default=5678, help="free port on that machine")
-    distributed.add_argument("--offset", "--group_offset", type=int, default=0,
-                             help="global rank of this machine's first process (default 0)")
+    distributed.add_argument(
+        "--offset",
+        "--group_offset",
+        type=int,
+        default=0,
+        help="global rank of this machine's first process (default 0)",
+    )
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     with user_errors():  # bad input: its message, no traceback
         result = run_recommender(

@@ -62,8 +62,16 @@ def _repair_numpy2_aliases():
     from recbole.config import Config
 
     def compatibility_settings(self):
-        aliases = {"bool": numpy.bool_, "int": numpy.int_, "float": numpy.float64, "complex": numpy.complex128,
-                   "object": numpy.object_, "str": numpy.str_, "long": numpy.int_, "unicode": numpy.str_}
+        aliases = {
+            "bool": numpy.bool_,
+            "int": numpy.int_,
+            "float": numpy.float64,
+            "complex": numpy.complex128,
+            "object": numpy.object_,
+            "str": numpy.str_,
+            "long": numpy.int_,
+            "unicode": numpy.str_,
+        }
         for name, value in aliases.items():
             setattr(numpy, name, value)
 
@@ -172,8 +180,13 @@ def _repair_pandas3_agg_len():
     def context():
         return _patched(pandas.Series, "agg", _series_agg(pandas.Series.agg))
 
-    for cls, name in ((Dataset, "_normalize"), (Dataset, "_discretization"), (Dataset, "_remap"),
-                      (SequentialDataset, "_benchmark_presets"), (KnowledgeBasedDataset, "_reset_ent_remapID")):
+    for cls, name in (
+        (Dataset, "_normalize"),
+        (Dataset, "_discretization"),
+        (Dataset, "_remap"),
+        (SequentialDataset, "_benchmark_presets"),
+        (KnowledgeBasedDataset, "_reset_ent_remapID"),
+    ):
         _while_running(cls, name, context)
 
 

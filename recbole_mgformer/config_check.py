@@ -40,8 +40,21 @@ RECBOLE_PACKAGES = ("config", "data", "trainer", "evaluator", "sampler", "utils"
 # Read by this project's runner, not by a model: data-parallel settings, a dataset config's benchmark table,
 # results page and the dataset whose files it reads (benchmark/datasets.py, data/sources.py), and whether a run
 # flushes subnormal numbers (model/precision.py).
-PROJECT_KEYS = {"nproc", "world_size", "ip", "port", "offset", "local_rank", "dist_backend", "dist_timeout",
-                "benchmark_table", "benchmark_page", "dataset_source", "flush_subnormals", ESCAPE_KEY}
+PROJECT_KEYS = {
+    "nproc",
+    "world_size",
+    "ip",
+    "port",
+    "offset",
+    "local_rank",
+    "dist_backend",
+    "dist_timeout",
+    "benchmark_table",
+    "benchmark_page",
+    "dataset_source",
+    "flush_subnormals",
+    ESCAPE_KEY,
+}
 # config["key"], settings["key"], final_config_dict["key"], config.get("key"), and options.choice(config, "key")
 _READ_PATTERNS = (
     re.compile(r"""\w*(?:config|settings)\w*\[\s*["'](\w+)["']\s*\]"""),
@@ -75,8 +88,11 @@ def recbole_keys():
     config, data, trainer, evaluator, sampler and utils code reads (``encoding``, for one, is in no YAML)."""
     keys = set(general_arguments + training_arguments + evaluation_arguments + dataset_arguments)
     properties = RECBOLE_DIR / "properties"
-    for path in [properties / "overall.yaml", *(properties / "dataset").glob("*.yaml"),
-                 *(properties / "quick_start_config").glob("*.yaml")]:
+    for path in [
+        properties / "overall.yaml",
+        *(properties / "dataset").glob("*.yaml"),
+        *(properties / "quick_start_config").glob("*.yaml"),
+    ]:
         keys |= yaml_keys(path)
     for package in RECBOLE_PACKAGES:
         for path in (RECBOLE_DIR / package).rglob("*.py"):
@@ -114,8 +130,11 @@ def known_keys(config, model_class, trainer_class=None):
     keys = set(recbole_keys()) | PROJECT_KEYS | class_keys(model_class) | escape_keys(config)
     if trainer_class is not None:
         keys |= class_keys(trainer_class)
-    for path in (RECBOLE_DIR / "properties" / "model" / f"{model}.yaml", model_config_file(model),
-                 dataset_config_file(dataset)):
+    for path in (
+        RECBOLE_DIR / "properties" / "model" / f"{model}.yaml",
+        model_config_file(model),
+        dataset_config_file(dataset),
+    ):
         if path and Path(path).is_file():
             keys |= yaml_keys(path)
     keys |= set(config.final_config_dict) - set(config.external_config_dict)  # RecBole's internal and added keys
@@ -176,13 +195,22 @@ def check_finite(config):
     for key, value in config.final_config_dict.items():
         where = _non_finite(value, key)
         if where:
-            raise ValueError(f"config value {where} is {value!r}: not a finite number; give a finite value "
-                             f"(e.g. --{key}=0.5 or `{key}: 0.5` in a config file)")
+            raise ValueError(
+                f"config value {where} is {value!r}: not a finite number; give a finite value "
+                f"(e.g. --{key}=0.5 or `{key}: 0.5` in a config file)"
+            )
 
 
 # Settings that count something a run cannot do zero times or with zero width.
-POSITIVE_INTEGER_KEYS = ("epochs", "train_batch_size", "eval_batch_size", "embedding_size", "hidden_size", "n_heads",
-                         "stopping_step")
+POSITIVE_INTEGER_KEYS = (
+    "epochs",
+    "train_batch_size",
+    "eval_batch_size",
+    "embedding_size",
+    "hidden_size",
+    "n_heads",
+    "stopping_step",
+)
 POSITIVE_NUMBER_KEYS = ("learning_rate",)
 
 
@@ -194,15 +222,19 @@ def check_sizes(config):
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"config value {key} is {value!r}: it must be a whole number of at least 1 "
-                             f"(e.g. --{key}=10 or `{key}: 10` in a config file)")
+            raise ValueError(
+                f"config value {key} is {value!r}: it must be a whole number of at least 1 "
+                f"(e.g. --{key}=10 or `{key}: 10` in a config file)"
+            )
     for key in POSITIVE_NUMBER_KEYS:
         value = config.final_config_dict.get(key)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ValueError(f"config value {key} is {value!r}: it must be a number above 0 "
-                             f"(e.g. --{key}=0.001 or `{key}: 0.001` in a config file)")
+            raise ValueError(
+                f"config value {key} is {value!r}: it must be a number above 0 "
+                f"(e.g. --{key}=0.001 or `{key}: 0.001` in a config file)"
+            )
 
 
 def _wants(config, key):
@@ -220,12 +252,16 @@ def check_device(config):
         raise ValueError(f"device {asked!r} is not a device; use --device=cpu or --device=cuda")
     wants_gpu = asked.startswith("cuda") if asked is not None else _wants(config, "use_gpu") is True
     if wants_gpu and device.type != "cuda":
-        reason = ("torch.cuda.is_available() is False (no GPU, no driver, or a CPU-only torch "
-                  f"{torch.__version__})" if not torch.cuda.is_available()
-                  else f"gpu_id is {config['gpu_id']!r}, which hides every GPU")
+        reason = (
+            f"torch.cuda.is_available() is False (no GPU, no driver, or a CPU-only torch {torch.__version__})"
+            if not torch.cuda.is_available()
+            else f"gpu_id is {config['gpu_id']!r}, which hides every GPU"
+        )
         if asked is not None:
-            raise ValueError(f"device: {asked} asks for a GPU, but {reason}; train on the CPU with --device=cpu, "
-                             "or run where a GPU is visible")
+            raise ValueError(
+                f"device: {asked} asks for a GPU, but {reason}; train on the CPU with --device=cpu, "
+                "or run where a GPU is visible"
+            )
         logging.getLogger().warning(f"use_gpu: True, but {reason}: training on device: cpu")
     wants_cpu = asked == "cpu" or (asked is None and _wants(config, "use_gpu") is False)
     if wants_cpu and device.type == "cuda" and config["single_spec"]:

@@ -37,8 +37,10 @@ def cuda_graph_option(value):
         return value
     if isinstance(value, str) and value.strip().lower() in WORDS:
         return WORDS[value.strip().lower()]
-    raise ValueError(f"cuda_graph is {value!r}: choose auto (one CUDA graph per step where the device and model "
-                     "allow it), true or false (e.g. --cuda_graph=false, or `cuda_graph: false` in a config file)")
+    raise ValueError(
+        f"cuda_graph is {value!r}: choose auto (one CUDA graph per step where the device and model "
+        "allow it), true or false (e.g. --cuda_graph=false, or `cuda_graph: false` in a config file)"
+    )
 
 
 def optimizer_blocker(optimizer):
@@ -47,19 +49,24 @@ def optimizer_blocker(optimizer):
     the host (Adagrad, SparseAdam)."""
     if "capturable" in optimizer.defaults or type(optimizer) is torch.optim.SGD:
         return None
-    return (f"its optimizer {type(optimizer).__name__} keeps host-side state a graph would freeze "
-            "(learner: adam, rmsprop or sgd step inside one)")
+    return (
+        f"its optimizer {type(optimizer).__name__} keeps host-side state a graph would freeze "
+        "(learner: adam, rmsprop or sgd step inside one)"
+    )
 
 
-def cuda_graph_blocker(model, device, optimizer, own_epoch=False, distributed=False, enable_amp=False,
-                       clip_grad_norm=None):
+def cuda_graph_blocker(
+    model, device, optimizer, own_epoch=False, distributed=False, enable_amp=False, clip_grad_norm=None
+):
     """Why this run's training step cannot be one CUDA graph, or None when it can."""
     name = type(model).__name__
     if torch.device(device).type != "cuda":
         return f"the device is {device}: a CUDA graph needs a GPU (device: cuda)"
     if not getattr(model, "CUDA_GRAPH_SAFE", False):
-        return (f"{name} does not declare its training step capturable (CUDA_GRAPH_SAFE): it may decide on the host "
-                "or change shapes within a step")
+        return (
+            f"{name} does not declare its training step capturable (CUDA_GRAPH_SAFE): it may decide on the host "
+            "or change shapes within a step"
+        )
     blocker = getattr(model, "cuda_graph_blocker", None)
     reason = blocker() if blocker is not None else None
     if reason:
@@ -80,13 +87,16 @@ def resolve_cuda_graph(value, reason, logger=None):
     ``true`` with a reason is an error naming it; ``auto`` logs its choice."""
     choice = cuda_graph_option(value)
     if choice is True and reason:
-        raise ValueError(f"cuda_graph: true, but {reason}. Set cuda_graph: auto (a graph wherever one applies) or "
-                         "false to train eagerly")
+        raise ValueError(
+            f"cuda_graph: true, but {reason}. Set cuda_graph: auto (a graph wherever one applies) or "
+            "false to train eagerly"
+        )
     on = choice is True or (choice == "auto" and reason is None)
     if choice == "auto":
         (logger or logging.getLogger()).info(
-            "cuda_graph: auto -> " + ("on: each full training batch replays one CUDA graph of the whole step" if on
-                                      else f"off, as {reason}"))
+            "cuda_graph: auto -> "
+            + ("on: each full training batch replays one CUDA graph of the whole step" if on else f"off, as {reason}")
+        )
     return on
 
 
@@ -128,8 +138,11 @@ def python_state(model, exempt=()):
         for key, value in vars(module).items():
             if value is None or isinstance(value, (bool, int, float, str)):
                 state[name, key] = value
-            elif (isinstance(value, torch.Generator) and value.device.type == "cpu"
-                  and not any(value is generator for generator in exempt)):
+            elif (
+                isinstance(value, torch.Generator)
+                and value.device.type == "cpu"
+                and not any(value is generator for generator in exempt)
+            ):
                 state[name, key] = value.get_state()
     return state
 
@@ -192,8 +205,12 @@ class GraphedStep:
 
     def _fits(self, fields):
         return fields.keys() == self.static.keys() and all(
-            isinstance(value, torch.Tensor) and value.shape == static.shape and value.dtype == static.dtype
-            and value.device == static.device for value, static in zip(fields.values(), self.static.values()))
+            isinstance(value, torch.Tensor)
+            and value.shape == static.shape
+            and value.dtype == static.dtype
+            and value.device == static.device
+            for value, static in zip(fields.values(), self.static.values())
+        )
 
     def _run(self, batch):
         """Loss, backward, clipping and the optimizer's step, as the trainer's eager step makes them."""
@@ -221,8 +238,10 @@ class GraphedStep:
         return result
 
     def _optimizer_settings(self):
-        return [{key: _settings_key(value) for key, value in group.items() if key != "params"}
-                for group in self.optimizer.param_groups]
+        return [
+            {key: _settings_key(value) for key, value in group.items() if key != "params"}
+            for group in self.optimizer.param_groups
+        ]
 
     def _capture(self):
         """Capture the step on the static batch (nothing runs: a replay follows). False when it failed."""
@@ -241,13 +260,15 @@ class GraphedStep:
             with torch.cuda.graph(graph):
                 outputs = self._run(self.static_batch)
         except Exception as error:  # any op that syncs or allocates on the host under capture
-            message = (f"capturing {type(self.model).__name__}'s training step as a CUDA graph failed "
-                       f"({type(error).__name__}: {error})")
+            message = (
+                f"capturing {type(self.model).__name__}'s training step as a CUDA graph failed "
+                f"({type(error).__name__}: {error})"
+            )
             if self.required:
-                raise RuntimeError(f"cuda_graph: true, but {message}; set cuda_graph: false (or auto) to train "
-                                   "eagerly") from error
-            warnings.warn(f"{message}; training eagerly from here on (cuda_graph: auto)", RuntimeWarning,
-                          stacklevel=3)
+                raise RuntimeError(
+                    f"cuda_graph: true, but {message}; set cuda_graph: false (or auto) to train eagerly"
+                ) from error
+            warnings.warn(f"{message}; training eagerly from here on (cuda_graph: auto)", RuntimeWarning, stacklevel=3)
             torch.cuda.synchronize()
             self.failed, self.static = True, None
             return False
@@ -259,12 +280,17 @@ class GraphedStep:
         if not self.capture:
             before = python_state(self.model, self.generators)
             outputs = self._eager(self.static_batch)
-            changed = sorted(f"{name or 'model'}.{key}" for (name, key), value in python_state(
-                self.model, self.generators).items() if not _same(before.get((name, key), value), value))
+            changed = sorted(
+                f"{name or 'model'}.{key}"
+                for (name, key), value in python_state(self.model, self.generators).items()
+                if not _same(before.get((name, key), value), value)
+            )
             if changed:
-                raise RuntimeError(f"{type(self.model).__name__}'s training step changed {', '.join(changed[:5])} on "
-                                   "the host, which a CUDA graph's replay would not repeat: move it to the model's "
-                                   "before_step(), or leave CUDA_GRAPH_SAFE unset")
+                raise RuntimeError(
+                    f"{type(self.model).__name__}'s training step changed {', '.join(changed[:5])} on "
+                    "the host, which a CUDA graph's replay would not repeat: move it to the model's "
+                    "before_step(), or leave CUDA_GRAPH_SAFE unset"
+                )
             return outputs
         self.graph.replay()
         for param, grad in zip(self.parameters, self.grads):  # an eager step in between set others

@@ -92,8 +92,9 @@ class DeviceCollector(Collector):
         if self.register.need("data.label"):  # RecBole's .to(device) then finds it there
             label = self.config["LABEL_FIELD"]
             interaction = Interaction({label: to_device(interaction[label], self.device)})
-        super().eval_batch_collect(scores_tensor, interaction, to_device(positive_u, device),
-                                   to_device(positive_i, device))
+        super().eval_batch_collect(
+            scores_tensor, interaction, to_device(positive_u, device), to_device(positive_i, device)
+        )
 
     def _average_rank(self, scores):
         return average_rank(scores)

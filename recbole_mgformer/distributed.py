@@ -63,8 +63,10 @@ def choose_backend(requested, device_type):
     if requested == "auto":
         return "nccl" if device_type == "cuda" else "gloo"
     if requested == "nccl" and device_type != "cuda":
-        raise ValueError("dist_backend 'nccl' needs GPUs, and this run uses CPUs: "
-                         "set dist_backend to gloo (or auto), or use_gpu to True on a machine with GPUs")
+        raise ValueError(
+            "dist_backend 'nccl' needs GPUs, and this run uses CPUs: "
+            "set dist_backend to gloo (or auto), or use_gpu to True on a machine with GPUs"
+        )
     return requested
 
 
@@ -81,9 +83,11 @@ class DistributedConfig(Config):
         local_rank, nproc = int(settings["local_rank"]), int(settings["nproc"])
         use_gpu = bool(settings.get("use_gpu", True)) and gpu_id != "" and torch.cuda.is_available()
         if use_gpu and torch.cuda.device_count() < nproc:
-            raise ValueError(f"nproc is {nproc} but gpu_id {gpu_id!r} makes {torch.cuda.device_count()} GPU(s) "
-                             "visible: list one GPU per process (--gpu_id=0,1), lower nproc, or set use_gpu to "
-                             "False to train on CPUs")
+            raise ValueError(
+                f"nproc is {nproc} but gpu_id {gpu_id!r} makes {torch.cuda.device_count()} GPU(s) "
+                "visible: list one GPU per process (--gpu_id=0,1), lower nproc, or set use_gpu to "
+                "False to train on CPUs"
+            )
         device = torch.device("cuda", local_rank) if use_gpu else torch.device("cpu")
         backend = choose_backend(settings.get("dist_backend"), device.type)
         timeout = float(settings.get("dist_timeout") or DEFAULT_TIMEOUT_S)
@@ -212,11 +216,15 @@ def launch(worker, nproc, args):
         with main_file_hidden_when_unreadable():  # a script read from standard input
             mp.spawn(_spawned, args=(worker, args, queue), nprocs=nproc, join=True)
     except mp.ProcessRaisedException as error:
-        raise RuntimeError(f"distributed training failed on local rank {error.error_index} "
-                           f"(any other local ranks were stopped):\n{error}") from None
+        raise RuntimeError(
+            f"distributed training failed on local rank {error.error_index} "
+            f"(any other local ranks were stopped):\n{error}"
+        ) from None
     except mp.ProcessExitedException as error:
-        raise RuntimeError(f"distributed training failed: local rank {error.error_index} exited with "
-                           f"code {error.exit_code} (any other local ranks were stopped)") from None
+        raise RuntimeError(
+            f"distributed training failed: local rank {error.error_index} exited with "
+            f"code {error.exit_code} (any other local ranks were stopped)"
+        ) from None
     return None if queue.empty() else queue.get()
 
 
@@ -233,4 +241,3 @@ def collective_error(error, settings):
         f"(dist_timeout {settings.get('dist_timeout') or DEFAULT_TIMEOUT_S} s); another rank has probably "
         f"stopped, so read its error first. The cause here: {error}"
     )
-

@@ -12,8 +12,10 @@ import numpy as np
 import torch
 
 GROUPS = ("Unpopular", "Normal", "Popular")
-GROUP_RULE = ("items ranked by training interactions: Unpopular = the 80% least interacted, "
-              "Popular = the top 5%, Normal = the rest (ties by item id)")
+GROUP_RULE = (
+    "items ranked by training interactions: Unpopular = the 80% least interacted, "
+    "Popular = the top 5%, Normal = the rest (ties by item id)"
+)
 
 
 def popularity_groups(train_counts, unpopular=0.8, popular=0.05):
@@ -25,8 +27,8 @@ def popularity_groups(train_counts, unpopular=0.8, popular=0.05):
     n_unpopular, n_popular = int(len(order) * unpopular), math.ceil(len(order) * popular)
     groups = np.full(len(counts), -1, dtype=np.int64)
     groups[order[:n_unpopular]] = 0
-    groups[order[n_unpopular:len(order) - n_popular]] = 1
-    groups[order[len(order) - n_popular:]] = 2
+    groups[order[n_unpopular : len(order) - n_popular]] = 1
+    groups[order[len(order) - n_popular :]] = 2
     return groups
 
 
@@ -93,21 +95,24 @@ def metrics_by_group(trainer, eval_data, groups, k=20):
     recall_sum, ndcg_sum, users = (torch.zeros(n_groups, dtype=torch.float64) for _ in range(3))
     for batch in eval_data:
         _, scores, positive_u, positive_i = trainer._full_sort_batch_eval(batch)
-        top = scores.topk(k, dim=1).indices.cpu()                     # (b, k)
+        top = scores.topk(k, dim=1).indices.cpu()  # (b, k)
         relevant = torch.zeros(scores.shape, dtype=torch.bool)
-        relevant[positive_u.cpu(), positive_i.cpu()] = True           # (b, items)
+        relevant[positive_u.cpu(), positive_i.cpu()] = True  # (b, items)
         for group in range(n_groups):
             in_group = relevant & (groups == group)[None, :]
-            n_relevant = in_group.sum(dim=1)                            # (b,)
+            n_relevant = in_group.sum(dim=1)  # (b,)
             has = n_relevant > 0
-            hits = in_group.gather(1, top).double()                     # (b, k)
+            hits = in_group.gather(1, top).double()  # (b, k)
             ideal = ideal_dcg[n_relevant.clamp(max=k)]
             recall_sum[group] += (hits.sum(dim=1)[has] / n_relevant[has]).sum()
             ndcg_sum[group] += ((hits * discounts).sum(dim=1)[has] / ideal[has]).sum()
             users[group] += has.sum()
     names = GROUPS if n_groups == len(GROUPS) else [str(g) for g in range(n_groups)]
     return {
-        name: {f"recall@{k}": float(recall_sum[g] / users[g]) if users[g] else None,
-               f"ndcg@{k}": float(ndcg_sum[g] / users[g]) if users[g] else None, "users": int(users[g])}
+        name: {
+            f"recall@{k}": float(recall_sum[g] / users[g]) if users[g] else None,
+            f"ndcg@{k}": float(ndcg_sum[g] / users[g]) if users[g] else None,
+            "users": int(users[g]),
+        }
         for g, name in enumerate(names)
     }

@@ -36,8 +36,10 @@ def _duplicate_key(path, node):
     for key, _ in node.value:
         if isinstance(key, yaml.ScalarNode):
             if key.value in seen:
-                return ConfigFileError(f"{_where(path, key.start_mark)}: key {key.value!r} is set twice (also on line "
-                                       f"{seen[key.value] + 1}); YAML would keep the last silently: keep one")
+                return ConfigFileError(
+                    f"{_where(path, key.start_mark)}: key {key.value!r} is set twice (also on line "
+                    f"{seen[key.value] + 1}); YAML would keep the last silently: keep one"
+                )
             seen[key.value] = key.start_mark.line
     return None
 
@@ -47,17 +49,20 @@ def read_config_file(path):
     byte-order mark is allowed); raises :class:`ConfigFileError` naming the file, line and fix otherwise."""
     path = Path(path)
     if not path.exists():
-        raise ConfigFileError(f"config file {str(path)!r} does not exist; check the path (--config_files takes "
-                              "space-separated YAML files)")
+        raise ConfigFileError(
+            f"config file {str(path)!r} does not exist; check the path (--config_files takes "
+            "space-separated YAML files)"
+        )
     if not path.is_file():
         raise ConfigFileError(f"config file {str(path)!r} is not a file; name a YAML file of settings")
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = raw[:error.start].count(b"\n") + 1
-        raise ConfigFileError(f"{path}:{line}: byte {raw[error.start:error.start + 1]!r} is not UTF-8; save the "
-                              "config file as UTF-8") from None
+        line = raw[: error.start].count(b"\n") + 1
+        raise ConfigFileError(
+            f"{path}:{line}: byte {raw[error.start : error.start + 1]!r} is not UTF-8; save the config file as UTF-8"
+        ) from None
     loader = _yaml_loader()
     try:
         node = yaml.compose(text, Loader=loader)
@@ -65,14 +70,19 @@ def read_config_file(path):
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or str(error)
-        hint = "indent with spaces: YAML does not allow tabs" if "\\t" in problem or "\t" in problem else \
-            "fix the YAML syntax (lines of 'key: value')"
+        hint = (
+            "indent with spaces: YAML does not allow tabs"
+            if "\\t" in problem or "\t" in problem
+            else "fix the YAML syntax (lines of 'key: value')"
+        )
         raise ConfigFileError(f"{_where(path, mark)}: not valid YAML ({problem}); {hint}") from None
     if settings is None:
         return {}
     if not isinstance(settings, dict):
-        raise ConfigFileError(f"{path}: a config file must be a mapping of settings (lines of 'key: value', e.g. "
-                              f"'epochs: 10'), not a YAML {type(settings).__name__}")
+        raise ConfigFileError(
+            f"{path}: a config file must be a mapping of settings (lines of 'key: value', e.g. "
+            f"'epochs: 10'), not a YAML {type(settings).__name__}"
+        )
     duplicate = _duplicate_key(path, node)
     if duplicate is not None:
         raise duplicate
@@ -155,11 +165,20 @@ def check_dataset_name(dataset):
     """A dataset is a folder name under ``data_path``; a name with a path in it would read (and log to) files
     outside it."""
     name = str(dataset)
-    if (not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
-            or os.path.isabs(name) or name != name.strip()):
-        raise ValueError(f"dataset {name!r} is not a dataset name: it must be the name of a folder under "
-                         "data_path, without '/', '..' or surrounding spaces (--dataset, --datasets); for files in "
-                         "/some/where/<name>/ pass --dataset=<name> --data_path=/some/where")
+    if (
+        not name.strip()
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or os.path.isabs(name)
+        or name != name.strip()
+    ):
+        raise ValueError(
+            f"dataset {name!r} is not a dataset name: it must be the name of a folder under "
+            "data_path, without '/', '..' or surrounding spaces (--dataset, --datasets); for files in "
+            "/some/where/<name>/ pass --dataset=<name> --data_path=/some/where"
+        )
     return name
 
 
@@ -180,8 +199,9 @@ def refuse_existing(path, option, overwrite=False):
     if path.is_dir():
         raise FileExistsError(f"{option} {path}: a folder is there; name a file inside it, e.g. {path / 'top.csv'}")
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{option} {path}: the file exists; choose another name, or pass --overwrite to "
-                              "replace it")
+        raise FileExistsError(
+            f"{option} {path}: the file exists; choose another name, or pass --overwrite to replace it"
+        )
     return path
 
 
@@ -193,8 +213,10 @@ def refuse_nonempty_folder(folder, option, overwrite=False, replaced=()):
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"{option} {folder}: a file is there, not a folder; name a new folder")
     if folder.is_dir() and any(folder.iterdir()) and not overwrite:
-        raise FileExistsError(f"{option} {folder}: the folder is not empty; name a new or empty folder, or pass "
-                              f"--overwrite to replace {', '.join(replaced) or 'its files'}")
+        raise FileExistsError(
+            f"{option} {folder}: the folder is not empty; name a new or empty folder, or pass "
+            f"--overwrite to replace {', '.join(replaced) or 'its files'}"
+        )
     return folder
 
 

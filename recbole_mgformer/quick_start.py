@@ -107,8 +107,20 @@ def tuned_config_file(model, dataset):
     return benchmark_config_file(get_model(model).__name__, dataset)
 
 
-def run_recommender(model, dataset, config_file_list=None, config_dict=None, saved=True, resume_file=None,
-                    nproc=1, world_size=-1, ip="localhost", port=5678, offset=0, tuned=True):
+def run_recommender(
+    model,
+    dataset,
+    config_file_list=None,
+    config_dict=None,
+    saved=True,
+    resume_file=None,
+    nproc=1,
+    world_size=-1,
+    ip="localhost",
+    port=5678,
+    offset=0,
+    tuned=True,
+):
     """Train ``model`` (a name) on ``dataset`` and evaluate it; returns the dict of ``run_recbole``:
     ``best_valid_score``, ``valid_score_bigger``, ``best_valid_result``, ``test_result``.
 
@@ -128,8 +140,14 @@ def run_recommender(model, dataset, config_file_list=None, config_dict=None, sav
     if world_size == 1:
         config, _ = build_config(model, dataset, config_file_list, config_dict)
         return train_and_test(config, saved, resume_file, tuned_file)
-    settings = {**(config_dict or {}), "nproc": int(nproc), "world_size": world_size, "ip": str(ip),
-                "port": int(port), "offset": int(offset)}
+    settings = {
+        **(config_dict or {}),
+        "nproc": int(nproc),
+        "world_size": world_size,
+        "ip": str(ip),
+        "port": int(port),
+        "offset": int(offset),
+    }
     return launch(_run_rank, int(nproc), (model, dataset, config_file_list, settings, saved, resume_file, tuned_file))
 
 
@@ -176,18 +194,28 @@ def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
     init_logger(config)
     logger = getLogger()
     if tuned_file:
-        logger.info(f"tuned settings applied: {tuned_file} (under your config files and settings; "
-                    "--no-tuned or tuned=False leaves them out)")
+        logger.info(
+            f"tuned settings applied: {tuned_file} (under your config files and settings; "
+            "--no-tuned or tuned=False leaves them out)"
+        )
     logger.info(config)
     _, trainer, (train_data, valid_data, test_data) = prepare(config)
     checkpoint = None
     if saved and hasattr(trainer, "_train_epoch"):  # every trainer with epochs
         checkpoint = run_checkpoint(trainer, resume_file)
-        best_valid_result, timer = fit_resumably(trainer, train_data, valid_data, checkpoint,
-                                                 f"{config['model']} on {config['dataset']}", config["show_progress"])
+        best_valid_result, timer = fit_resumably(
+            trainer,
+            train_data,
+            valid_data,
+            checkpoint,
+            f"{config['model']} on {config['dataset']}",
+            config["show_progress"],
+        )
         best_valid_score = trainer.best_valid_score
-        logger.info(f"epochs {timer.epochs()}, best epoch {timer.best_epoch(config['valid_metric_bigger'])}"
-                    + (f", resumed at epoch {timer.resumed_from}" if timer.resumed_from else ""))
+        logger.info(
+            f"epochs {timer.epochs()}, best epoch {timer.best_epoch(config['valid_metric_bigger'])}"
+            + (f", resumed at epoch {timer.resumed_from}" if timer.resumed_from else "")
+        )
     else:
         if resume_file:
             trainer.resume_checkpoint(resume_file)

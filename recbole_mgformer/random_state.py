@@ -30,8 +30,13 @@ def capture_random_state(model, train_data):
     version, python_state, gauss_next = random.getstate()
     state = {
         "python": [version, list(python_state), gauss_next],
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "position": int(position),
-                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached_gaussian)},
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],  # a CPU run never starts CUDA
         "generators": {name: generator.get_state() for name, generator in model_generators(model).items()},
@@ -48,16 +53,25 @@ def restore_random_state(state, model, train_data):
     version, python_state, gauss_next = state["python"]
     random.setstate((version, tuple(python_state), gauss_next))
     numpy_state = state["numpy"]
-    np.random.set_state((numpy_state["kind"], numpy_state["keys"].numpy().astype(np.uint32), numpy_state["position"],
-                         numpy_state["has_gauss"], numpy_state["cached_gaussian"]))
+    np.random.set_state(
+        (
+            numpy_state["kind"],
+            numpy_state["keys"].numpy().astype(np.uint32),
+            numpy_state["position"],
+            numpy_state["has_gauss"],
+            numpy_state["cached_gaussian"],
+        )
+    )
     torch.set_rng_state(state["torch"].cpu())
     if state["cuda"] and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():  # same GPUs
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
     generators = model_generators(model)
     unknown = sorted(set(state["generators"]) - set(generators))
     if unknown:
-        raise ValueError(f"the checkpoint's random state names generators this {type(model).__name__} does not have "
-                         f"({', '.join(unknown)}); resume with the model that wrote it")
+        raise ValueError(
+            f"the checkpoint's random state names generators this {type(model).__name__} does not have "
+            f"({', '.join(unknown)}); resume with the model that wrote it"
+        )
     for name, generator_state in state["generators"].items():
         generators[name].set_state(generator_state.cpu())
     loader_generator = getattr(train_data, "generator", None)

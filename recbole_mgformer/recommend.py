@@ -37,15 +37,17 @@ EXCLUDE = ("train", "seen", "none")
 
 def load(checkpoint, data_path=None):
     """``(config, model, dataset, train_data, valid_data, test_data)`` of a general model's checkpoint."""
-    config, model, *rest = load_data_and_model(checkpoint, {"data_path": data_path} if data_path else None,
-                                               log=False)
+    config, model, *rest = load_data_and_model(checkpoint, {"data_path": data_path} if data_path else None, log=False)
     if config["MODEL_TYPE"] not in (ModelType.GENERAL, ModelType.TRADITIONAL):
-        kind = {ModelType.SEQUENTIAL: "sequential model: it ranks the next item of a given item sequence",
-                ModelType.CONTEXT: "context-aware model: it scores given (user, item, feature) rows"}.get(
-            config["MODEL_TYPE"], f"{config['MODEL_TYPE'].name.lower()} model")
-        raise ValueError(f"{checkpoint}: {config['model']} is a {kind}, so it has no top-k over all items per "
-                         "user; recommend supports general models (MGFormer, SimGCL, XSimGCL, DirectAU, BPR, "
-                         "LightGCN, ...). Use RecBole's full_sort_topk or model.predict with your own rows.")
+        kind = {
+            ModelType.SEQUENTIAL: "sequential model: it ranks the next item of a given item sequence",
+            ModelType.CONTEXT: "context-aware model: it scores given (user, item, feature) rows",
+        }.get(config["MODEL_TYPE"], f"{config['MODEL_TYPE'].name.lower()} model")
+        raise ValueError(
+            f"{checkpoint}: {config['model']} is a {kind}, so it has no top-k over all items per "
+            "user; recommend supports general models (MGFormer, SimGCL, XSimGCL, DirectAU, BPR, "
+            "LightGCN, ...). Use RecBole's full_sort_topk or model.predict with your own rows."
+        )
     return config, model.eval(), *rest
 
 
@@ -57,9 +59,11 @@ def user_ids(dataset, users):
     known = dataset.field2token_id[dataset.uid_field]
     unknown = [token for token in tokens if token not in known or known[token] == 0]
     if unknown:
-        raise ValueError(f"unknown user token(s) {', '.join(map(repr, unknown))}: not among the "
-                         f"{dataset.user_num - 1} users of dataset {dataset.dataset_name!r} the checkpoint trained on "
-                         "(after its filtering); user tokens are the user_id values of the .inter file")
+        raise ValueError(
+            f"unknown user token(s) {', '.join(map(repr, unknown))}: not among the "
+            f"{dataset.user_num - 1} users of dataset {dataset.dataset_name!r} the checkpoint trained on "
+            "(after its filtering); user tokens are the user_id values of the .inter file"
+        )
     return torch.tensor([known[token] for token in tokens], dtype=torch.long)
 
 
@@ -81,7 +85,7 @@ def full_sort_scores(model, dataset, uids, excluded):
     scores[:, 0] = -np.inf
     if excluded is not None:
         for row, uid in enumerate(uids.tolist()):
-            scores[row, excluded.indices[excluded.indptr[uid]:excluded.indptr[uid + 1]]] = -np.inf
+            scores[row, excluded.indices[excluded.indptr[uid] : excluded.indptr[uid + 1]]] = -np.inf
     return scores
 
 
@@ -118,12 +122,15 @@ def representations(model, dataset):
         if hasattr(model, "restore_user_e"):  # graph models cache what full_sort_predict scores with
             model.full_sort_predict(Interaction({dataset.uid_field: torch.tensor([1])}).to(model.device))
             users, items = model.restore_user_e, model.restore_item_e
-        elif isinstance(getattr(model, "user_embedding", None), torch.nn.Embedding) and \
-                isinstance(getattr(model, "item_embedding", None), torch.nn.Embedding):
+        elif isinstance(getattr(model, "user_embedding", None), torch.nn.Embedding) and isinstance(
+            getattr(model, "item_embedding", None), torch.nn.Embedding
+        ):
             users, items = model.user_embedding.weight, model.item_embedding.weight
         else:
-            raise ValueError(f"{type(model).__name__} exposes no user and item representations "
-                             "(neither restore_user_e/restore_item_e nor user_embedding/item_embedding)")
+            raise ValueError(
+                f"{type(model).__name__} exposes no user and item representations "
+                "(neither restore_user_e/restore_item_e nor user_embedding/item_embedding)"
+            )
     return users.detach().float().cpu(), items.detach().float().cpu()
 
 
@@ -144,9 +151,14 @@ def export_embeddings(model, dataset, folder):
         (folder / name).write_text("".join(f"{token}\n" for token in dataset.field2id_token[field][1:]))
     sample = torch.arange(1, min(dataset.user_num, 9))
     scores = full_sort_scores(model, dataset, sample, None)[:, 1:]
-    meta = {"model": type(model).__name__, "dataset": dataset.dataset_name, "dimension": int(users.shape[1]),
-            "users": int(users.shape[0] - 1), "items": int(items.shape[0] - 1),
-            "dot_product_scores": bool(torch.allclose(users[sample] @ items[1:].T, scores, rtol=1e-4, atol=1e-5))}
+    meta = {
+        "model": type(model).__name__,
+        "dataset": dataset.dataset_name,
+        "dimension": int(users.shape[1]),
+        "users": int(users.shape[0] - 1),
+        "items": int(items.shape[0] - 1),
+        "dot_product_scores": bool(torch.allclose(users[sample] @ items[1:].T, scores, rtol=1e-4, atol=1e-5)),
+    }
     (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
@@ -189,20 +201,29 @@ def render(result):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m recbole_mgformer.recommend", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m recbole_mgformer.recommend",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--checkpoint", required=True, help="a .pth written by this project or run_recbole")
     parser.add_argument("--users", default="", help="comma-separated user tokens, e.g. 196,186")
     parser.add_argument("--k", type=int, default=10, help="items per user (default 10)")
-    parser.add_argument("--exclude", choices=EXCLUDE, default="train",
-                        help="items not to recommend: the user's training items (default), every item the user "
-                             "has in the dataset, or none")
+    parser.add_argument(
+        "--exclude",
+        choices=EXCLUDE,
+        default="train",
+        help="items not to recommend: the user's training items (default), every item the user "
+        "has in the dataset, or none",
+    )
     parser.add_argument("--output", help="write .csv or .json instead of printing")
     parser.add_argument("--export-embeddings", metavar="DIR", help="write user and item representations to DIR")
     parser.add_argument("--data_path", help="RecBole's data folder, when it moved since training")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing --output file, or the files of a non-empty --export-embeddings "
-                             "folder")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --output file, or the files of a non-empty --export-embeddings folder",
+    )
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning, module="recbole")  # pandas 2's notes on RecBole's code
     if not args.users and not args.export_embeddings:
@@ -212,8 +233,10 @@ def main(argv=None):
         _, model, dataset, train_data, _, _ = load(args.checkpoint, args.data_path)
         if args.export_embeddings:
             meta = export_embeddings(model, dataset, args.export_embeddings)
-            print(f"wrote {meta['users']} users and {meta['items']} items (d={meta['dimension']}) to "
-                  f"{args.export_embeddings}; dot product reproduces the scores: {meta['dot_product_scores']}")
+            print(
+                f"wrote {meta['users']} users and {meta['items']} items (d={meta['dimension']}) to "
+                f"{args.export_embeddings}; dot product reproduces the scores: {meta['dot_product_scores']}"
+            )
         if args.users:
             result = rank(model, dataset, train_data, args.users.split(","), args.k, args.exclude)
             if args.output:

@@ -20,11 +20,16 @@ def git_commit(cwd=None):
     """Short HEAD commit of the checkout holding ``cwd``, ``-dirty`` when tracked files outside its top-level
     ``results/`` differ from it (benchmarks rewrite their own tables in results/ while they run)."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=cwd, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/",
-                                ":(top,exclude)results"], capture_output=True, text=True, cwd=cwd,
-                               check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=cwd, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)results"],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            check=True,
+        ).stdout.strip()
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -34,8 +39,12 @@ def code_commit():
     """:func:`git_commit` of the code this process imported: the checkout the package was imported from, or
     "unknown" for an installed copy (a wheel's files belong to no commit, even in a virtualenv inside a checkout)."""
     try:
-        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "--", Path(__file__).name], cwd=PACKAGE_DIR,
-                                 capture_output=True).returncode == 0
+        tracked = (
+            subprocess.run(
+                ["git", "ls-files", "--error-unmatch", "--", Path(__file__).name], cwd=PACKAGE_DIR, capture_output=True
+            ).returncode
+            == 0
+        )
     except OSError:
         tracked = False
     return git_commit(PACKAGE_DIR) if tracked else "unknown"
@@ -47,8 +56,13 @@ def package_versions():
     import scipy
     import torch
 
-    return {"python": platform.python_version(), "torch": torch.__version__, "recbole": recbole.__version__,
-            "numpy": numpy.__version__, "scipy": scipy.__version__}
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "recbole": recbole.__version__,
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+    }
 
 
 def machine():
@@ -115,9 +129,11 @@ def by_variant(records):
         group = groups.setdefault(record["variant"], [])
         twin = next((other for other in group if other["seed"] == record["seed"]), None)
         if twin is not None:
-            raise ValueError(f"two records of {record['variant']} at seed {record['seed']}: "
-                             f"{twin.get('_path', 'one')} and {record.get('_path', 'another')}; a row counts each "
-                             "seed once: move the older record to results/exploration/runs/<dataset>/")
+            raise ValueError(
+                f"two records of {record['variant']} at seed {record['seed']}: "
+                f"{twin.get('_path', 'one')} and {record.get('_path', 'another')}; a row counts each "
+                "seed once: move the older record to results/exploration/runs/<dataset>/"
+            )
         group.append(record)
     return groups
 

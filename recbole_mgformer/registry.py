@@ -37,8 +37,14 @@ def _anomaly_mode_kept():
 def model_class(module, name):
     """The class in ``module`` named ``name`` in any case (a model module holds its model under the module's name:
     ``lightgcn`` -> ``LightGCN``), else None."""
-    return next((value for attribute, value in vars(module).items()
-                 if attribute.lower() == name.lower() and isinstance(value, type)), None)
+    return next(
+        (
+            value
+            for attribute, value in vars(module).items()
+            if attribute.lower() == name.lower() and isinstance(value, type)
+        ),
+        None,
+    )
 
 
 def model_modules(package_prefix):
@@ -134,5 +140,13 @@ def get_trainer(model_type, model_name):
     return project_trainers.safe_trainer_class(base)
 
 
-__all__ = ["available_models", "fits_once", "get_model", "get_trainer", "is_deterministic", "model_class",
-           "model_modules", "project_models"]
+__all__ = [
+    "available_models",
+    "fits_once",
+    "get_model",
+    "get_trainer",
+    "is_deterministic",
+    "model_class",
+    "model_modules",
+    "project_models",
+]

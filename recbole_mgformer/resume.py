@@ -50,8 +50,11 @@ class RunTimer:
         trainer._train_epoch, trainer._valid_epoch = timed_train_epoch, timed_valid_epoch
 
     def history(self):
-        return {"train_seconds": self.train_seconds, "valid_seconds": self.valid_seconds,
-                "valid_scores": self.valid_scores}
+        return {
+            "train_seconds": self.train_seconds,
+            "valid_seconds": self.valid_seconds,
+            "valid_scores": self.valid_scores,
+        }
 
     def epochs(self):
         """Epochs trained in all, counting those before a resume."""
@@ -71,16 +74,17 @@ class RunTimer:
         """The record's fields about the epochs: best and count, validation and timing histories, resume, mean
         timings."""
         return {
-            "best_epoch": self.best_epoch(bigger), "epochs": self.epochs(),
+            "best_epoch": self.best_epoch(bigger),
+            "epochs": self.epochs(),
             "valid_history": [list(pair) for pair in self.valid_scores],  # (epoch, score) of every evaluation
             "resumed_from_epoch": self.resumed_from,
             "train_seconds_per_epoch": round(statistics.mean(self.train_seconds), 3) if self.train_seconds else None,
             # (epoch, seconds) of every timed epoch: a mean hides the few slow epochs of a stall
             "train_history": [[self.first_epoch + i, round(s, 2)] for i, s in enumerate(self.train_seconds)],
-            "valid_seconds_per_evaluation": (round(statistics.mean(self.valid_seconds), 3) if self.valid_seconds
-                                             else None),
+            "valid_seconds_per_evaluation": (
+                round(statistics.mean(self.valid_seconds), 3) if self.valid_seconds else None
+            ),
         }
-
 
 
 def _resume_files(checkpoint):
@@ -110,8 +114,9 @@ def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progr
     history = None
     if latest.exists():
         trainer.resume_checkpoint(latest)
-        history = (trainer.resumed_run_state or {}).get("history") or _legacy_history(legacy_history,
-                                                                                    trainer.start_epoch)
+        history = (trainer.resumed_run_state or {}).get("history") or _legacy_history(
+            legacy_history, trainer.start_epoch
+        )
     elif checkpoint.exists():
         trainer.resume_checkpoint(checkpoint)
     # One process: the random streams continue as the uninterrupted run's would. Under DDP each rank has its own
@@ -126,11 +131,17 @@ def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progr
 
     def save_latest(epoch, _score):
         random_state = capture_random_state(trainer.model, train_data) if single_process else None
-        trainer._save_checkpoint(epoch, verbose=False, saved_model_file=str(latest),
-                                 run_state={"history": timer.history()}, random_state=random_state)
+        trainer._save_checkpoint(
+            epoch,
+            verbose=False,
+            saved_model_file=str(latest),
+            run_state={"history": timer.history()},
+            random_state=random_state,
+        )
 
-    _, best_valid_result = trainer.fit(train_data, valid_data, saved=True, show_progress=show_progress,
-                                       callback_fn=save_latest)
+    _, best_valid_result = trainer.fit(
+        train_data, valid_data, saved=True, show_progress=show_progress, callback_fn=save_latest
+    )
     return best_valid_result, timer
 
 

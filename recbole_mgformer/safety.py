@@ -78,8 +78,20 @@ def load_yaml(text):
 
 # ------------------------------------------------------------------------------------------------ literal settings
 
-_CODE_NODES = (ast.Call, ast.Lambda, ast.NamedExpr, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
-               ast.Await, ast.Yield, ast.YieldFrom, ast.FormattedValue, ast.Starred)
+_CODE_NODES = (
+    ast.Call,
+    ast.Lambda,
+    ast.NamedExpr,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.Await,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.FormattedValue,
+    ast.Starred,
+)
 _VALUE_TYPES = (str, int, float, list, tuple, dict, bool)  # what RecBole kept of an eval (no sets, bytes, complex)
 
 
@@ -87,7 +99,8 @@ def _refusal(key, text, why):
     return UnsafeSettingError(
         f"setting {key}: {text!r} {why}; settings are read as values (a number, true/false, None, a word or path, "
         f"a list or dict of them), never run as Python. Write the value itself, e.g. --{key}=0.01, "
-        f"--{key}=[64,64] or `{key}: relu` in a config file")
+        f"--{key}=[64,64] or `{key}: relu` in a config file"
+    )
 
 
 def literal_setting(key, text):
@@ -141,6 +154,7 @@ def check_literal_strings(settings, source):
 
 def pickle_settings(settings):
     """The settings of ``settings`` (a dict or Config) that would name or write a pickle: ``{key: value}``."""
+
     def get(key):
         try:
             return settings[key]
@@ -161,7 +175,8 @@ def refuse_pickle_settings(config):
         raise UnsafeSettingError(
             f"{listed}: RecBole saves and loads datasets and dataloaders as pickles, and loading a pickle runs "
             "whatever code it holds; recbole_mgformer always builds them from the atomic files (.inter, .user, "
-            f".item). Remove {', '.join(found)} from your settings and config files")
+            f".item). Remove {', '.join(found)} from your settings and config files"
+        )
 
 
 def drop_pickle_settings(settings, source):
@@ -169,9 +184,11 @@ def drop_pickle_settings(settings, source):
     held a value. The user's own settings are not dropped but refused (:func:`refuse_pickle_settings`)."""
     found = pickle_settings(settings)
     if found:
-        getLogger().warning(f"{source}: ignored the recorded {', '.join(f'{k}={v!r}' for k, v in found.items())}: "
-                            "recbole_mgformer never loads pickled datasets or dataloaders; the dataset is rebuilt "
-                            "from the atomic files")
+        getLogger().warning(
+            f"{source}: ignored the recorded {', '.join(f'{k}={v!r}' for k, v in found.items())}: "
+            "recbole_mgformer never loads pickled datasets or dataloaders; the dataset is rebuilt "
+            "from the atomic files"
+        )
     return {key: value for key, value in settings.items() if key not in PICKLE_SETTINGS}
 
 
@@ -206,8 +223,10 @@ def save_split_dataloaders(config, dataloaders):
 
 def _refuse_dataset_save(self):
     refuse_pickle_settings(self.config)
-    raise UnsafeSettingError("Dataset.save pickles the dataset, and loading a pickle runs code; "
-                             "recbole_mgformer builds datasets from the atomic files")
+    raise UnsafeSettingError(
+        "Dataset.save pickles the dataset, and loading a pickle runs code; "
+        "recbole_mgformer builds datasets from the atomic files"
+    )
 
 
 def _replace_everywhere(originals, replacements):
@@ -266,8 +285,10 @@ def _literal_choice(text):
     try:
         return ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        raise UnsafeSettingError(f"HyperTuning parameter file: choice {text!r} is not a list of values, e.g. "
-                                 "[0.01,0.001]; the file's values are read, never run as Python") from None
+        raise UnsafeSettingError(
+            f"HyperTuning parameter file: choice {text!r} is not a list of values, e.g. "
+            "[0.01,0.001]; the file's values are read, never run as Python"
+        ) from None
 
 
 def _install_hyper_tuning():
@@ -307,8 +328,9 @@ def _install_models():
 
     def teacher_network(name):
         if name not in KD_DAGFM_TEACHERS:
-            raise UnsafeSettingError(f"setting teacher: {name!r} is not one of KD_DAGFM's teacher networks "
-                                     f"({', '.join(KD_DAGFM_TEACHERS)})")
+            raise UnsafeSettingError(
+                f"setting teacher: {name!r} is not one of KD_DAGFM's teacher networks ({', '.join(KD_DAGFM_TEACHERS)})"
+            )
         return getattr(kd_dagfm, name)
 
     @functools.wraps(kd_init)
@@ -327,9 +349,11 @@ def _install_models():
         except ValueError as error:
             if "allow_pickle" not in str(error):
                 raise
-            raise UnsafeSettingError(f"{file} holds pickled objects, and loading a pickle runs code; LDiffRec's "
-                                     "item embeddings must be a plain numeric array (numpy.save of a float "
-                                     "array)") from None
+            raise UnsafeSettingError(
+                f"{file} holds pickled objects, and loading a pickle runs code; LDiffRec's "
+                "item embeddings must be a plain numeric array (numpy.save of a float "
+                "array)"
+            ) from None
 
     @functools.wraps(ld_init)
     def ldiffrec_init(self, config, dataset):
@@ -353,9 +377,14 @@ class _NumpyWithoutPickles:
 
 
 # RecBole models that torch.load a pretrained model named by a setting, in __init__: module, class.
-PRETRAINED_MODELS = (("general_recommender.convncf", "ConvNCF"), ("general_recommender.nais", "NAIS"),
-                     ("general_recommender.ract", "RaCT"), ("general_recommender.neumf", "NeuMF"),
-                     ("sequential_recommender.s3rec", "S3Rec"), ("context_aware_recommender.kd_dagfm", "KD_DAGFM"))
+PRETRAINED_MODELS = (
+    ("general_recommender.convncf", "ConvNCF"),
+    ("general_recommender.nais", "NAIS"),
+    ("general_recommender.ract", "RaCT"),
+    ("general_recommender.neumf", "NeuMF"),
+    ("sequential_recommender.s3rec", "S3Rec"),
+    ("context_aware_recommender.kd_dagfm", "KD_DAGFM"),
+)
 
 
 def _install_weights_only_pretraining():

@@ -58,8 +58,10 @@ def load_checkpoint(path, device="cpu"):
         raise FileNotFoundError(f"no checkpoint at {path}; check the file name and checkpoint_dir")
     damaged = checkpoint_damage(path)
     if damaged:
-        raise ValueError(f"{path} is damaged: {damaged}. Delete it and resume from another checkpoint "
-                         "(the .latest.pth beside a best checkpoint, or the reverse) or retrain")
+        raise ValueError(
+            f"{path} is damaged: {damaged}. Delete it and resume from another checkpoint "
+            "(the .latest.pth beside a best checkpoint, or the reverse) or retrain"
+        )
     try:
         return torch.load(path, map_location=device, weights_only=True)
     except Exception as error:  # torch raises UnpicklingError or RuntimeError, depending on the content
@@ -90,7 +92,7 @@ def run_file_name(directory, model):
     """``<model>-<local time>-<process id>-<4 random digits>.pth``: RecBole's ``<model>-<local time>.pth`` gave two
     runs of one model started in the same second one file, and the second run's weights replaced the first's. The
     name still ends in a digit, as RecBole's did (``<model>-*[0-9].pth`` finds it and not its ``.latest.pth``)."""
-    return os.path.join(directory, f"{model}-{get_local_time()}-{os.getpid()}-{secrets.randbelow(10 ** 4):04d}.pth")
+    return os.path.join(directory, f"{model}-{get_local_time()}-{os.getpid()}-{secrets.randbelow(10**4):04d}.pth")
 
 
 def claim_file(path):
@@ -103,7 +105,7 @@ def claim_file(path):
             with open(candidate, "x"):
                 return candidate
         except FileExistsError:
-            candidate = f"{stem}-{secrets.randbelow(10 ** 6):06d}{suffix}"
+            candidate = f"{stem}-{secrets.randbelow(10**6):06d}{suffix}"
 
 
 def check_model_state(model, checkpoint, source="the checkpoint"):
@@ -111,8 +113,10 @@ def check_model_state(model, checkpoint, source="the checkpoint"):
     shapes that differ. Keys alone do not tell models apart: BPR's weights have LightGCN's names and shapes."""
     recorded, name = checkpoint.get("model_class"), type(model).__name__
     if recorded is not None and recorded != name:
-        raise ValueError(f"{source} holds the weights of a {recorded} model, not of {name} (the model its config or "
-                         f"this run names); load it as {recorded}, or use a checkpoint of {name}")
+        raise ValueError(
+            f"{source} holds the weights of a {recorded} model, not of {name} (the model its config or "
+            f"this run names); load it as {recorded}, or use a checkpoint of {name}"
+        )
     expected = {key: tuple(value.shape) for key, value in model.state_dict().items()}
     found = {key: tuple(value.shape) for key, value in checkpoint["state_dict"].items()}
     problems = []
@@ -121,14 +125,19 @@ def check_model_state(model, checkpoint, source="the checkpoint"):
         problems.append(f"missing {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}")
     if unexpected:
         problems.append(f"unexpected {', '.join(unexpected[:3])}{', ...' if len(unexpected) > 3 else ''}")
-    reshaped = [f"{key} {found[key]} there, {expected[key]} here" for key in sorted(set(found) & set(expected))
-                if found[key] != expected[key]]
+    reshaped = [
+        f"{key} {found[key]} there, {expected[key]} here"
+        for key in sorted(set(found) & set(expected))
+        if found[key] != expected[key]
+    ]
     if reshaped:
         problems.append(f"other shapes: {'; '.join(reshaped[:3])}{'; ...' if len(reshaped) > 3 else ''}")
     if problems:
-        raise ValueError(f"{source} does not hold {name}'s parameters ({'; '.join(problems)}): it was written by "
-                         f"{recorded or 'another model'} or with other sizes or data; load it with the model and "
-                         "settings that trained it")
+        raise ValueError(
+            f"{source} does not hold {name}'s parameters ({'; '.join(problems)}): it was written by "
+            f"{recorded or 'another model'} or with other sizes or data; load it with the model and "
+            "settings that trained it"
+        )
 
 
 def save_atomically(state, path):
@@ -153,29 +162,60 @@ def checkpoint_other_parameter(model):
     :func:`recbole_mgformer.checkpoints.load_data_and_model`'s) has computed them already. Any other model must keep
     its state as tensors and plain values, or its checkpoint would load without it: an error."""
     other = model.other_parameter()
-    left_out = sorted(key for key, value in other.items()
-                      if isinstance(value, numpy.ndarray) or scipy.sparse.issparse(value))
+    left_out = sorted(
+        key for key, value in other.items() if isinstance(value, numpy.ndarray) or scipy.sparse.issparse(value)
+    )
     if left_out and getattr(model, "type", None) != ModelType.TRADITIONAL:
-        raise TypeError(f"{type(model).__name__}.other_parameter() holds {', '.join(left_out)}, numpy or scipy "
-                        "arrays: a checkpoint must load with weights_only=True, so keep them as tensors")
+        raise TypeError(
+            f"{type(model).__name__}.other_parameter() holds {', '.join(left_out)}, numpy or scipy "
+            "arrays: a checkpoint must load with weights_only=True, so keep them as tensors"
+        )
     return {key: value for key, value in other.items() if key not in left_out}
 
 
 # Settings that may differ between a run and its resumption: where and how it runs, not what it trains.
-RUNTIME_KEYS = frozenset({
-    "device", "gpu_id", "use_gpu", "checkpoint_dir", "state", "show_progress", "epochs", "data_path", "log_wandb",
-    "wandb_project", "worker", "nproc", "world_size", "offset", "ip", "port", "local_rank", "single_spec",
-    "log_dir", "saved", "compile", "config_files", "extra_config_keys", "benchmark_table", "benchmark_page",
-    "dataset_source", "cuda_graph",
-})
+RUNTIME_KEYS = frozenset(
+    {
+        "device",
+        "gpu_id",
+        "use_gpu",
+        "checkpoint_dir",
+        "state",
+        "show_progress",
+        "epochs",
+        "data_path",
+        "log_wandb",
+        "wandb_project",
+        "worker",
+        "nproc",
+        "world_size",
+        "offset",
+        "ip",
+        "port",
+        "local_rank",
+        "single_spec",
+        "log_dir",
+        "saved",
+        "compile",
+        "config_files",
+        "extra_config_keys",
+        "benchmark_table",
+        "benchmark_page",
+        "dataset_source",
+        "cuda_graph",
+    }
+)
 
 
 def changed_settings(recorded, current):
     """``{key: (recorded value, current value)}`` for the training settings that differ between a checkpoint's
     recorded config and this run's, runtime keys aside; a key missing on one side counts only if the other has it."""
     keys = (set(recorded) | set(current)) - RUNTIME_KEYS
-    return {key: (recorded.get(key), current.get(key)) for key in keys
-            if key in recorded and key in current and recorded[key] != current[key]}
+    return {
+        key: (recorded.get(key), current.get(key))
+        for key in keys
+        if key in recorded and key in current and recorded[key] != current[key]
+    }
 
 
 class SafeCheckpointMixin:
@@ -202,8 +242,11 @@ class SafeCheckpointMixin:
         random_state = kwargs.pop("random_state", None)  # recbole_mgformer.random_state's tensors and values
         # A data-parallel run's ranks agreed on the name, and its machines may share the folder: no claim there.
         # RecBole's own Trainer runs this method too (recbole_mgformer.compat), without this class's attributes.
-        if (getattr(self, "unclaimed_file", None) and self.config["single_spec"]
-                and os.path.normpath(saved_model_file) == os.path.normpath(self.unclaimed_file)):
+        if (
+            getattr(self, "unclaimed_file", None)
+            and self.config["single_spec"]
+            and os.path.normpath(saved_model_file) == os.path.normpath(self.unclaimed_file)
+        ):
             saved_model_file = self.saved_model_file = claim_file(saved_model_file)
             self.unclaimed_file = None
         state = {
@@ -266,8 +309,9 @@ class SafeCheckpointMixin:
         if resumed_vocabulary and self.vocabulary:  # continuing on other data would mix two numberings
             check_dataset({"vocabulary": resumed_vocabulary}, train_dataset, resumed_file)
             check_training_split({"vocabulary": resumed_vocabulary}, train_dataset, resumed_file)
-        best_valid_score, best_valid_result = super().fit(train_data, valid_data, verbose, saved, show_progress,
-                                                          callback_fn)
+        best_valid_score, best_valid_result = super().fit(
+            train_data, valid_data, verbose, saved, show_progress, callback_fn
+        )
         if best_valid_result is None and valid_data and saved:
             # Resumed and never improved on the checkpoint: its result is the best one, so measure it again.
             best_valid_result = self.evaluate(valid_data, load_best_model=True, show_progress=show_progress)
@@ -329,14 +373,20 @@ class DeviceLoopMixin:
         if getattr(self, "optimizer", None) is None:  # a trainer without steps (decision trees)
             reason = "its trainer takes no gradient steps"
         else:
-            reason = cuda_graph_blocker(self.model, self.device, self.optimizer,
-                                        own_epoch=not self._runs_recbole_epoch(), distributed=is_distributed(config),
-                                        enable_amp=self.enable_amp, clip_grad_norm=self.clip_grad_norm)
+            reason = cuda_graph_blocker(
+                self.model,
+                self.device,
+                self.optimizer,
+                own_epoch=not self._runs_recbole_epoch(),
+                distributed=is_distributed(config),
+                enable_amp=self.enable_amp,
+                clip_grad_norm=self.clip_grad_norm,
+            )
         self.cuda_graph = resolve_cuda_graph(option, reason, getattr(self, "logger", None))
         self.cuda_graph_required = option is True
 
     def _runs_recbole_epoch(self):
-        below = type(self).__mro__[type(self).__mro__.index(DeviceLoopMixin) + 1:]
+        below = type(self).__mro__[type(self).__mro__.index(DeviceLoopMixin) + 1 :]
         own_epoch = next((vars(klass)["_train_epoch"] for klass in below if "_train_epoch" in vars(klass)), None)
         # RecBole's own loop only, as imported: a subclass's epoch or a patched one (tests, profilers) runs as it is
         return own_epoch is RECBOLE_TRAIN_EPOCH
@@ -352,9 +402,13 @@ class DeviceLoopMixin:
             return None
         runner = self.graphed_step
         if runner is None or runner.model is not self.model or runner.optimizer is not self.optimizer:
-            runner = self.graphed_step = GraphedStep(self.model, self.optimizer, self.clip_grad_norm,
-                                                     capture=self.graph_capture,
-                                                     required=getattr(self, "cuda_graph_required", False))
+            runner = self.graphed_step = GraphedStep(
+                self.model,
+                self.optimizer,
+                self.clip_grad_norm,
+                capture=self.graph_capture,
+                required=getattr(self, "cuda_graph_required", False),
+            )
         return runner
 
     def _device_train_epoch(self, train_data, epoch_idx, loss_func=None, show_progress=False):
@@ -367,8 +421,11 @@ class DeviceLoopMixin:
         before_step = getattr(self.model, "before_step", None)
         total_loss = None  # a float64 tensor on the device, or a tuple of them
         accumulate = torch.float32 if self.device.type == "mps" else torch.float64  # MPS has no float64
-        iter_data = (tqdm(train_data, total=len(train_data), ncols=100,
-                          desc=set_color(f"Train {epoch_idx:>5}", "pink")) if show_progress else train_data)
+        iter_data = (
+            tqdm(train_data, total=len(train_data), ncols=100, desc=set_color(f"Train {epoch_idx:>5}", "pink"))
+            if show_progress
+            else train_data
+        )
         scaler = torch.amp.GradScaler("cuda", enabled=self.enable_scaler)  # as RecBole: enabled only with CUDA
         if before_step is not None:
             self.model.step_hook = True
@@ -419,9 +476,11 @@ class DeviceLoopMixin:
 def safe_trainer_class(base):
     """``base`` (a RecBole trainer class) with :class:`DistributedTrainerMixin` (DDP on any device),
     :class:`SafeCheckpointMixin`, :class:`DeviceLoopMixin` and :class:`DeviceEvaluationMixin` in front."""
-    return type(base.__name__, (DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, DeviceEvaluationMixin,
-                                base),
-                {"__module__": __name__})
+    return type(
+        base.__name__,
+        (DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, DeviceEvaluationMixin, base),
+        {"__module__": __name__},
+    )
 
 
 class CSATrainer(Trainer):
@@ -436,8 +495,10 @@ class CSATrainer(Trainer):
         self.lr_decay_step = int(config["lr_decay_step"] or 0)
         self.lr_decay_factor = float(config["lr_decay_factor"] if config["lr_decay_factor"] is not None else 1.0)
         if self.lr_decay_step < 0 or not 0 < self.lr_decay_factor <= 1:
-            raise ValueError(f"CSA: lr_decay_step must be >= 0 and lr_decay_factor in (0, 1], got "
-                             f"{config['lr_decay_step']!r} and {config['lr_decay_factor']!r}")
+            raise ValueError(
+                f"CSA: lr_decay_step must be >= 0 and lr_decay_factor in (0, 1], got "
+                f"{config['lr_decay_step']!r} and {config['lr_decay_factor']!r}"
+            )
 
     def learning_rate_at(self, epoch):
         if not self.lr_decay_step:

@@ -38,8 +38,13 @@ def dataset_vocabulary(train_dataset):
     if train_dataset is None or not hasattr(train_dataset, "field2id_token"):
         return None
     uid, iid = train_dataset.uid_field, train_dataset.iid_field
-    return {"user_field": uid, "item_field": iid, "users": _field_tokens(train_dataset, uid),
-            "items": _field_tokens(train_dataset, iid), "train": split_fingerprint(train_dataset)}
+    return {
+        "user_field": uid,
+        "item_field": iid,
+        "users": _field_tokens(train_dataset, uid),
+        "items": _field_tokens(train_dataset, iid),
+        "train": split_fingerprint(train_dataset),
+    }
 
 
 def _examples(tokens):
@@ -62,11 +67,13 @@ def vocabulary_changes(recorded, current, kind):
     if removed:
         changes.append(f"{len(removed)} {kind} removed ({_examples(removed)})")
     if moved:
-        shown = ", ".join(f"{token!r} id {recorded_ids[token]} then, {current_ids[token]} now"
-                          for token in moved[:EXAMPLES])
-        changes.append(f"{len(moved)} {kind} renumbered ({shown}{', ...' if len(moved) > EXAMPLES else ''})"
-                       + ("; the same tokens in another order: the rows were reordered" if not added and not removed
-                          else ""))
+        shown = ", ".join(
+            f"{token!r} id {recorded_ids[token]} then, {current_ids[token]} now" for token in moved[:EXAMPLES]
+        )
+        changes.append(
+            f"{len(moved)} {kind} renumbered ({shown}{', ...' if len(moved) > EXAMPLES else ''})"
+            + ("; the same tokens in another order: the rows were reordered" if not added and not removed else "")
+        )
     return changes
 
 
@@ -74,9 +81,11 @@ class DatasetChangedError(ValueError):
     """The data rebuilt for a checkpoint is not the data it was trained on."""
 
 
-FIX = ("RecBole numbers users and items in order of first appearance, so the checkpoint's embeddings would be read "
-       "for other users and items. Restore the data files the model was trained on (same rows in the same order; "
-       "--data_path if they moved), or retrain on the new data")
+FIX = (
+    "RecBole numbers users and items in order of first appearance, so the checkpoint's embeddings would be read "
+    "for other users and items. Restore the data files the model was trained on (same rows in the same order; "
+    "--data_path if they moved), or retrain on the new data"
+)
 
 
 def _where(dataset):
@@ -84,10 +93,14 @@ def _where(dataset):
 
 
 def legacy_warning(source):
-    warnings.warn(f"{source} records no user and item vocabularies (written before checkpoints kept them): "
-                  "nothing checks that the data still numbers users and items as in training. If the data "
-                  "files changed since, the recommendations are for other users and items; retrain to get a "
-                  "checkpoint that checks this", UserWarning, stacklevel=3)
+    warnings.warn(
+        f"{source} records no user and item vocabularies (written before checkpoints kept them): "
+        "nothing checks that the data still numbers users and items as in training. If the data "
+        "files changed since, the recommendations are for other users and items; retrain to get a "
+        "checkpoint that checks this",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def check_dataset(checkpoint, dataset, source="the checkpoint"):
@@ -102,8 +115,9 @@ def check_dataset(checkpoint, dataset, source="the checkpoint"):
         if vocabulary.get(key) is not None and field:
             changes += vocabulary_changes(vocabulary[key], _field_tokens(dataset, field), kind)
     if changes:
-        raise DatasetChangedError(f"{source} was trained on other data than {_where(dataset)} holds now: "
-                                  f"{'; '.join(changes)}. {FIX}.")
+        raise DatasetChangedError(
+            f"{source} was trained on other data than {_where(dataset)} holds now: {'; '.join(changes)}. {FIX}."
+        )
 
 
 def check_training_split(checkpoint, train_dataset, source="the checkpoint"):
@@ -113,11 +127,14 @@ def check_training_split(checkpoint, train_dataset, source="the checkpoint"):
     current = split_fingerprint(train_dataset)
     if not recorded or current is None or recorded == current:
         return
-    count = (f"{current['interactions']} interactions, {recorded['interactions']} then"
-             if current["interactions"] != recorded["interactions"] else
-             f"as many interactions ({current['interactions']}), but other (user, item) pairs")
+    count = (
+        f"{current['interactions']} interactions, {recorded['interactions']} then"
+        if current["interactions"] != recorded["interactions"]
+        else f"as many interactions ({current['interactions']}), but other (user, item) pairs"
+    )
     raise DatasetChangedError(
         f"{source}: the training split rebuilt from {_where(train_dataset)} is not the one the model trained on "
         f"({count}): the data's rows changed or were reordered (a random split follows the row order), so the "
         "items excluded as seen and a graph model's neighbourhoods would differ. Restore the data files the model "
-        "was trained on (same rows in the same order), or retrain on the new data.")
+        "was trained on (same rows in the same order), or retrain on the new data."
+    )

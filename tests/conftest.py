@@ -92,7 +92,7 @@ def dense_normalized_adjacency(interactions):
     a = np.zeros((n_users + n_items, n_users + n_items))
     a[:n_users, n_users:], a[n_users:, :n_users] = r, r.T
     degree = a.sum(axis=1)
-    scale = np.array([d ** -0.5 if d > 0 else 0.0 for d in degree])
+    scale = np.array([d**-0.5 if d > 0 else 0.0 for d in degree])
     return scale[:, None] * a * scale[None, :]
 
 

@@ -39,8 +39,9 @@ def test_the_runner_checkpoint_reloads_with_its_test_result(tiny_data, tmp_path)
     trainer = get_trainer(config["MODEL_TYPE"], config["model"])(config, model)
     assert trainer.evaluate(test, load_best_model=False) == pytest.approx(result["test_result"])
     assert dataset.inter_num == train.dataset.inter_num + valid.dataset.inter_num + test.dataset.inter_num
-    assert torch.equal(model.user_embedding.weight,
-                       torch.load(checkpoint, weights_only=True)["state_dict"]["user_embedding.weight"])
+    assert torch.equal(
+        model.user_embedding.weight, torch.load(checkpoint, weights_only=True)["state_dict"]["user_embedding.weight"]
+    )
 
 
 @pytest.fixture
@@ -69,9 +70,14 @@ def test_weights_of_other_names_or_shapes_are_refused_with_the_difference(bpr_ch
     state["state_dict"]["bias"] = torch.zeros(1)
     edited = tmp_path / "edited.pth"
     torch.save(state, edited)
-    with pytest.warns(UserWarning, match="no user and item vocabularies"), pytest.raises(
-            ValueError, match=r"does not hold BPR's parameters \(unexpected bias; other shapes: item_embedding.weight "
-                              r"\(\d+, 4\) there, \(\d+, 8\) here\)"):
+    with (
+        pytest.warns(UserWarning, match="no user and item vocabularies"),
+        pytest.raises(
+            ValueError,
+            match=r"does not hold BPR's parameters \(unexpected bias; other shapes: item_embedding.weight "
+            r"\(\d+, 4\) there, \(\d+, 8\) here\)",
+        ),
+    ):
         load_data_and_model(str(edited), log=False)
 
 
@@ -119,6 +125,7 @@ def test_a_pickle_at_the_default_dataset_path_beside_a_checkpoint_is_never_opene
     """RecBole loads ``<checkpoint_dir>/<dataset>-<DatasetClass>.pth`` whenever it exists; a model bundle can ship
     one."""
     from recbole_mgformer.recommend import recommend
+
     marker = tmp_path / "pwned"
     checkpoint = trained_checkpoint(tiny_data, tmp_path)
     write_payload(tmp_path / "saved" / "tiny-Dataset.pth", marker)
@@ -129,6 +136,7 @@ def test_a_pickle_at_the_default_dataset_path_beside_a_checkpoint_is_never_opene
 
 def test_a_pickle_path_the_user_passes_on_loading_is_refused(tiny_data, tmp_path):
     from recbole_mgformer.safety import UnsafeSettingError
+
     marker = tmp_path / "pwned"
     payload = write_payload(tmp_path / "data.pth", marker)
     checkpoint = trained_checkpoint(tiny_data, tmp_path)

@@ -11,10 +11,26 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_overrides_are_typed_like_recbole_config_files():
-    parsed = parse_overrides(["--learning_rate=1e-3", "--n_heads=2", "--attention=False", "--feature_map=elu",
-                              "--topk=[10,20]", "--eval_args={split: {RS: [0.8, 0.1, 0.1]}}", "--n_features="])
-    assert parsed == {"learning_rate": 0.001, "n_heads": 2, "attention": False, "feature_map": "elu",
-                      "topk": [10, 20], "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}}, "n_features": None}
+    parsed = parse_overrides(
+        [
+            "--learning_rate=1e-3",
+            "--n_heads=2",
+            "--attention=False",
+            "--feature_map=elu",
+            "--topk=[10,20]",
+            "--eval_args={split: {RS: [0.8, 0.1, 0.1]}}",
+            "--n_features=",
+        ]
+    )
+    assert parsed == {
+        "learning_rate": 0.001,
+        "n_heads": 2,
+        "attention": False,
+        "feature_map": "elu",
+        "topk": [10, 20],
+        "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}},
+        "n_features": None,
+    }
 
 
 @pytest.mark.parametrize("argument", ["embedding_size=3", "--embedding_size", "--topk=[10,"])
@@ -25,31 +41,44 @@ def test_malformed_arguments_are_rejected(argument):
 
 def test_main_trains_with_config_files_and_overrides(tiny_data, tmp_path, capsys):
     config_file = tmp_path / "tiny.yaml"
-    config_file.write_text(f"data_path: {tiny_data}\nshow_progress: False\nstate: WARNING\n"
-                           "metrics: [Recall, NDCG]\ntopk: [20]\nvalid_metric: NDCG@20\n")
-    result = main(["--model=MGFormer", "--dataset=tiny", f"--config_files={config_file}", "--epochs=1",
-                   "--embedding_size=8"])
+    config_file.write_text(
+        f"data_path: {tiny_data}\nshow_progress: False\nstate: WARNING\n"
+        "metrics: [Recall, NDCG]\ntopk: [20]\nvalid_metric: NDCG@20\n"
+    )
+    result = main(
+        ["--model=MGFormer", "--dataset=tiny", f"--config_files={config_file}", "--epochs=1", "--embedding_size=8"]
+    )
     out = capsys.readouterr().out
     assert "MGFormer on tiny" in out and "test  recall@20" in out
     assert result["test_result"]["ndcg@20"] >= 0
 
 
 def test_run_py_reports_an_unknown_model(tmp_path):
-    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), "--model=NoSuchNet"], capture_output=True,
-                               text=True, cwd=tmp_path)
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "--model=NoSuchNet"], capture_output=True, text=True, cwd=tmp_path
+    )
     assert completed.returncode != 0
     assert "unknown model 'NoSuchNet'; available models:" in completed.stderr
 
 
 def test_summary_shows_top_k_metrics_or_every_metric_the_run_computed():
-    top_k = {"best_valid_result": {"recall@10": 0.1, "recall@20": 0.2, "ndcg@20": 0.15},
-             "test_result": {"recall@20": 0.25, "ndcg@20": 0.125}}
+    top_k = {
+        "best_valid_result": {"recall@10": 0.1, "recall@20": 0.2, "ndcg@20": 0.15},
+        "test_result": {"recall@20": 0.25, "ndcg@20": 0.125},
+    }
     assert format_summary("MGFormer", "ml-100k", top_k).splitlines() == [
-        "MGFormer on ml-100k", "  valid recall@20 0.2000  ndcg@20 0.1500", "  test  recall@20 0.2500  ndcg@20 0.1250"]
-    labelled = {"best_valid_result": {"auc": 0.77231, "logloss": 0.5868},
-                "test_result": {"auc": 0.7721, "logloss": 0.59}}
+        "MGFormer on ml-100k",
+        "  valid recall@20 0.2000  ndcg@20 0.1500",
+        "  test  recall@20 0.2500  ndcg@20 0.1250",
+    ]
+    labelled = {
+        "best_valid_result": {"auc": 0.77231, "logloss": 0.5868},
+        "test_result": {"auc": 0.7721, "logloss": 0.59},
+    }
     assert format_summary("CSA", "ml-100k", labelled).splitlines()[1:] == [
-        "  valid auc 0.7723  logloss 0.5868", "  test  auc 0.7721  logloss 0.5900"]
+        "  valid auc 0.7723  logloss 0.5868",
+        "  test  auc 0.7721  logloss 0.5900",
+    ]
 
 
 def test_an_override_that_is_code_is_refused_and_never_run(tmp_path, capsys):
@@ -69,26 +98,39 @@ def test_run_py_refuses_code_in_an_override_before_training(tmp_path):
     from conftest import eval_payload
 
     marker = tmp_path / "pwned"
-    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), "--model=BPR", "--dataset=ml-100k", "--epochs=1",
-                                f"--learning_rate={eval_payload(marker)}"], capture_output=True, text=True,
-                               cwd=tmp_path)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "run.py"),
+            "--model=BPR",
+            "--dataset=ml-100k",
+            "--epochs=1",
+            f"--learning_rate={eval_payload(marker)}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert completed.returncode != 0 and "never run as Python" in completed.stderr
     assert "Traceback" not in completed.stderr and not marker.exists()
 
 
-@pytest.mark.parametrize("config_text, arguments, message", [
-    ("epochs: 1\n\tembedding_size: 8\n", [], r"error: .*bad.yaml:2:1: not valid YAML .*indent with spaces"),
-    ("- epochs: 1\n", [], r"error: .*bad.yaml: a config file must be a mapping of settings"),
-    ("epochs: 1\n", ["--dataset=../tiny"], r"error: dataset '../tiny' is not a dataset name"),
-    ("epochs: 1\n", ["--embeding_size=8"], r"error: unknown config key 'embeding_size'"),
-])
-def test_bad_input_ends_run_py_with_its_message_and_no_traceback(tiny_data, tmp_path, capsys, config_text, arguments,
-                                                                  message):
+@pytest.mark.parametrize(
+    "config_text, arguments, message",
+    [
+        ("epochs: 1\n\tembedding_size: 8\n", [], r"error: .*bad.yaml:2:1: not valid YAML .*indent with spaces"),
+        ("- epochs: 1\n", [], r"error: .*bad.yaml: a config file must be a mapping of settings"),
+        ("epochs: 1\n", ["--dataset=../tiny"], r"error: dataset '../tiny' is not a dataset name"),
+        ("epochs: 1\n", ["--embeding_size=8"], r"error: unknown config key 'embeding_size'"),
+    ],
+)
+def test_bad_input_ends_run_py_with_its_message_and_no_traceback(
+    tiny_data, tmp_path, capsys, config_text, arguments, message
+):
     config_file = tmp_path / "bad.yaml"
     config_file.write_text(config_text)
     with pytest.raises(SystemExit) as stop:
-        main(["--model=BPR", "--dataset=tiny", f"--data_path={tiny_data}", f"--config_files={config_file}",
-              *arguments])
+        main(["--model=BPR", "--dataset=tiny", f"--data_path={tiny_data}", f"--config_files={config_file}", *arguments])
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert re.search(message, err) and "Traceback" not in err

@@ -11,8 +11,10 @@ from conftest import TINY_CONFIG, dense_normalized_adjacency, write_context_data
 
 from recbole_mgformer import compat
 
-needs = {name: pytest.mark.skipif(not needed, reason=f"this stack has no {name} breakage to repair")
-         for name, needed in compat.NEEDED.items()}
+needs = {
+    name: pytest.mark.skipif(not needed, reason=f"this stack has no {name} breakage to repair")
+    for name, needed in compat.NEEDED.items()
+}
 
 
 def recbole_config(model, dataset, **settings):
@@ -31,11 +33,19 @@ def write_features(folder, name="feat"):
 
 
 FEATURES = {
-    "load_col": {"inter": ["user_id", "item_id", "rating"], "user": ["user_id", "gender", "score"],
-                 "item": ["item_id", "genres", "year"]},
-    "threshold": {"rating": 4}, "numerical_features": ["score"], "normalize_all": False,
+    "load_col": {
+        "inter": ["user_id", "item_id", "rating"],
+        "user": ["user_id", "gender", "score"],
+        "item": ["item_id", "genres", "year"],
+    },
+    "threshold": {"rating": 4},
+    "numerical_features": ["score"],
+    "normalize_all": False,
     "eval_args": {"split": {"RS": [0.6, 0.2, 0.2]}, "order": "RO", "group_by": None, "mode": "labeled"},
-    "metrics": ["AUC"], "valid_metric": "AUC", "train_neg_sample_args": None, "state": "WARNING",
+    "metrics": ["AUC"],
+    "valid_metric": "AUC",
+    "train_neg_sample_args": None,
+    "state": "WARNING",
 }
 
 
@@ -52,14 +62,24 @@ def user_scores(dataset):
 
 def genres_by_item(dataset):
     tokens = dataset.field2id_token["genres"]
-    return {dataset.id2token("item_id", i): sorted(tokens[g] for g in row[row > 0].tolist())
-            for i, row in enumerate(dataset.item_feat["genres"]) if i > 0}
+    return {
+        dataset.id2token("item_id", i): sorted(tokens[g] for g in row[row > 0].tolist())
+        for i, row in enumerate(dataset.item_feat["genres"])
+        if i > 0
+    }
 
 
 def test_recbole_reads_missing_features_as_it_did_on_pandas_2(tmp_path):
     dataset = feature_dataset(tmp_path)
-    assert genres_by_item(dataset) == {"i0": ["a"], "i1": ["a", "b"], "i2": ["b", "c", "d"], "i3": ["c"],
-                                       "i4": ["a", "d"], "i5": [], "i6": ["b"]}
+    assert genres_by_item(dataset) == {
+        "i0": ["a"],
+        "i1": ["a", "b"],
+        "i2": ["b", "c", "d"],
+        "i3": ["c"],
+        "i4": ["a", "d"],
+        "i5": [],
+        "i6": ["b"],
+    }
     scores = user_scores(dataset)
     assert not np.isnan(scores).any()  # u4's missing score is the mean of the others
     assert scores[dataset.token2id("user_id", "u4")] == pytest.approx(np.mean([u / 10 for u in range(7) if u != 4]))
@@ -113,8 +133,9 @@ def lightgcn_adjacency(tiny_data):
     from recbole.data import create_dataset, data_preparation
     from recbole.model.general_recommender import LightGCN
 
-    config = recbole_config("LightGCN", "tiny", data_path=str(tiny_data), **{
-        k: v for k, v in TINY_CONFIG.items() if k not in ("state",)})
+    config = recbole_config(
+        "LightGCN", "tiny", data_path=str(tiny_data), **{k: v for k, v in TINY_CONFIG.items() if k not in ("state",)}
+    )
     train, _, _ = data_preparation(config, create_dataset(config))
     return LightGCN(config, train._dataset), train
 
@@ -137,8 +158,13 @@ def recbole_trainer(tiny_data, tmp_path):
     from recbole.model.general_recommender import BPR
     from recbole.utils import get_trainer
 
-    config = recbole_config("BPR", "tiny", data_path=str(tiny_data), checkpoint_dir=str(tmp_path / "saved"),
-                            **{k: v for k, v in TINY_CONFIG.items()})
+    config = recbole_config(
+        "BPR",
+        "tiny",
+        data_path=str(tiny_data),
+        checkpoint_dir=str(tmp_path / "saved"),
+        **{k: v for k, v in TINY_CONFIG.items()},
+    )
     train, valid, test = data_preparation(config, create_dataset(config))
     return get_trainer(config["MODEL_TYPE"], "BPR")(config, BPR(config, train._dataset)), (train, valid, test)
 
@@ -174,8 +200,13 @@ def exhaustive_search_over_two_values(tmp_path):
 
     def objective(config_dict, config_file_list):
         seen.append(config_dict["x"])
-        return {"model": "none", "best_valid_score": config_dict["x"], "valid_score_bigger": True,
-                "best_valid_result": {}, "test_result": {}}
+        return {
+            "model": "none",
+            "best_valid_score": config_dict["x"],
+            "valid_score_bigger": True,
+            "best_valid_result": {},
+            "test_result": {},
+        }
 
     tuner = HyperTuning(objective, params_dict={"choice": {"x": [1, 2]}}, algo="exhaustive")
     tuner.run()
@@ -252,9 +283,12 @@ def test_recboles_closed_form_models_fit_and_score_with_no_deprecation_from_thei
         for batch in test:
             users.append(batch[0][model.USER_ID])
             scores.append(model.full_sort_predict(batch[0]).reshape(len(users[-1]), -1))
-    own = [f"{w.filename}:{w.lineno}: {w.category.__name__}: {w.message}" for w in caught
-           if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning))
-           and ("recbole/model/" in w.filename or "sklearn" in w.filename)]
+    own = [
+        f"{w.filename}:{w.lineno}: {w.category.__name__}: {w.message}"
+        for w in caught
+        if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning))
+        and ("recbole/model/" in w.filename or "sklearn" in w.filename)
+    ]
     assert not own, "\n".join(own)
     users, scores = torch.cat(users), torch.cat(scores).double()
     items = torch.arange(1, scores.shape[1]).repeat(len(users))

@@ -25,8 +25,11 @@ PROTOCOL_DATASETS = {ModelType.SEQUENTIAL: "ml-100k-seq", ModelType.CONTEXT: "ml
 
 
 def test_a_misspelled_key_is_an_error_with_a_close_match():
-    with pytest.raises(ConfigKeyError, match=r"unknown config key 'embeding_size' \(from --embeding_size.*did you "
-                                             r"mean embedding_size.*extra_config_keys"):
+    with pytest.raises(
+        ConfigKeyError,
+        match=r"unknown config key 'embeding_size' \(from --embeding_size.*did you "
+        r"mean embedding_size.*extra_config_keys",
+    ):
         build_config("MGFormer", "ml-100k", config_dict={"embeding_size": 32})
 
 
@@ -39,8 +42,9 @@ def test_run_py_rejects_a_misspelled_key_before_training(capsys):
 def test_an_unknown_key_in_a_config_file_names_the_file(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text("learning_rat: 0.01\n")
-    with pytest.raises(ConfigKeyError,
-                       match=rf"'learning_rat' \(from config file {path}\): did you mean learning_rate"):
+    with pytest.raises(
+        ConfigKeyError, match=rf"'learning_rat' \(from config file {path}\): did you mean learning_rate"
+    ):
         run_recommender("BPR", "ml-100k", config_file_list=[str(path)])
 
 
@@ -95,8 +99,10 @@ def test_every_model_and_every_shipped_config_passes_the_key_check():
         build_config(model, dataset, files)  # raises on an unknown key
 
 
-@pytest.mark.parametrize("space", sorted(glob.glob(str(properties_dir() / "hyper/*.yaml"))
-                                         + glob.glob(str(properties_dir() / "hyper/*/*.yaml"))))
+@pytest.mark.parametrize(
+    "space",
+    sorted(glob.glob(str(properties_dir() / "hyper/*.yaml")) + glob.glob(str(properties_dir() / "hyper/*/*.yaml"))),
+)
 def test_every_shipped_search_space_passes_the_key_check(space):  # the common ones, and datasets' own
     model = Path(space).stem
     config, _ = build_config(model, PROTOCOL_DATASETS.get(get_model(model).type, "ml-100k"))
@@ -106,29 +112,58 @@ def test_every_shipped_search_space_passes_the_key_check(space):  # the common o
 
 def test_the_tuning_command_rejects_a_misspelled_fixed_setting(tiny_data, tmp_path):
     with pytest.raises(tuning.TuneSetupError, match="unknown config key 'learning_rat'.*did you mean learning_rate"):
-        tuning.make_request("BPR", "tiny", {"embedding_size": {"choice": [8]}}, config_dict={"learning_rat": 0.1},
-                            data_path=str(tiny_data), storage_dir=tmp_path / "tune")
+        tuning.make_request(
+            "BPR",
+            "tiny",
+            {"embedding_size": {"choice": [8]}},
+            config_dict={"learning_rat": 0.1},
+            data_path=str(tiny_data),
+            storage_dir=tmp_path / "tune",
+        )
 
 
 @pytest.mark.parametrize("setting", [{"save_dataset": True}, {"dataset_save_path": "bundle/ml-100k-Dataset.pth"}])
 def test_the_tuning_command_refuses_recboles_pickle_settings_before_any_trial(tiny_data, tmp_path, setting):
     (key,) = setting
     with pytest.raises(tuning.TuneSetupError, match=rf"{key}=.*loading a pickle runs whatever code it holds"):
-        tuning.make_request("BPR", "tiny", {"embedding_size": {"choice": [8]}}, config_dict=setting,
-                            data_path=str(tiny_data), storage_dir=tmp_path / "tune")
+        tuning.make_request(
+            "BPR",
+            "tiny",
+            {"embedding_size": {"choice": [8]}},
+            config_dict=setting,
+            data_path=str(tiny_data),
+            storage_dir=tmp_path / "tune",
+        )
 
 
 def test_a_search_space_may_use_extra_config_keys(tiny_data, tmp_path):
-    request = tuning.make_request("BPR", "tiny", {"my_key": {"choice": [1, 2]}},
-                                  config_dict={"extra_config_keys": ["my_key"]}, data_path=str(tiny_data),
-                                  storage_dir=tmp_path / "tune")
+    request = tuning.make_request(
+        "BPR",
+        "tiny",
+        {"my_key": {"choice": [1, 2]}},
+        config_dict={"extra_config_keys": ["my_key"]},
+        data_path=str(tiny_data),
+        storage_dir=tmp_path / "tune",
+    )
     assert request["space"] == {"my_key": {"choice": [1, 2]}}
 
 
 def test_the_benchmark_rejects_a_misspelled_key_before_any_run(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:  # the command's usage error, with the key check's message
-        benchmark_main(["--models", "BPR,LightGCN[n_layer=2]", "--datasets", "ml-100k", "--seeds", "0",
-                        "--results", str(tmp_path), "--data_path", str(tmp_path)])
+        benchmark_main(
+            [
+                "--models",
+                "BPR,LightGCN[n_layer=2]",
+                "--datasets",
+                "ml-100k",
+                "--seeds",
+                "0",
+                "--results",
+                str(tmp_path),
+                "--data_path",
+                str(tmp_path),
+            ]
+        )
     error = capsys.readouterr().err
     assert stopped.value.code == 2
     assert "unknown config key 'n_layer'" in error and "did you mean n_layers" in error
@@ -152,13 +187,27 @@ def test_run_py_rejects_nan_before_training(capsys):
     assert stop.value.code == 2 and "uniformity_weight is 'nan'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("setting", [{"epochs": 0}, {"epochs": -1}, {"embedding_size": 0}, {"train_batch_size": -64},
-                                     {"eval_batch_size": 0}, {"stopping_step": 0}, {"epochs": 2.5}, {"epochs": True}])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"epochs": 0},
+        {"epochs": -1},
+        {"embedding_size": 0},
+        {"train_batch_size": -64},
+        {"eval_batch_size": 0},
+        {"stopping_step": 0},
+        {"epochs": 2.5},
+        {"epochs": True},
+    ],
+)
 def test_impossible_counts_and_sizes_are_rejected_with_their_key(setting):
     # --epochs=0 "trained" and reported the untrained model's metrics; embedding_size=0 trained a zero-width model
     ((key, value),) = setting.items()
-    with pytest.raises(ValueError, match=rf"{key} is {re.escape(repr(value))}: it must be a whole number of at "
-                                         rf"least 1 \(e.g. --{key}=10"):
+    with pytest.raises(
+        ValueError,
+        match=rf"{key} is {re.escape(repr(value))}: it must be a whole number of at "
+        rf"least 1 \(e.g. --{key}=10",
+    ):
         build_config("MGFormer", "ml-100k", config_dict=setting)
 
 
@@ -176,8 +225,11 @@ def test_run_py_rejects_zero_epochs_before_training(capsys):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without a GPU")
 def test_device_cuda_without_a_gpu_is_an_error():
-    with pytest.raises(ValueError, match=r"device: cuda asks for a GPU, but torch.cuda.is_available\(\) is False.*"
-                                         r"--device=cpu"):
+    with pytest.raises(
+        ValueError,
+        match=r"device: cuda asks for a GPU, but torch.cuda.is_available\(\) is False.*"
+        r"--device=cpu",
+    ):
         build_config("BPR", "ml-100k", config_dict={"device": "cuda"})
 
 

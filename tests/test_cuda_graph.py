@@ -22,8 +22,18 @@ from recbole_mgformer.trainer import load_checkpoint, save_atomically
 CUDA = torch.device("cuda")  # a device name only: the blockers are checked as a GPU run would check them
 
 
-@pytest.mark.parametrize("value, expected", [(None, "auto"), ("auto", "auto"), (" AUTO ", "auto"), (True, True),
-                                             ("true", True), (False, False), ("False", False)])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (None, "auto"),
+        ("auto", "auto"),
+        (" AUTO ", "auto"),
+        (True, True),
+        ("true", True),
+        (False, False),
+        ("False", False),
+    ],
+)
 def test_the_option_reads_auto_true_and_false(value, expected):
     assert cuda_graph_option(value) == expected
 
@@ -37,8 +47,9 @@ def test_any_other_value_is_an_error_naming_the_option_and_its_choices(value):
 def test_auto_is_off_on_a_cpu_and_says_why_once(caplog):
     with caplog.at_level(logging.INFO):
         assert resolve_cuda_graph("auto", "the device is cpu: a CUDA graph needs a GPU") is False
-    assert [r.getMessage() for r in caplog.records] == ["cuda_graph: auto -> off, as the device is cpu: a CUDA "
-                                                        "graph needs a GPU"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "cuda_graph: auto -> off, as the device is cpu: a CUDA graph needs a GPU"
+    ]
     assert resolve_cuda_graph(False, None) is False and resolve_cuda_graph(True, None) is True
     with caplog.at_level(logging.INFO):
         assert resolve_cuda_graph("auto", None) is True
@@ -61,20 +72,23 @@ def test_the_trainer_refuses_true_on_a_cpu_and_turns_auto_off(tiny_setup):
     assert trainer.cuda_graph is False
 
 
-@pytest.mark.parametrize("model_name, overrides, blocker", [
-    ("MGFormer", {}, None),
-    ("MGFormer", {"attention": False}, None),
-    ("MGFormer", {"feature_redraw_interval": 2}, None),  # the redraw happens in before_step, outside the graph
-    ("DirectAU", {}, None),
-    ("SimGCL", {"lambda": 0.0}, None),
-    ("MGFormer", {"key_sample_size": 10}, "MGFormer: key_sample_size draws each step's keys on the host"),
-    ("MGFormer", {"degree_mask": "adjacency"}, "MGFormer: degree_mask: adjacency gathers the edges"),
-    ("SimGCL", {}, None),  # the contrastive loss masks repeated ids: static shapes
-    ("XSimGCL", {}, None),
-    ("SGL", {}, None),  # its views are redrawn in train(), into fixed buffers
-    ("SGL", {"type": "RW"}, None),
-    ("LightGCN", {}, "LightGCN does not declare its training step capturable (CUDA_GRAPH_SAFE)"),
-])
+@pytest.mark.parametrize(
+    "model_name, overrides, blocker",
+    [
+        ("MGFormer", {}, None),
+        ("MGFormer", {"attention": False}, None),
+        ("MGFormer", {"feature_redraw_interval": 2}, None),  # the redraw happens in before_step, outside the graph
+        ("DirectAU", {}, None),
+        ("SimGCL", {"lambda": 0.0}, None),
+        ("MGFormer", {"key_sample_size": 10}, "MGFormer: key_sample_size draws each step's keys on the host"),
+        ("MGFormer", {"degree_mask": "adjacency"}, "MGFormer: degree_mask: adjacency gathers the edges"),
+        ("SimGCL", {}, None),  # the contrastive loss masks repeated ids: static shapes
+        ("XSimGCL", {}, None),
+        ("SGL", {}, None),  # its views are redrawn in train(), into fixed buffers
+        ("SGL", {"type": "RW"}, None),
+        ("LightGCN", {}, "LightGCN does not declare its training step capturable (CUDA_GRAPH_SAFE)"),
+    ],
+)
 def test_what_blocks_a_graph_on_a_gpu(tiny_setup, model_name, overrides, blocker):
     _, model, trainer, _ = tiny_setup(model_name, **overrides)
     reason = cuda_graph_blocker(model, CUDA, trainer.optimizer)
@@ -91,8 +105,9 @@ def test_what_blocks_a_graph_beside_the_model(tiny_setup):
     assert "own epoch" in cuda_graph_blocker(model, CUDA, trainer.optimizer, own_epoch=True)
     assert "data-parallel" in cuda_graph_blocker(model, CUDA, trainer.optimizer, distributed=True)
     assert "enable_amp" in cuda_graph_blocker(model, CUDA, trainer.optimizer, enable_amp=True)
-    assert "error_if_nonfinite" in cuda_graph_blocker(model, CUDA, trainer.optimizer,
-                                                      clip_grad_norm={"max_norm": 1, "error_if_nonfinite": True})
+    assert "error_if_nonfinite" in cuda_graph_blocker(
+        model, CUDA, trainer.optimizer, clip_grad_norm={"max_norm": 1, "error_if_nonfinite": True}
+    )
     assert cuda_graph_blocker(model, CUDA, trainer.optimizer, clip_grad_norm={"max_norm": 1}) is None
     assert "Adagrad" in cuda_graph_blocker(model, CUDA, torch.optim.Adagrad(model.parameters()))
     assert cuda_graph_blocker(model, CUDA, torch.optim.SGD(model.parameters(), lr=0.1)) is None
@@ -140,8 +155,11 @@ def test_the_stand_in_replay_refuses_a_step_that_changes_host_state(tiny_setup):
     batches = list(train)[:3]
     step = GraphedStep(model, trainer.optimizer, capture=False, warmup_steps=1)
     step.step(batches[0])  # the warm-up is an eager step
-    with pytest.raises(RuntimeError, match=r"MGFormer's training step changed model\.training_steps on the host.*"
-                                           r"before_step\(\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"MGFormer's training step changed model\.training_steps on the host.*"
+        r"before_step\(\)",
+    ):
         step.step(batches[1])
     model.step_hook = True
     step.step(batches[2])  # with the hook's flag the step leaves the clock alone
@@ -199,9 +217,14 @@ class FailingCapture:
             pass
 
     def __init__(self, monkeypatch):
-        for name, value in (("Stream", self.Stream), ("current_stream", self.Stream), ("CUDAGraph", self.CUDAGraph),
-                            ("stream", lambda stream: contextlib.nullcontext()), ("graph", self.graph),
-                            ("synchronize", lambda: None)):
+        for name, value in (
+            ("Stream", self.Stream),
+            ("current_stream", self.Stream),
+            ("CUDAGraph", self.CUDAGraph),
+            ("stream", lambda stream: contextlib.nullcontext()),
+            ("graph", self.graph),
+            ("synchronize", lambda: None),
+        ):
             monkeypatch.setattr(torch.cuda, name, value)
 
     @staticmethod
@@ -229,8 +252,11 @@ def test_a_failed_capture_trains_on_eagerly_under_auto_and_is_an_error_under_tru
     FailingCapture(monkeypatch)
     step = GraphedStep(model, trainer.optimizer, required=False)
     drop_capturable_off_cuda(trainer.optimizer)  # made capturable for a GPU; this CPU refuses it
-    with pytest.warns(RuntimeWarning, match=r"capturing DirectAU's training step as a CUDA graph failed "
-                                            r"\(RuntimeError: .*stream is capturing\); training eagerly"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"capturing DirectAU's training step as a CUDA graph failed "
+        r"\(RuntimeError: .*stream is capturing\); training eagerly",
+    ):
         losses = [step.step(batch) for batch in batches]
     assert dict(step.counts) == {"warmup": 3, "capture": 1, "eager": 3} and step.failed
     for ours, eager in zip(losses, eager_losses):
@@ -240,6 +266,9 @@ def test_a_failed_capture_trains_on_eagerly_under_auto_and_is_an_error_under_tru
 
     step = GraphedStep(model, trainer.optimizer, required=True, warmup_steps=0)
     drop_capturable_off_cuda(trainer.optimizer)
-    with pytest.raises(RuntimeError, match=r"cuda_graph: true, but capturing DirectAU's training step as a CUDA "
-                                           r"graph failed .*; set cuda_graph: false \(or auto\) to train eagerly"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cuda_graph: true, but capturing DirectAU's training step as a CUDA "
+        r"graph failed .*; set cuda_graph: false \(or auto\) to train eagerly",
+    ):
         step.step(batches[0])

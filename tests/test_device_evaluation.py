@@ -14,8 +14,21 @@ from recbole_mgformer.distributed import GatheringCollector
 # every metric RecBole computes from full-sort rankings alone: rec.topk, rec.items and rec.meanrank (GAUC)
 METRICS = {"metrics": ["Recall", "NDCG", "MRR", "Hit", "Precision", "MAP", "GAUC", "ShannonEntropy"], "topk": [5, 20]}
 CODE = (f"{os.sep}recbole_mgformer{os.sep}", f"{os.sep}recbole{os.sep}")
-SYNCING_OPS = {"_local_scalar_dense", "nonzero", "unique", "_unique", "_unique2", "unique_dim", "masked_select",
-               "is_nonzero", "equal", "allclose", "bincount", "histc", "item"}
+SYNCING_OPS = {
+    "_local_scalar_dense",
+    "nonzero",
+    "unique",
+    "_unique",
+    "_unique2",
+    "unique_dim",
+    "masked_select",
+    "is_nonzero",
+    "equal",
+    "allclose",
+    "bincount",
+    "histc",
+    "item",
+}
 
 
 def recbole_average_rank(scores, config):
@@ -53,8 +66,10 @@ def test_the_device_collector_holds_recbole_s_tensors_and_gives_its_metrics(tiny
     batches = list(test)
     assert len(batches) >= 3
     with torch.no_grad():
-        ours, recbole = collected(DeviceCollector(config), trainer, batches), collected(Collector(config), trainer,
-                                                                                        batches)
+        ours, recbole = (
+            collected(DeviceCollector(config), trainer, batches),
+            collected(Collector(config), trainer, batches),
+        )
     for key in ("rec.topk", "rec.items", "rec.meanrank"):
         assert ours[key].device.type == "cpu"
         torch.testing.assert_close(ours[key], recbole[key], rtol=0, atol=0)
@@ -93,6 +108,7 @@ class SyncCounter(TorchDispatchMode):
             if self.active and any(folder in caller for folder in CODE):
                 self.calls.append(name)
             return original(tensor, *args, **kwargs)
+
         return wrapper
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -103,12 +119,14 @@ class SyncCounter(TorchDispatchMode):
 
     def counted(self, function):
         """``function``, counted while it runs."""
+
         def wrapper(*args, **kwargs):
             self.active = True
             try:
                 return function(*args, **kwargs)
             finally:
                 self.active = False
+
         return wrapper
 
 
@@ -162,8 +180,9 @@ def test_on_a_gpu_an_evaluation_syncs_as_often_whatever_its_batches(tiny_setup):
     with eight (the copies at its end), and its metrics equal RecBole's."""
     counts = []
     for batch_size in (1000, 60):
-        config, model, trainer, (_, _, test) = tiny_setup("MGFormer", eval_batch_size=batch_size, use_gpu=True,
-                                                         **METRICS)
+        config, model, trainer, (_, _, test) = tiny_setup(
+            "MGFormer", eval_batch_size=batch_size, use_gpu=True, **METRICS
+        )
         assert trainer.device.type == "cuda"
         model.eval()
         with torch.no_grad():  # warm-up: the first CUDA kernels' one-off set-up is no evaluation's

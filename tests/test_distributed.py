@@ -33,18 +33,25 @@ ROOT = Path(__file__).resolve().parents[1]
 DDP_CONFIG = {**TINY_CONFIG, "topk": [10], "valid_metric": "NDCG@10", "epochs": 2, "use_gpu": False}
 
 
-
 @pytest.fixture
 def odd_data(tmp_path):
     return write_interactions(tmp_path / "data", n_users=41)
 
 
 def rank_settings(local_rank, port, world_size=2):
-    return {"local_rank": local_rank, "nproc": world_size, "world_size": world_size, "ip": "localhost",
-            "port": port, "offset": 0, "dist_timeout": 60}
+    return {
+        "local_rank": local_rank,
+        "nproc": world_size,
+        "world_size": world_size,
+        "ip": "localhost",
+        "port": port,
+        "offset": 0,
+        "dist_timeout": 60,
+    }
 
 
 # ---- sizes and options -------------------------------------------------------------------------------------------
+
 
 def test_world_size_defaults_to_nproc_and_impossible_sizes_are_refused():
     assert check_sizes(2, -1, 0) == 2
@@ -74,6 +81,7 @@ def test_evaluation_shares_cover_every_user_once(size):
 
 # ---- a failing rank ----------------------------------------------------------------------------------------------
 
+
 def _rank_one_fails(local_rank):
     if local_rank == 1:
         raise ValueError("rank one is broken")
@@ -88,8 +96,11 @@ def test_a_failing_rank_stops_the_others_with_its_error():
 
 
 def _rank_one_stalls(local_rank, data_path, port):
-    build_config("BPR", "tiny", config_dict={
-        **DDP_CONFIG, "data_path": data_path, **rank_settings(local_rank, port), "dist_timeout": 5})
+    build_config(
+        "BPR",
+        "tiny",
+        config_dict={**DDP_CONFIG, "data_path": data_path, **rank_settings(local_rank, port), "dist_timeout": 5},
+    )
     if local_rank == 1:
         time.sleep(120)  # alive, but never joins the next collective
     dist.barrier()
@@ -104,16 +115,20 @@ def test_a_stalled_rank_times_the_collective_out(odd_data):
 
 # ---- one step ----------------------------------------------------------------------------------------------------
 
+
 class OneBatch(list):
     """What RecBole's training loop reads from a loader, for one fixed batch."""
+
     shuffle = False
 
 
-GLOBAL_BATCH = Interaction({
-    "user_id": torch.tensor([1, 2, 3, 4, 5, 6, 7, 8]),
-    "item_id": torch.tensor([3, 5, 7, 9, 11, 13, 15, 17]),
-    "neg_item_id": torch.tensor([20, 21, 22, 23, 24, 25, 26, 27]),
-})
+GLOBAL_BATCH = Interaction(
+    {
+        "user_id": torch.tensor([1, 2, 3, 4, 5, 6, 7, 8]),
+        "item_id": torch.tensor([3, 5, 7, 9, 11, 13, 15, 17]),
+        "neg_item_id": torch.tensor([20, 21, 22, 23, 24, 25, 26, 27]),
+    }
+)
 STEP_CONFIG = {**DDP_CONFIG, "learner": "sgd", "learning_rate": 0.5, "require_pow": True}
 
 
@@ -122,8 +137,9 @@ def halves():
 
 
 def _ddp_step(local_rank, model_name, data_path, port, out_dir):
-    config, _ = build_config(model_name, "tiny", config_dict={
-        **STEP_CONFIG, "data_path": data_path, **rank_settings(local_rank, port)})
+    config, _ = build_config(
+        model_name, "tiny", config_dict={**STEP_CONFIG, "data_path": data_path, **rank_settings(local_rank, port)}
+    )
     make_shared_folders(config)
     model, trainer, (train_data, _, _) = prepare(config)
     # What each rank builds on its own, before DDP copies rank 0's parameters and buffers to it.
@@ -147,12 +163,16 @@ def single_process_step(model_name, data_path, average_halves):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model_name, average_halves", [
-    ("BPR", False), ("LightGCN", False),
-    # DirectAU's uniformity term pairs the rows of a batch, so each rank's term covers its own half,
-    # as in any data-parallel contrastive loss.
-    ("MGFormer", True),
-])
+@pytest.mark.parametrize(
+    "model_name, average_halves",
+    [
+        ("BPR", False),
+        ("LightGCN", False),
+        # DirectAU's uniformity term pairs the rows of a batch, so each rank's term covers its own half,
+        # as in any data-parallel contrastive loss.
+        ("MGFormer", True),
+    ],
+)
 def test_one_ddp_step_equals_one_single_process_step(model_name, average_halves, odd_data, tmp_path):
     launch(_ddp_step, 2, (model_name, str(odd_data), free_port(), str(tmp_path)))
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
@@ -167,8 +187,11 @@ def test_one_ddp_step_equals_one_single_process_step(model_name, average_halves,
         assert {"structural", "layers.0.projection"} <= set(ranks[0]["own_buffers"])
         # The test tells the two readings apart: one process on the whole batch ends elsewhere.
         whole_batch = single_process_step(model_name, str(odd_data), average_halves=False)
-        assert any(not torch.allclose(value, ranks[0]["params"][name], atol=1e-6)
-                   for name, value in whole_batch.items() if value.is_floating_point())
+        assert any(
+            not torch.allclose(value, ranks[0]["params"][name], atol=1e-6)
+            for name, value in whole_batch.items()
+            if value.is_floating_point()
+        )
 
 
 # ---- training to completion --------------------------------------------------------------------------------------
@@ -177,32 +200,65 @@ two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPU
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model_name, use_gpu", [
-    ("LightGCN", False), ("MGFormer", False),
-    pytest.param("MGFormer", True, marks=two_gpus),  # nccl
-])
+@pytest.mark.parametrize(
+    "model_name, use_gpu",
+    [
+        ("LightGCN", False),
+        ("MGFormer", False),
+        pytest.param("MGFormer", True, marks=two_gpus),  # nccl
+    ],
+)
 def test_two_processes_report_the_metrics_of_one_process_on_the_checkpoint(model_name, use_gpu, odd_data, tmp_path):
     checkpoints = tmp_path / "saved"
-    result = run_recommender(model_name, "tiny", config_dict={
-        **DDP_CONFIG, "data_path": str(odd_data), "checkpoint_dir": str(checkpoints), "use_gpu": use_gpu,
-        "gpu_id": "0,1"}, nproc=2, port=free_port())
+    result = run_recommender(
+        model_name,
+        "tiny",
+        config_dict={
+            **DDP_CONFIG,
+            "data_path": str(odd_data),
+            "checkpoint_dir": str(checkpoints),
+            "use_gpu": use_gpu,
+            "gpu_id": "0,1",
+        },
+        nproc=2,
+        port=free_port(),
+    )
     (checkpoint,) = glob.glob(str(checkpoints / "*.pth"))  # rank 0 alone wrote it
     config, _ = build_config(model_name, "tiny", config_dict={**DDP_CONFIG, "data_path": str(odd_data)})
     _, trainer, (train_data, valid_data, test_data) = prepare(config)
     trainer.eval_collector.data_collect(train_data)
     assert trainer.evaluate(test_data, model_file=checkpoint) == pytest.approx(dict(result["test_result"]), abs=1e-4)
     assert trainer.evaluate(valid_data, model_file=checkpoint) == pytest.approx(
-        dict(result["best_valid_result"]), abs=1e-4)
+        dict(result["best_valid_result"]), abs=1e-4
+    )
     assert result["test_result"]["ndcg@10"] > 0
 
 
 def run_py(data_path, port, offset, extra=()):
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "run.py"), "--model=BPR", "--dataset=tiny", f"--data_path={data_path}",
-         "--nproc=1", "--world_size=2", f"--offset={offset}", "--ip=localhost", f"--port={port}",
-         "--epochs=2", "--state=WARNING", "--dist_timeout=20", "--topk=[10]", "--valid_metric=NDCG@10",
-         "--use_gpu=False", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            str(ROOT / "run.py"),
+            "--model=BPR",
+            "--dataset=tiny",
+            f"--data_path={data_path}",
+            "--nproc=1",
+            "--world_size=2",
+            f"--offset={offset}",
+            "--ip=localhost",
+            f"--port={port}",
+            "--epochs=2",
+            "--state=WARNING",
+            "--dist_timeout=20",
+            "--topk=[10]",
+            "--valid_metric=NDCG@10",
+            "--use_gpu=False",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 @pytest.mark.slow
@@ -210,11 +266,12 @@ def run_py(data_path, port, offset, extra=()):
 def test_two_machines_through_run_py_agree(odd_data, tmp_path, shared_disk):
     port = free_port()
     folders = [tmp_path / ("saved" if shared_disk else str(offset)) for offset in (0, 1)]
-    machines = [run_py(odd_data, port, offset, [f"--checkpoint_dir={folder}"])
-                for offset, folder in zip((0, 1), folders)]
+    machines = [
+        run_py(odd_data, port, offset, [f"--checkpoint_dir={folder}"]) for offset, folder in zip((0, 1), folders)
+    ]
     outputs = [machine.communicate(timeout=300)[0] for machine in machines]
     assert [machine.returncode for machine in machines] == [0, 0], [out[-3000:] for out in outputs]
-    summaries = [out[out.index("BPR on tiny"):] for out in outputs]
+    summaries = [out[out.index("BPR on tiny") :] for out in outputs]
     assert summaries[0] == summaries[1]
     # Each machine keeps its copy under rank 0's name; on a shared disk the copies replace each other whole.
     names = [sorted(os.listdir(folder)) for folder in folders]

@@ -12,8 +12,8 @@ def test_groups_follow_the_80_15_5_rule_with_ties_by_id():
     groups = popularity_groups(counts)
     assert groups[0] == -1
     assert (groups == 0).sum() == 16 and (groups == 2).sum() == 1 and (groups == 1).sum() == 3
-    assert groups[4] == 2                                           # the most interacted item
-    assert groups[[12, 8, 11]].tolist() == [1, 1, 1]                # the next ones
+    assert groups[4] == 2  # the most interacted item
+    assert groups[[12, 8, 11]].tolist() == [1, 1, 1]  # the next ones
     assert groups[10] == 0 and groups[2] == 0
 
 
@@ -43,8 +43,9 @@ def direct_group_metrics(model, eval_data, groups, k):
 
 @pytest.fixture
 def trained(tiny_setup):
-    _, model, trainer, (train, valid, test) = tiny_setup("BPR", epochs=1, train_neg_sample_args={
-        "distribution": "uniform", "sample_num": 1})
+    _, model, trainer, (train, valid, test) = tiny_setup(
+        "BPR", epochs=1, train_neg_sample_args={"distribution": "uniform", "sample_num": 1}
+    )
     trainer.fit(train, valid, saved=False, show_progress=False)
     return model, trainer, train, test
 

@@ -19,14 +19,17 @@ from recbole_mgformer.input_checks import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"- epochs: 1\n", r"list.yaml: a config file must be a mapping of settings .* not a YAML list"),
-    (b"epochs: 1\n\tembedding_size: 8\n", r"list.yaml:2:1: not valid YAML .*indent with spaces"),
-    (b"hello\n", r"not a YAML str"),
-    (b"epochs: 1\nlearning_rate: 0.1\nepochs: 2\n", r"list.yaml:3:1: key 'epochs' is set twice \(also on line 1\)"),
-    (b"epochs: 1\nname: caf\xe9\n", r"list.yaml:2: byte b'\\xe9' is not UTF-8"),
-    (b"eval_args: {split: [\n", r"list.yaml:2:1: not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"- epochs: 1\n", r"list.yaml: a config file must be a mapping of settings .* not a YAML list"),
+        (b"epochs: 1\n\tembedding_size: 8\n", r"list.yaml:2:1: not valid YAML .*indent with spaces"),
+        (b"hello\n", r"not a YAML str"),
+        (b"epochs: 1\nlearning_rate: 0.1\nepochs: 2\n", r"list.yaml:3:1: key 'epochs' is set twice \(also on line 1\)"),
+        (b"epochs: 1\nname: caf\xe9\n", r"list.yaml:2: byte b'\\xe9' is not UTF-8"),
+        (b"eval_args: {split: [\n", r"list.yaml:2:1: not valid YAML"),
+    ],
+)
 def test_a_config_file_that_is_no_mapping_of_settings_is_named_with_its_line(tmp_path, content, message):
     path = tmp_path / "list.yaml"
     path.write_bytes(content)
@@ -101,10 +104,13 @@ def test_a_spawned_child_needs_no_main_file(monkeypatch):
 
 
 def test_a_data_parallel_launch_works_from_a_script_read_on_standard_input(tmp_path):
-    script = ("import operator\nfrom recbole_mgformer.distributed import launch\n"
-              "print('sum', launch(operator.add, 2, (10,)))\n")
-    completed = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path,
-                               timeout=600)
+    script = (
+        "import operator\nfrom recbole_mgformer.distributed import launch\n"
+        "print('sum', launch(operator.add, 2, (10,)))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "sum 10" in completed.stdout  # rank 0's result: 0 + 10
 
@@ -118,15 +124,18 @@ def test_a_file_error_on_a_users_path_is_a_message(tmp_path, capsys):
     assert "error: [Errno 20] Not a directory:" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("setting, message", [
-    ({"learning_rate": "abc"}, "learning_rate (takes a number \\(default 0.001\\), not|is) 'abc'"),
-    ({"epochs": [3]}, "(setting epochs takes a number|config value epochs is \\[3\\])"),
-    ({"embedding_size": [8]}, "embedding_size (takes a number \\(default 64\\), not|is) \\[8\\]"),
-    ({"topk": "abc"}, "setting topk takes whole numbers above 0"),
-    ({"topk": [10, 0]}, "setting topk takes whole numbers above 0"),
-    ({"metrics": ["Recall", "Recal"]}, "setting metrics names 'Recal', not among RecBole's metrics"),
-    ({"eval_args": "abc"}, "setting eval_args takes a mapping"),
-])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ({"learning_rate": "abc"}, "learning_rate (takes a number \\(default 0.001\\), not|is) 'abc'"),
+        ({"epochs": [3]}, "(setting epochs takes a number|config value epochs is \\[3\\])"),
+        ({"embedding_size": [8]}, "embedding_size (takes a number \\(default 64\\), not|is) \\[8\\]"),
+        ({"topk": "abc"}, "setting topk takes whole numbers above 0"),
+        ({"topk": [10, 0]}, "setting topk takes whole numbers above 0"),
+        ({"metrics": ["Recall", "Recal"]}, "setting metrics names 'Recal', not among RecBole's metrics"),
+        ({"eval_args": "abc"}, "setting eval_args takes a mapping"),
+    ],
+)
 def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting, message):
     from recbole_mgformer.quick_start import build_config
 
@@ -137,8 +146,11 @@ def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting
 def test_a_models_own_option_may_take_a_word_where_its_default_is_a_number(tiny_data):
     from recbole_mgformer.quick_start import build_config
 
-    config, _ = build_config("MGFormer", "tiny", config_dict={"data_path": str(tiny_data), "residual_scale": "learned",
-                                                              "topk": 20, "metrics": "Recall"})
+    config, _ = build_config(
+        "MGFormer",
+        "tiny",
+        config_dict={"data_path": str(tiny_data), "residual_scale": "learned", "topk": 20, "metrics": "Recall"},
+    )
     assert config["residual_scale"] == "learned"
     with pytest.raises(ValueError, match=r"n_heads (takes a number|is \[2\])"):  # the project's MGFormer.yaml default
         build_config("MGFormer", "tiny", config_dict={"data_path": str(tiny_data), "n_heads": [2]})

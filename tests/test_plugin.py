@@ -44,23 +44,41 @@ def write_context(folder, name="toyctx"):
 QUIET = {"show_progress": False, "state": "WARNING", "epochs": 1, "embedding_size": 8, "seed": 2020}
 SEQUENTIAL = {"MAX_ITEM_LIST_LENGTH": 6, "n_heads": 2, "memory_size": 6, "prompt_size": 5, "train_batch_size": 32}
 CONTEXT = {
-    "load_col": {"inter": ["user_id", "item_id", "rating"], "user": ["user_id", "gender"],
-                 "item": ["item_id", "genres"]},
-    "threshold": {"rating": 4}, "normalize_all": False, "train_neg_sample_args": None,
+    "load_col": {
+        "inter": ["user_id", "item_id", "rating"],
+        "user": ["user_id", "gender"],
+        "item": ["item_id", "genres"],
+    },
+    "threshold": {"rating": 4},
+    "normalize_all": False,
+    "train_neg_sample_args": None,
     "eval_args": {"split": {"RS": [0.6, 0.2, 0.2]}, "order": "RO", "group_by": None, "mode": "labeled"},
-    "metrics": ["AUC", "LogLoss"], "valid_metric": "AUC", "n_heads": 2, "d_ff": 16,
+    "metrics": ["AUC", "LogLoss"],
+    "valid_metric": "AUC",
+    "n_heads": 2,
+    "d_ff": 16,
 }
 
 
 def settings_for(model, folder):
     """(dataset, config files, config dict) for a quick run of ``model`` on a small generated dataset."""
     if model == "EAGPS":
-        return "tinyseq", [str(ROOT / "properties/dataset/ml-100k-seq.yaml")], {  # the sequential protocol
-            **QUIET, **SEQUENTIAL, "data_path": str(write_sequences(folder))}
+        return (
+            "tinyseq",
+            [str(ROOT / "properties/dataset/ml-100k-seq.yaml")],
+            {  # the sequential protocol
+                **QUIET,
+                **SEQUENTIAL,
+                "data_path": str(write_sequences(folder)),
+            },
+        )
     if model == "CSA":
         return "toyctx", [], {**QUIET, **CONTEXT, "data_path": str(write_context(folder))}
-    return "tiny", [], {**TINY_CONFIG, "epochs": 1, "data_path": str(write_interactions(folder)),
-                        **FILTER_SETTINGS.get(model, {})}
+    return (
+        "tiny",
+        [],
+        {**TINY_CONFIG, "epochs": 1, "data_path": str(write_interactions(folder)), **FILTER_SETTINGS.get(model, {})},
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -79,19 +97,25 @@ def test_recbole_get_model_finds_every_project_model(name):
 
 def test_recboles_sgl_keeps_its_name_quietly_beside_the_projects_refinement_of_it():
     # a fresh process: registration happens at import, and the project's SGL subclasses RecBole's
-    code = ("import logging, sys; logging.basicConfig(stream=sys.stdout); import recbole_mgformer; "
-            "from recbole.utils import get_model; from recbole_mgformer.registry import get_model as ours; "
-            "print(get_model('SGL').__module__, ours('SGL').__module__)")
+    code = (
+        "import logging, sys; logging.basicConfig(stream=sys.stdout); import recbole_mgformer; "
+        "from recbole.utils import get_model; from recbole_mgformer.registry import get_model as ours; "
+        "print(get_model('SGL').__module__, ours('SGL').__module__)"
+    )
     printed = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, text=True).stdout
-    assert printed.split() == ["recbole.model.general_recommender.sgl",
-                               "recbole_mgformer.model.general_recommender.sgl"]
+    assert printed.split() == [
+        "recbole.model.general_recommender.sgl",
+        "recbole_mgformer.model.general_recommender.sgl",
+    ]
     assert "already has" not in printed
 
 
 def test_registration_needs_neither_lightgbm_nor_xgboost_nor_ray():
-    code = ("import sys; import recbole_mgformer; from recbole.utils import get_model; "
-            f"[get_model(n) for n in {PROJECT_MODELS!r}]; "
-            "bad = [m for m in ('lightgbm', 'xgboost', 'ray') if m in sys.modules]; assert not bad, bad")
+    code = (
+        "import sys; import recbole_mgformer; from recbole.utils import get_model; "
+        f"[get_model(n) for n in {PROJECT_MODELS!r}]; "
+        "bad = [m for m in ('lightgbm', 'xgboost', 'ray') if m in sys.modules]; assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -148,10 +172,16 @@ def test_recbole_hyper_tuning_searches_a_project_model(tmp_path, name):
 
     dataset, files, settings = settings_for(name, tmp_path / "data")
     fixed = tmp_path / "fixed.yaml"
-    fixed.write_text(yaml.safe_dump({**settings, "model": name, "dataset": dataset,
-                                     "checkpoint_dir": str(tmp_path / "saved")}))
-    tuner = HyperTuning(objective_function, params_dict={"choice": {"learning_rate": [0.001, 0.01]}},
-                        fixed_config_file_list=files + [str(fixed)], algo="exhaustive", max_evals=2)
+    fixed.write_text(
+        yaml.safe_dump({**settings, "model": name, "dataset": dataset, "checkpoint_dir": str(tmp_path / "saved")})
+    )
+    tuner = HyperTuning(
+        objective_function,
+        params_dict={"choice": {"learning_rate": [0.001, 0.01]}},
+        fixed_config_file_list=files + [str(fixed)],
+        algo="exhaustive",
+        max_evals=2,
+    )
     tuner.run()
     assert len(tuner.params2result) == 2 and tuner.best_params["learning_rate"] in (0.001, 0.01)
     assert all(result["model"] == name for result in tuner.params2result.values())

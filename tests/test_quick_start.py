@@ -15,10 +15,10 @@ def test_project_yaml_loads_under_user_config(tmp_path):
     user_file = tmp_path / "mine.yaml"
     user_file.write_text("uniformity_weight: 2.5\nn_heads: 2\n")
     config, _ = build_config("MGFormer", "ml-100k", [str(user_file)], {"n_heads": 4})
-    assert config["feature_map"] == "simrf"          # properties/model/MGFormer.yaml
-    assert config["valid_metric"] == "NDCG@20"       # properties/dataset/ml-100k.yaml
-    assert config["uniformity_weight"] == 2.5        # the user's file wins over the defaults
-    assert config["n_heads"] == 4                    # and config_dict over the file
+    assert config["feature_map"] == "simrf"  # properties/model/MGFormer.yaml
+    assert config["valid_metric"] == "NDCG@20"  # properties/dataset/ml-100k.yaml
+    assert config["uniformity_weight"] == 2.5  # the user's file wins over the defaults
+    assert config["n_heads"] == 4  # and config_dict over the file
 
 
 def test_command_line_arguments_of_the_caller_are_not_read(monkeypatch):
@@ -28,9 +28,20 @@ def test_command_line_arguments_of_the_caller_are_not_read(monkeypatch):
 
 
 def test_runner_returns_run_recbole_dict(tiny_data):
-    result = run_recommender("MGFormer", "tiny", config_dict={
-        "data_path": str(tiny_data), "epochs": 2, "embedding_size": 8, "show_progress": False, "state": "WARNING",
-        "metrics": ["Recall", "NDCG"], "topk": [20], "valid_metric": "NDCG@20"})
+    result = run_recommender(
+        "MGFormer",
+        "tiny",
+        config_dict={
+            "data_path": str(tiny_data),
+            "epochs": 2,
+            "embedding_size": 8,
+            "show_progress": False,
+            "state": "WARNING",
+            "metrics": ["Recall", "NDCG"],
+            "topk": [20],
+            "valid_metric": "NDCG@20",
+        },
+    )
     assert set(result) == {"best_valid_score", "valid_score_bigger", "best_valid_result", "test_result"}
     assert result["valid_score_bigger"] is True
     assert result["best_valid_score"] == result["best_valid_result"]["ndcg@20"]
@@ -47,7 +58,8 @@ def test_a_run_flushes_subnormal_numbers_to_zero_unless_told_not_to(tiny_data):
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     kept = code.replace("'state': 'WARNING'}", "'state': 'WARNING', 'flush_subnormals': False}").replace(
-        "item() == 0, 'subnormals were kept'", "item() != 0, 'flush_subnormals: False flushed them'")
+        "item() == 0, 'subnormals were kept'", "item() != 0, 'flush_subnormals: False flushed them'"
+    )
     assert "'flush_subnormals': False" in kept and "!= 0, 'flush_subnormals" in kept
     subprocess.run([sys.executable, "-c", kept], check=True)
 
@@ -73,9 +85,20 @@ def test_mgformer_learns_on_ml_100k_far_above_popularity(ml100k_pop):
 @pytest.mark.parametrize("model", ["BPR", "LightGCN", "SGL"])
 def test_recbole_graph_models_run_on_the_pinned_stack(tiny_data, model):
     """LightGCN and SGL build their graphs with scipy's dok_matrix internals, removed in scipy 1.13."""
-    result = run_recommender(model, "tiny", config_dict={
-        "data_path": str(tiny_data), "epochs": 2, "embedding_size": 8, "show_progress": False, "state": "WARNING",
-        "metrics": ["Recall", "NDCG"], "topk": [20], "valid_metric": "NDCG@20"})
+    result = run_recommender(
+        model,
+        "tiny",
+        config_dict={
+            "data_path": str(tiny_data),
+            "epochs": 2,
+            "embedding_size": 8,
+            "show_progress": False,
+            "state": "WARNING",
+            "metrics": ["Recall", "NDCG"],
+            "topk": [20],
+            "valid_metric": "NDCG@20",
+        },
+    )
     assert 0 < result["test_result"]["ndcg@20"] <= 1
     assert result["best_valid_score"] == result["best_valid_result"]["ndcg@20"]
 
@@ -105,12 +128,21 @@ def test_a_killed_run_resumes_at_the_epoch_after_its_last_one(tiny_data, tmp_pat
 
     monkeypatch.setattr(Trainer, "_train_epoch", fake_train_epoch)
     monkeypatch.setattr(Trainer, "_valid_epoch", falling_valid_epoch)
-    settings = {"data_path": str(tiny_data), "epochs": 7, "stopping_step": 100, "embedding_size": 8,
-                "show_progress": False, "state": "WARNING", "checkpoint_dir": str(tmp_path / "saved"),
-                "metrics": ["Recall", "NDCG"], "topk": [20], "valid_metric": "NDCG@20"}
+    settings = {
+        "data_path": str(tiny_data),
+        "epochs": 7,
+        "stopping_step": 100,
+        "embedding_size": 8,
+        "show_progress": False,
+        "state": "WARNING",
+        "checkpoint_dir": str(tmp_path / "saved"),
+        "metrics": ["Recall", "NDCG"],
+        "topk": [20],
+        "valid_metric": "NDCG@20",
+    }
     with pytest.raises(Killed):
         run_recommender("BPR", "tiny", config_dict=settings)
-    best, = (tmp_path / "saved").glob("BPR-*[0-9].pth")
+    (best,) = (tmp_path / "saved").glob("BPR-*[0-9].pth")
     latest = best.with_name(best.stem + ".latest.pth")
     assert trained == [0, 1, 2, 3] and latest.is_file()
 
@@ -122,8 +154,9 @@ def test_a_killed_run_resumes_at_the_epoch_after_its_last_one(tiny_data, tmp_pat
     assert not latest.exists()  # a finished run keeps only its best checkpoint, as RecBole does
 
 
-@pytest.mark.parametrize("model, options", [("SGL", {}), ("SimGCL", {}),
-                                            ("MGFormer", {"feature_redraw_interval": 3, "key_sample_size": 10})])
+@pytest.mark.parametrize(
+    "model, options", [("SGL", {}), ("SimGCL", {}), ("MGFormer", {"feature_redraw_interval": 3, "key_sample_size": 10})]
+)
 def test_a_resumed_run_trains_exactly_as_the_uninterrupted_one(tiny_data, tmp_path, monkeypatch, model, options):
     """The epochs after a kill see the same shuffles, negatives, views (SGL: numpy's generator), noise (SimGCL: its
     own generator), sampled keys and feature redraws (MGFormer: its generator and step count) as those of the run
@@ -140,9 +173,19 @@ def test_a_resumed_run_trains_exactly_as_the_uninterrupted_one(tiny_data, tmp_pa
         return loss
 
     monkeypatch.setattr(Trainer, "_train_epoch", recorded_train_epoch)
-    settings = {"data_path": str(tiny_data), "epochs": 4, "stopping_step": 100, "embedding_size": 8,
-                "show_progress": False, "state": "WARNING", "metrics": ["Recall", "NDCG"], "topk": [20],
-                "valid_metric": "NDCG@20", "train_batch_size": 64, **options}
+    settings = {
+        "data_path": str(tiny_data),
+        "epochs": 4,
+        "stopping_step": 100,
+        "embedding_size": 8,
+        "show_progress": False,
+        "state": "WARNING",
+        "metrics": ["Recall", "NDCG"],
+        "topk": [20],
+        "valid_metric": "NDCG@20",
+        "train_batch_size": 64,
+        **options,
+    }
     run_recommender(model, "tiny", config_dict={**settings, "checkpoint_dir": str(tmp_path / "whole")})
     uninterrupted = list(losses)
 
@@ -152,7 +195,7 @@ def test_a_resumed_run_trains_exactly_as_the_uninterrupted_one(tiny_data, tmp_pa
     with pytest.raises(Killed):
         run_recommender(model, "tiny", config_dict=killed)
     kill_at[0] = None
-    best, = (tmp_path / "killed").glob(f"{model}-*[0-9].pth")
+    (best,) = (tmp_path / "killed").glob(f"{model}-*[0-9].pth")
     run_recommender(model, "tiny", config_dict=killed, resume_file=str(best))
     assert [epoch for epoch, _ in losses] == [0, 1, 2, 3]
     assert losses == uninterrupted
@@ -160,12 +203,22 @@ def test_a_resumed_run_trains_exactly_as_the_uninterrupted_one(tiny_data, tmp_pa
 
 def test_a_resume_file_that_does_not_exist_is_named(tiny_data, tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint at .*absent.pth"):
-        run_recommender("BPR", "tiny", config_dict={"data_path": str(tiny_data), "state": "WARNING"},
-                        resume_file=str(tmp_path / "absent.pth"))
+        run_recommender(
+            "BPR",
+            "tiny",
+            config_dict={"data_path": str(tiny_data), "state": "WARNING"},
+            resume_file=str(tmp_path / "absent.pth"),
+        )
 
 
-TINY_RUN = {"epochs": 1, "show_progress": False, "metrics": ["Recall", "NDCG"], "topk": [20],
-            "valid_metric": "NDCG@20", "train_batch_size": 64}
+TINY_RUN = {
+    "epochs": 1,
+    "show_progress": False,
+    "metrics": ["Recall", "NDCG"],
+    "topk": [20],
+    "valid_metric": "NDCG@20",
+    "train_batch_size": 64,
+}
 
 
 @pytest.fixture

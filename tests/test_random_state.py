@@ -20,8 +20,13 @@ class Loader:
 
 
 def draws(model, loader):
-    return (random.random(), float(np.random.random()), float(torch.rand(())),
-            float(torch.rand((), generator=model.inner.noise)), float(torch.rand((), generator=loader.generator)))
+    return (
+        random.random(),
+        float(np.random.random()),
+        float(torch.rand(())),
+        float(torch.rand((), generator=model.inner.noise)),
+        float(torch.rand((), generator=loader.generator)),
+    )
 
 
 def test_restoring_a_saved_state_replays_every_stream_and_loads_with_weights_only(tmp_path):

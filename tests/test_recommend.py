@@ -33,8 +33,16 @@ def checkpoints(tmp_path_factory):
     found = {}
     with working_directory(folder):
         for model in ("MGFormer", "BPR"):
-            run_recommender(model, "tiny", config_dict={**TINY_CONFIG, "epochs": 1, "data_path": str(data),
-                                                        "checkpoint_dir": str(folder / "saved")})
+            run_recommender(
+                model,
+                "tiny",
+                config_dict={
+                    **TINY_CONFIG,
+                    "epochs": 1,
+                    "data_path": str(data),
+                    "checkpoint_dir": str(folder / "saved"),
+                },
+            )
             (found[model],) = (folder / "saved").glob(f"{model}-*.pth")
     return found
 
@@ -50,15 +58,22 @@ def test_top_k_equals_recboles_full_sort_ranking(checkpoints, model_name):
     for user, row_scores, row_items in zip(users, scores.tolist(), items.tolist()):
         assert [item for item, _ in result[user]] == list(dataset.id2token(dataset.iid_field, row_items))
         assert [score for _, score in result[user]] == pytest.approx(row_scores)
-        train_items = set(dataset.id2token(dataset.iid_field, train_data.dataset.inter_matrix(form="csr")[
-            dataset.token2id(dataset.uid_field, user)].indices))
+        train_items = set(
+            dataset.id2token(
+                dataset.iid_field,
+                train_data.dataset.inter_matrix(form="csr")[dataset.token2id(dataset.uid_field, user)].indices,
+            )
+        )
         assert train_items and not train_items & {item for item, _ in result[user]}
 
 
 def test_exclude_seen_drops_every_item_of_the_user(checkpoints):
     _, _, dataset, *_ = load(checkpoints["BPR"])
-    seen = set(dataset.id2token(dataset.iid_field,
-                                dataset.inter_matrix(form="csr")[dataset.token2id(dataset.uid_field, "u5")].indices))
+    seen = set(
+        dataset.id2token(
+            dataset.iid_field, dataset.inter_matrix(form="csr")[dataset.token2id(dataset.uid_field, "u5")].indices
+        )
+    )
     result = recommend(checkpoints["BPR"], ["u5"], k=60, exclude="seen")["u5"]
     assert len(result) == dataset.item_num - 1 - len(seen) and not seen & {item for item, _ in result}
     assert [s for _, s in result] == sorted((s for _, s in result), reverse=True)
@@ -75,12 +90,38 @@ def test_the_command_prints_and_writes_csv_and_json(checkpoints, tmp_path, capsy
     assert printed[0].split() == ["user", "rank", "item", "score"] and len(printed) == 7
     expected = recommend(checkpoints["MGFormer"], ["u1", "u2"], k=3)
 
-    assert main(["--checkpoint", str(checkpoints["MGFormer"]), "--users", "u1,u2", "--k", "3",
-                 "--output", str(tmp_path / "top.csv")]) == 0
+    assert (
+        main(
+            [
+                "--checkpoint",
+                str(checkpoints["MGFormer"]),
+                "--users",
+                "u1,u2",
+                "--k",
+                "3",
+                "--output",
+                str(tmp_path / "top.csv"),
+            ]
+        )
+        == 0
+    )
     rows = list(csv.DictReader((tmp_path / "top.csv").open()))
     assert [(r["user"], r["item"]) for r in rows] == [(u, i) for u in ("u1", "u2") for i, _ in expected[u]]
-    assert main(["--checkpoint", str(checkpoints["MGFormer"]), "--users", "u1,u2", "--k", "3",
-                 "--output", str(tmp_path / "top.json")]) == 0
+    assert (
+        main(
+            [
+                "--checkpoint",
+                str(checkpoints["MGFormer"]),
+                "--users",
+                "u1,u2",
+                "--k",
+                "3",
+                "--output",
+                str(tmp_path / "top.json"),
+            ]
+        )
+        == 0
+    )
     written = json.loads((tmp_path / "top.json").read_text())
     assert {u: [(e["item"], pytest.approx(e["score"])) for e in items] for u, items in written.items()} == expected
 
@@ -111,11 +152,22 @@ def test_sequential_and_context_checkpoints_get_a_clear_error(tmp_path):
     lines = ["user_id:token\titem_id:token\ttimestamp:float"]
     lines += [f"u{u}\ti{(u + t) % 12}\t{t}" for u in range(10) for t in range(8)]
     (data / "seq.inter").write_text("\n".join(lines) + "\n")
-    run_recommender("GRU4Rec", "seq", config_dict={
-        "data_path": str(tmp_path / "data"), "epochs": 1, "embedding_size": 8, "hidden_size": 8, "show_progress": False,
-        "state": "WARNING", "train_neg_sample_args": None, "checkpoint_dir": str(tmp_path / "saved"),
-        "load_col": {"inter": ["user_id", "item_id", "timestamp"]},
-        "eval_args": {"split": {"LS": "valid_and_test"}, "order": "TO", "mode": "full"}})
+    run_recommender(
+        "GRU4Rec",
+        "seq",
+        config_dict={
+            "data_path": str(tmp_path / "data"),
+            "epochs": 1,
+            "embedding_size": 8,
+            "hidden_size": 8,
+            "show_progress": False,
+            "state": "WARNING",
+            "train_neg_sample_args": None,
+            "checkpoint_dir": str(tmp_path / "saved"),
+            "load_col": {"inter": ["user_id", "item_id", "timestamp"]},
+            "eval_args": {"split": {"LS": "valid_and_test"}, "order": "TO", "mode": "full"},
+        },
+    )
     (checkpoint,) = (tmp_path / "saved").glob("GRU4Rec-*.pth")
     with pytest.raises(ValueError, match="sequential model.*recommend supports general models"):
         recommend(checkpoint, ["u1"])
@@ -140,12 +192,24 @@ def test_reordered_rows_stop_recommend_with_the_renumbering_named(checkpoints, t
 
 
 def test_a_user_added_to_the_data_is_named_not_a_size_mismatch(checkpoints, tmp_path, capsys):
-    data_path = copied_data(checkpoints["MGFormer"], tmp_path / "data",
-                            lambda rows: rows + [f"newcomer\ti{i}" for i in range(0, 30, 3)])
+    data_path = copied_data(
+        checkpoints["MGFormer"], tmp_path / "data", lambda rows: rows + [f"newcomer\ti{i}" for i in range(0, 30, 3)]
+    )
     with pytest.raises(ValueError, match=r"1 users added \('newcomer'\).*Restore the data files"):
         recommend(checkpoints["MGFormer"], ["u0"], k=5, data_path=data_path)
-    assert main(["--checkpoint", str(checkpoints["MGFormer"]), "--export-embeddings", str(tmp_path / "emb"),
-                 "--data_path", data_path]) == 2
+    assert (
+        main(
+            [
+                "--checkpoint",
+                str(checkpoints["MGFormer"]),
+                "--export-embeddings",
+                str(tmp_path / "emb"),
+                "--data_path",
+                data_path,
+            ]
+        )
+        == 2
+    )
     assert "1 users added" in capsys.readouterr().err and not (tmp_path / "emb").exists()
 
 
@@ -171,8 +235,9 @@ def test_rows_moved_between_splits_with_the_same_numbering_are_refused(checkpoin
 
 def test_the_same_data_copied_elsewhere_recommends_alike(checkpoints, tmp_path):
     data_path = copied_data(checkpoints["BPR"], tmp_path / "data", lambda rows: rows)
-    assert recommend(checkpoints["BPR"], ["u0", "u7"], k=5, data_path=data_path) == \
-        recommend(checkpoints["BPR"], ["u0", "u7"], k=5)
+    assert recommend(checkpoints["BPR"], ["u0", "u7"], k=5, data_path=data_path) == recommend(
+        checkpoints["BPR"], ["u0", "u7"], k=5
+    )
 
 
 def test_a_checkpoint_without_vocabularies_still_recommends_with_a_warning(checkpoints, tmp_path):

@@ -18,8 +18,9 @@ from recbole_mgformer.records import (
 
 
 def git(repo, *args):
-    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True, capture_output=True
+    )
 
 
 def test_commit_is_dirty_for_code_changes_but_not_for_results(tmp_path):

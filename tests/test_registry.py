@@ -18,8 +18,9 @@ from recbole_mgformer.registry import available_models, get_model, get_trainer
 from recbole_mgformer.trainer import SafeCheckpointMixin
 
 
-@pytest.mark.parametrize("cls", [MGFormer, SimGCL, XSimGCL, DirectAU, SGL, GFCF, BSPM, TurboCF, ChebyCF],
-                         ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize(
+    "cls", [MGFormer, SimGCL, XSimGCL, DirectAU, SGL, GFCF, BSPM, TurboCF, ChebyCF], ids=lambda cls: cls.__name__
+)
 def test_project_models_resolve_first_and_case_insensitively(cls):
     assert get_model(cls.__name__) is cls
     assert get_model(cls.__name__.lower()) is cls
@@ -41,16 +42,21 @@ def test_unknown_model_lists_the_available_ones():
 def test_every_trainer_writes_safe_checkpoints():
     from recbole.utils import ModelType
 
-    for model_type, name in [(ModelType.GENERAL, "MGFormer"), (ModelType.GENERAL, "LightGCN"),
-                             (ModelType.TRADITIONAL, "Pop"),
-                             (ModelType.TRADITIONAL, "GFCF")]:
+    for model_type, name in [
+        (ModelType.GENERAL, "MGFormer"),
+        (ModelType.GENERAL, "LightGCN"),
+        (ModelType.TRADITIONAL, "Pop"),
+        (ModelType.TRADITIONAL, "GFCF"),
+    ]:
         assert issubclass(get_trainer(model_type, name), SafeCheckpointMixin)
 
 
 def test_resolving_recbole_sequential_models_leaves_anomaly_detection_off():
     # A fresh process: RecBole's sine.py switches anomaly detection on when first imported.
-    code = ("import torch; from recbole_mgformer.registry import available_models, get_model; "
-            "get_model('SASRec'); available_models(); print(torch.is_anomaly_enabled())")
+    code = (
+        "import torch; from recbole_mgformer.registry import available_models, get_model; "
+        "get_model('SASRec'); available_models(); print(torch.is_anomaly_enabled())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False"
 
@@ -76,7 +82,10 @@ def test_one_lookup_finds_every_project_model_under_the_one_list_of_model_types(
     from recbole_mgformer.registry import MODEL_TYPES, model_class, model_modules
 
     found = {(model_type, cls.__name__) for model_type, _, _, cls in model_modules("recbole_mgformer.model")}
-    assert {("general_recommender", "MGFormer"), ("sequential_recommender", "EAGPS"),
-            ("context_aware_recommender", "CSA")} <= found
+    assert {
+        ("general_recommender", "MGFormer"),
+        ("sequential_recommender", "EAGPS"),
+        ("context_aware_recommender", "CSA"),
+    } <= found
     assert {model_type for model_type, _ in found} <= set(MODEL_TYPES)
     assert model_class(module, "MGFORMER") is MGFormer and model_class(module, "attention") is None

@@ -14,19 +14,50 @@ from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.safety import UnsafeSettingError, literal_setting
 
 
-@pytest.mark.parametrize("text, value", [
-    ("0.01", 0.01), ("1e-3", 0.001), ("-1e-3", -0.001), ("64", 64), ("[64, 64]", [64, 64]), ("8,2", (8, 2)),
-    ("{'RS': [0.8, 0.1, 0.1]}", {"RS": [0.8, 0.1, 0.1]}), ("None", None), ("True", True), ("true", True),
-    ("FALSE", False), ("none", "none"), ("elu", "elu"), ("amazon-beauty", "amazon-beauty"),
-    ("saved/BPR.pth", "saved/BPR.pth"), ("NDCG@20", "NDCG@20"), ("[RO,UO]", "[RO,UO]"), ("[3,inf)", "[3,inf)"),
-    ("cuda:0", "cuda:0"), ("max", "max"), ("", ""), ("{1, 2}", "{1, 2}"),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("0.01", 0.01),
+        ("1e-3", 0.001),
+        ("-1e-3", -0.001),
+        ("64", 64),
+        ("[64, 64]", [64, 64]),
+        ("8,2", (8, 2)),
+        ("{'RS': [0.8, 0.1, 0.1]}", {"RS": [0.8, 0.1, 0.1]}),
+        ("None", None),
+        ("True", True),
+        ("true", True),
+        ("FALSE", False),
+        ("none", "none"),
+        ("elu", "elu"),
+        ("amazon-beauty", "amazon-beauty"),
+        ("saved/BPR.pth", "saved/BPR.pth"),
+        ("NDCG@20", "NDCG@20"),
+        ("[RO,UO]", "[RO,UO]"),
+        ("[3,inf)", "[3,inf)"),
+        ("cuda:0", "cuda:0"),
+        ("max", "max"),
+        ("", ""),
+        ("{1, 2}", "{1, 2}"),
+    ],
+)
 def test_settings_read_as_recboles_eval_read_legitimate_values(text, value):
     assert literal_setting("key", text) == value and type(literal_setting("key", text)) is type(value)
 
 
-@pytest.mark.parametrize("text", ["__import__('os').system('id') or 0.01", "open('f', 'w')", "[open('f')]",
-                                  "lambda: 1", "[x for x in 'ab']", "f'{x}'", "1/3", "2**10"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "__import__('os').system('id') or 0.01",
+        "open('f', 'w')",
+        "[open('f')]",
+        "lambda: 1",
+        "[x for x in 'ab']",
+        "f'{x}'",
+        "1/3",
+        "2**10",
+    ],
+)
 def test_code_and_computed_settings_are_refused_with_the_key(text):
     with pytest.raises(UnsafeSettingError, match=r"setting learning_rate: .*never run as Python"):
         literal_setting("learning_rate", text)
@@ -35,8 +66,11 @@ def test_code_and_computed_settings_are_refused_with_the_key(text):
 def test_a_config_dict_string_is_never_evaluated(tiny_data, tmp_path):
     marker = tmp_path / "pwned"
     with pytest.raises(UnsafeSettingError, match="setting learning_rate"):
-        build_config("BPR", "tiny", config_dict={**TINY_CONFIG, "data_path": str(tiny_data),
-                                                 "learning_rate": eval_payload(marker)})
+        build_config(
+            "BPR",
+            "tiny",
+            config_dict={**TINY_CONFIG, "data_path": str(tiny_data), "learning_rate": eval_payload(marker)},
+        )
     assert not marker.exists()
 
 
@@ -57,8 +91,9 @@ def test_a_code_string_in_a_config_file_is_refused_naming_the_file(tiny_data, tm
     path.write_text(f"learning_rate: {eval_payload(marker)!r}\n".replace("\\'", "''"))
     assert "__import__" in yaml.safe_load(path.read_text())["learning_rate"]
     with pytest.raises(UnsafeSettingError, match=rf"config file {path}: setting learning_rate"):
-        build_config("BPR", "tiny", config_file_list=[str(path)],
-                     config_dict={**TINY_CONFIG, "data_path": str(tiny_data)})
+        build_config(
+            "BPR", "tiny", config_file_list=[str(path)], config_dict={**TINY_CONFIG, "data_path": str(tiny_data)}
+        )
     assert not marker.exists()
 
 
@@ -74,8 +109,11 @@ def test_config_files_load_with_a_safe_loader_that_keeps_recboles_floats(tmp_pat
 
 
 def tiny_config(tiny_data, tmp_path, **settings):
-    config, _ = build_config("BPR", "tiny", config_dict={**TINY_CONFIG, "data_path": str(tiny_data),
-                                                         "checkpoint_dir": str(tmp_path / "saved"), **settings})
+    config, _ = build_config(
+        "BPR",
+        "tiny",
+        config_dict={**TINY_CONFIG, "data_path": str(tiny_data), "checkpoint_dir": str(tmp_path / "saved"), **settings},
+    )
     return config
 
 
@@ -95,8 +133,15 @@ def test_a_pickle_at_recboles_default_dataset_path_is_never_opened(tiny_data, tm
     assert recbole_quick_start.create_dataset is safety.create_dataset  # run_recbole's, and load_data_and_model's
 
 
-@pytest.mark.parametrize("key, value", [("dataset_save_path", "PAYLOAD"), ("dataloaders_save_path", "PAYLOAD"),
-                                        ("save_dataset", True), ("save_dataloaders", True)])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("dataset_save_path", "PAYLOAD"),
+        ("dataloaders_save_path", "PAYLOAD"),
+        ("save_dataset", True),
+        ("save_dataloaders", True),
+    ],
+)
 def test_settings_that_load_or_write_pickles_are_refused(tiny_data, tmp_path, key, value):
     marker = tmp_path / "pwned"
     payload = str(write_payload(tmp_path / "data.pth", marker))
@@ -135,9 +180,16 @@ def test_kd_dagfm_builds_only_its_teacher_networks(tmp_path):
 
     marker = tmp_path / "pwned"
     write_context_dataset(tmp_path / "data")
-    config, _ = build_config("KD_DAGFM", "toyctx", config_dict={
-        "data_path": str(tmp_path / "data"), "state": "WARNING", "phase": "teacher_training",
-        "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "mode": "labeled"}})
+    config, _ = build_config(
+        "KD_DAGFM",
+        "toyctx",
+        config_dict={
+            "data_path": str(tmp_path / "data"),
+            "state": "WARNING",
+            "phase": "teacher_training",
+            "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "mode": "labeled"},
+        },
+    )
     _, _, (train, _, _) = prepare(config)
     config["teacher"] = f"{eval_payload(marker)} and CrossNet"
     with pytest.raises(UnsafeSettingError, match="teacher: .* is not one of KD_DAGFM's teacher networks"):
@@ -170,9 +222,17 @@ def test_a_pretrained_file_a_recbole_model_loads_is_weights_only(tiny_data, tmp_
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
     marker = tmp_path / "pwned"
     payload = write_payload(tmp_path / "mf.pth", marker)
-    config, _ = build_config("NeuMF", "tiny", config_dict={**TINY_CONFIG, "data_path": str(tiny_data),
-                                                           "use_pretrain": True, "mf_pretrain_path": str(payload),
-                                                           "mlp_pretrain_path": str(payload)})
+    config, _ = build_config(
+        "NeuMF",
+        "tiny",
+        config_dict={
+            **TINY_CONFIG,
+            "data_path": str(tiny_data),
+            "use_pretrain": True,
+            "mf_pretrain_path": str(payload),
+            "mlp_pretrain_path": str(payload),
+        },
+    )
     dataset = create_dataset(config)
     train, _, _ = data_preparation(config, dataset)
     with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
@@ -188,7 +248,17 @@ def test_data_parallel_ranks_never_open_a_pickle_at_the_default_paths(tiny_data,
     marker = tmp_path / "pwned"
     write_payload(tmp_path / "saved" / "tiny-Dataset.pth", marker)
     write_payload(tmp_path / "saved" / "tiny-for-BPR-dataloader.pth", marker)
-    result = run_recommender("BPR", "tiny", config_dict={**TINY_CONFIG, "epochs": 1, "data_path": str(tiny_data),
-                                                         "checkpoint_dir": str(tmp_path / "saved"), "use_gpu": False},
-                             nproc=2, port=free_port())
+    result = run_recommender(
+        "BPR",
+        "tiny",
+        config_dict={
+            **TINY_CONFIG,
+            "epochs": 1,
+            "data_path": str(tiny_data),
+            "checkpoint_dir": str(tmp_path / "saved"),
+            "use_gpu": False,
+        },
+        nproc=2,
+        port=free_port(),
+    )
     assert not marker.exists() and result["test_result"]

@@ -73,10 +73,13 @@ def test_a_pickled_checkpoint_is_refused_with_a_clear_error(tmp_path):
         load_checkpoint(path)
 
 
-@pytest.mark.parametrize("damage, reason", [
-    (lambda data: b"", r"is damaged: the file is empty \(0 bytes\)"),
-    (lambda data: data[: len(data) // 2], r"is damaged: its \d+ bytes are not a complete torch.save archive"),
-])
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda data: b"", r"is damaged: the file is empty \(0 bytes\)"),
+        (lambda data: data[: len(data) // 2], r"is damaged: its \d+ bytes are not a complete torch.save archive"),
+    ],
+)
 def test_a_damaged_checkpoint_is_called_damaged(tmp_path, damage, reason):
     whole = tmp_path / "whole.pth"
     save_atomically({"state_dict": {"w": torch.ones(64)}, "epoch": 3}, whole)
@@ -138,11 +141,12 @@ def test_csa_trainer_decays_the_learning_rate_by_epoch_alone(monkeypatch):
     trainer.learning_rate, trainer.lr_decay_step, trainer.lr_decay_factor = 0.01, 2, 0.2
     trainer.optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
     seen = []
-    monkeypatch.setattr(Trainer, "_train_epoch", lambda self, *args, **kwargs: seen.append(
-        self.optimizer.param_groups[0]["lr"]))
+    monkeypatch.setattr(
+        Trainer, "_train_epoch", lambda self, *args, **kwargs: seen.append(self.optimizer.param_groups[0]["lr"])
+    )
     for epoch in (0, 1, 2, 3, 4, 7):  # a resumed run starting at epoch 7 gets epoch 7's rate
         trainer._train_epoch(None, epoch)
-    assert seen == pytest.approx([0.01, 0.01, 0.002, 0.002, 0.0004, 0.01 * 0.2 ** 3])
+    assert seen == pytest.approx([0.01, 0.01, 0.002, 0.002, 0.0004, 0.01 * 0.2**3])
     trainer.lr_decay_step = 0
     assert trainer.learning_rate_at(9) == 0.01
 
@@ -169,8 +173,9 @@ def test_two_runs_started_in_the_same_second_keep_both_checkpoints(tiny_setup, m
     first, second = (Path(trainer.saved_model_file) for trainer in trainers)
     assert first != second and first.name.startswith("BPR-Nov-28-2026_04-00-00-")
     for trainer, path in zip(trainers, (first, second)):
-        assert torch.equal(load_checkpoint(str(path))["state_dict"]["user_embedding.weight"],
-                           trainer.model.user_embedding.weight)
+        assert torch.equal(
+            load_checkpoint(str(path))["state_dict"]["user_embedding.weight"], trainer.model.user_embedding.weight
+        )
 
 
 def test_a_taken_run_name_is_never_replaced(tiny_setup, tmp_path):

@@ -9,8 +9,11 @@ from recbole.utils import init_seed
 
 from recbole_mgformer.trainer import DeviceLoopMixin
 
-TRAINER_FILES = (os.path.join("recbole_mgformer", "trainer.py"), os.path.join("recbole_mgformer", "cuda_graph.py"),
-                 os.path.join("recbole", "trainer", "trainer.py"))
+TRAINER_FILES = (
+    os.path.join("recbole_mgformer", "trainer.py"),
+    os.path.join("recbole_mgformer", "cuda_graph.py"),
+    os.path.join("recbole", "trainer", "trainer.py"),
+)
 
 
 class SyncCounter:
@@ -29,6 +32,7 @@ class SyncCounter:
             if caller.endswith(TRAINER_FILES):
                 self.calls.append(name)
             return original(tensor, *args, **kwargs)
+
         return wrapper
 
 

@@ -31,6 +31,9 @@ def test_a_split_with_the_same_pairs_in_another_order_matches_and_other_pairs_do
 
     recorded = {"vocabulary": {"train": split_fingerprint(Split([1, 1, 2], [3, 4, 3]))}}
     check_training_split(recorded, Split([2, 1, 1], [3, 4, 3]), "x.pth")
-    with pytest.raises(DatasetChangedError, match=r"x.pth: the training split .* \(as many interactions \(3\), but "
-                                                  r"other \(user, item\) pairs\)"):
+    with pytest.raises(
+        DatasetChangedError,
+        match=r"x.pth: the training split .* \(as many interactions \(3\), but "
+        r"other \(user, item\) pairs\)",
+    ):
         check_training_split(recorded, Split([1, 1, 2], [3, 5, 3]), "x.pth")

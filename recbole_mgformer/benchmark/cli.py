@@ -24,8 +24,9 @@ def finished_line(run, record):
     """What a finished run prints: its kind's headline test metrics, best epoch and speed."""
     metrics = " ".join(f"{m} {record['test'][m]:.4f}" for m in HEADLINES[run.kind] if m in record["test"])
     speed = record["train_seconds_per_epoch"]
-    return (f"test {metrics}, best epoch {record['best_epoch']} of {record['epochs']}"
-            + (f", {speed:.1f} s/epoch" if speed is not None else ""))
+    return f"test {metrics}, best epoch {record['best_epoch']} of {record['epochs']}" + (
+        f", {speed:.1f} s/epoch" if speed is not None else ""
+    )
 
 
 def planned_runs(args, extra, command):
@@ -37,18 +38,32 @@ def planned_runs(args, extra, command):
     for model, _ in entries:
         for dataset in datasets:
             check_model_fits(model, dataset)
-    settings = {"runs_dir": Path(args.results) / "runs", "data_path": args.data_path,
-                "config_files": args.config_files.split(), "extra": extra, "checkpoint_dir": args.checkpoint_dir,
-                "command": command, "tuned_dir": args.tuned_dir,
-                "trained_runs_dir": Path(args.trained_results or args.results) / "runs",
-                "retrain_missing": args.retrain_missing_checkpoints}
+    settings = {
+        "runs_dir": Path(args.results) / "runs",
+        "data_path": args.data_path,
+        "config_files": args.config_files.split(),
+        "extra": extra,
+        "checkpoint_dir": args.checkpoint_dir,
+        "command": command,
+        "tuned_dir": args.tuned_dir,
+        "trained_runs_dir": Path(args.trained_results or args.results) / "runs",
+        "retrain_missing": args.retrain_missing_checkpoints,
+    }
     seeds = [int(seed) for seed in comma_list(args.seeds)]
     if args.tune_budget:  # each entry's search, then its seeds: a row at a time
-        runs = [Run(model, overrides, dataset, seed, **settings)
-                for dataset in datasets for model, overrides in entries for seed in seeds]
+        runs = [
+            Run(model, overrides, dataset, seed, **settings)
+            for dataset in datasets
+            for model, overrides in entries
+            for seed in seeds
+        ]
     else:
-        runs = [Run(model, overrides, dataset, seed, **settings)
-                for dataset in datasets for seed in seeds for model, overrides in entries]
+        runs = [
+            Run(model, overrides, dataset, seed, **settings)
+            for dataset in datasets
+            for seed in seeds
+            for model, overrides in entries
+        ]
     kept, seeded_once, schedules = [], set(), {}
     for run in runs:
         config = run.check_config()
@@ -72,11 +87,15 @@ def check_same_schedule(dataset, by_variant):
     """An equal-budget comparison trains every model of a sequential or context dataset under the same epoch cap
     and early stopping; a model's own YAML (EAGPS's ``epochs: 300``, CSA's ``epochs: 20``) may say otherwise."""
     if len(set(by_variant.values())) > 1:
-        shown = "; ".join(f"{variant} " + ", ".join(f"{k} {v}" for k, v in zip(STOPPING_KEYS, values))
-                          for variant, values in sorted(by_variant.items()))
-        raise ValueError(f"with --tune-budget every model of {dataset} trains under the same epoch cap and early "
-                         f"stopping, but {shown}; pass them for all, e.g. --epochs=200 --stopping_step=10 "
-                         "--eval_step=1")
+        shown = "; ".join(
+            f"{variant} " + ", ".join(f"{k} {v}" for k, v in zip(STOPPING_KEYS, values))
+            for variant, values in sorted(by_variant.items())
+        )
+        raise ValueError(
+            f"with --tune-budget every model of {dataset} trains under the same epoch cap and early "
+            f"stopping, but {shown}; pass them for all, e.g. --epochs=200 --stopping_step=10 "
+            "--eval_step=1"
+        )
 
 
 def check_table_metrics(run, config):
@@ -90,27 +109,42 @@ def check_table_metrics(run, config):
             f"{run.label}: the {run.kind} table needs {', '.join(missing)}, which its settings do not compute "
             f"(metrics {list(config['metrics'])}, topk {config['topk']}); add properties/dataset/{run.dataset}.yaml "
             "(copy one of properties/dataset/ for its protocol) or pass a --config_files file that sets metrics "
-            "and topk, e.g. metrics: [Recall, NDCG] and topk: [20]")
+            "and topk, e.g. metrics: [Recall, NDCG] and topk: [20]"
+        )
 
 
 def budget_of(args):
     if not args.tune_budget:
         if args.tune_defaults_first:
-            raise ValueError("--tune-defaults-first makes the first trial of each model's search its defaults; "
-                             "it needs a search: add --tune-budget N")
+            raise ValueError(
+                "--tune-defaults-first makes the first trial of each model's search its defaults; "
+                "it needs a search: add --tune-budget N"
+            )
         return None
     if min(args.tune_budget, args.tune_epochs, args.tune_grace) < 1:
         raise ValueError("--tune-budget, --tune-epochs and --tune-grace must be at least 1")
     if args.tune_gpus < 0:
-        raise ValueError(f"--tune-gpus {args.tune_gpus}: a trial's share of a GPU is 0 (CPU only) or more, "
-                         "e.g. 0.25 for four trials a GPU")
+        raise ValueError(
+            f"--tune-gpus {args.tune_gpus}: a trial's share of a GPU is 0 (CPU only) or more, "
+            "e.g. 0.25 for four trials a GPU"
+        )
     if args.tune_address and args.tune_cpus is not None:
-        raise ValueError("--tune-cpus sizes a Ray started here; with --tune-address the cluster's own CPUs count, "
-                         "so leave --tune-cpus out")
+        raise ValueError(
+            "--tune-cpus sizes a Ray started here; with --tune-address the cluster's own CPUs count, "
+            "so leave --tune-cpus out"
+        )
     check_address(args.tune_address)
-    return TuneBudget(trials=args.tune_budget, epochs=args.tune_epochs, grace=args.tune_grace, seed=args.search_seed,
-                      cpus=args.tune_cpus, gpus=args.tune_gpus, address=args.tune_address, storage=args.tune_storage,
-                      defaults_first=args.tune_defaults_first)
+    return TuneBudget(
+        trials=args.tune_budget,
+        epochs=args.tune_epochs,
+        grace=args.tune_grace,
+        seed=args.search_seed,
+        cpus=args.tune_cpus,
+        gpus=args.tune_gpus,
+        address=args.tune_address,
+        storage=args.tune_storage,
+        defaults_first=args.tune_defaults_first,
+    )
 
 
 def search_before(run, budget, args, extra, searched):
@@ -121,9 +155,18 @@ def search_before(run, budget, args, extra, searched):
     key = (target[0], target[1], tuple(sorted(target[2].items())))
     if key not in searched:
         try:
-            ensure_search(target[1], target[2], run.dataset, budget, results=args.results, data_path=args.data_path,
-                          config_files=args.config_files.split(), extra=extra, folder=args.tuned_dir,
-                          log=lambda line: print(line, flush=True))
+            ensure_search(
+                target[1],
+                target[2],
+                run.dataset,
+                budget,
+                results=args.results,
+                data_path=args.data_path,
+                config_files=args.config_files.split(),
+                extra=extra,
+                folder=args.tuned_dir,
+                log=lambda line: print(line, flush=True),
+            )
             searched[key] = None
         except Busy as busy:
             searched[key] = busy
@@ -140,11 +183,15 @@ def _main(argv):
     from recbole_mgformer.benchmark import __doc__ as doc
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="recbole-mgformer-benchmark", description=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="recbole-mgformer-benchmark", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", default="MGFormer,DirectAU,SimGCL,XSimGCL,SGL,LightGCN,BPR")
-    parser.add_argument("--datasets", default="amazon-beauty",
-                        help="comma-separated; each dataset's config in properties/dataset/ picks its table")
+    parser.add_argument(
+        "--datasets",
+        default="amazon-beauty",
+        help="comma-separated; each dataset's config in properties/dataset/ picks its table",
+    )
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--data_path", default="dataset", help="RecBole's data_path; known datasets are imported here")
     parser.add_argument("--config_files", default="", help="space-separated YAML files applied to every run")
@@ -153,29 +200,44 @@ def _main(argv):
     parser.add_argument("--render-only", action="store_true", help="only re-render every table from its records")
     scoring = parser.add_argument_group(
         "scoring-only variants (an entry with only scoring options more, e.g. MGFormer's filter_residual*): scored "
-        "from the checkpoint of the entry they train as, trained first if it has no record")
-    scoring.add_argument("--trained-results", default=None,
-                         help="results folder whose runs/ hold the trained entries' records (default --results)")
-    scoring.add_argument("--retrain-missing-checkpoints", action="store_true",
-                         help="a trained entry whose record exists without its checkpoint moves to "
-                              "exploration/runs/ and trains again (default: an error)")
+        "from the checkpoint of the entry they train as, trained first if it has no record"
+    )
+    scoring.add_argument(
+        "--trained-results",
+        default=None,
+        help="results folder whose runs/ hold the trained entries' records (default --results)",
+    )
+    scoring.add_argument(
+        "--retrain-missing-checkpoints",
+        action="store_true",
+        help="a trained entry whose record exists without its checkpoint moves to "
+        "exploration/runs/ and trains again (default: an error)",
+    )
     tuning = parser.add_argument_group("equal-budget tuning: a search per model entry before its seed runs")
     tuning.add_argument("--tune-budget", type=int, default=0, help="trials of each entry's random search (0: none)")
     tuning.add_argument("--tune-epochs", type=int, default=30, help="epochs a trial trains at most (default 30)")
     tuning.add_argument("--tune-grace", type=int, default=5, help="evaluations before ASHA may stop a trial")
     tuning.add_argument("--search-seed", type=int, default=0, help="seed of the random search (default 0)")
-    tuning.add_argument("--tune-defaults-first", action="store_true",
-                        help="the first of each entry's --tune-budget trials runs the model's own defaults for the "
-                             "searched keys (properties/model/<Model>.yaml over RecBole's, under the command's "
-                             "settings), even one outside the space; the pages say so")
+    tuning.add_argument(
+        "--tune-defaults-first",
+        action="store_true",
+        help="the first of each entry's --tune-budget trials runs the model's own defaults for the "
+        "searched keys (properties/model/<Model>.yaml over RecBole's, under the command's "
+        "settings), even one outside the space; the pages say so",
+    )
     tuning.add_argument("--tune-cpus", type=int, default=None, help="CPUs of the local Ray (default all); 1 a trial")
-    tuning.add_argument("--tune-gpus", type=float, default=0,
-                        help="GPUs a trial takes; fractions share one (0.25: four trials a GPU)")
-    tuning.add_argument("--tune-address", default=None,
-                        help="join an existing Ray cluster (auto: a local `ray start`) instead of starting Ray")
+    tuning.add_argument(
+        "--tune-gpus", type=float, default=0, help="GPUs a trial takes; fractions share one (0.25: four trials a GPU)"
+    )
+    tuning.add_argument(
+        "--tune-address",
+        default=None,
+        help="join an existing Ray cluster (auto: a local `ray start`) instead of starting Ray",
+    )
     tuning.add_argument("--tune-storage", default="saved/tune", help="Ray's folder of the searches, for resuming")
-    tuning.add_argument("--tuned-dir", default=None,
-                        help="where the chosen settings go and are read (default properties/benchmark)")
+    tuning.add_argument(
+        "--tuned-dir", default=None, help="where the chosen settings go and are read (default properties/benchmark)"
+    )
     args, rest = parser.parse_known_args(argv)
     extra = parse_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
     if not args.render_only:
@@ -205,8 +267,9 @@ def _main(argv):
             except Busy as busy:
                 print(f"{label}: skipped, {busy}", flush=True)
                 continue
-            print(f"{label}: " + ("record exists, skipped" if record is None else finished_line(run, record)),
-                  flush=True)
+            print(
+                f"{label}: " + ("record exists, skipped" if record is None else finished_line(run, record)), flush=True
+            )
     written = render_results(args.results)
     print("wrote " + ", ".join(str(path) for path in written))
     return 0

@@ -13,13 +13,15 @@ METRICS = (("auc", "AUC", max), ("logloss", "LogLoss", min))  # (key, shown name
 ORDER = ("CSA", "IMC", "ContextNeuMF", "LR", "FM", "DeepFM", "AutoInt")
 
 
-TUNED_NOTE = ("In a section tuned with the same budget, every model had the same random search (trials, ASHA grace, "
-              "epoch cap, search seed) over `properties/hyper/<model>.yaml`, then each seed trained the best "
-              "configuration with early stopping on valid AUC; cells are mean ± the 95% confidence interval over "
-              "seeds (Student t). A verdict sets CSA against the best other model of a rho (by mean test AUC) by a "
-              "paired bootstrap over the test rows (the same rows resampled for both models, each seed's split its "
-              "own; p < 0.05: ahead or behind; else level), of test AUC and of test LogLoss; \"Against each model:\" "
-              "sets it against every other model by the same bootstrap of AUC.")
+TUNED_NOTE = (
+    "In a section tuned with the same budget, every model had the same random search (trials, ASHA grace, "
+    "epoch cap, search seed) over `properties/hyper/<model>.yaml`, then each seed trained the best "
+    "configuration with early stopping on valid AUC; cells are mean ± the 95% confidence interval over "
+    "seeds (Student t). A verdict sets CSA against the best other model of a rho (by mean test AUC) by a "
+    "paired bootstrap over the test rows (the same rows resampled for both models, each seed's split its "
+    'own; p < 0.05: ahead or behind; else level), of test AUC and of test LogLoss; "Against each model:" '
+    "sets it against every other model by the same bootstrap of AUC."
+)
 
 
 def _interval(values):
@@ -37,8 +39,9 @@ def metric_table(by_dataset, key, best, cell=mean_std):
             groups.setdefault((record["variant"], dataset), []).append(record["test"][key])
     variants = [v for v in ORDER if any(v == g[0] for g in groups)]
     variants += sorted({v for v, _ in groups} - set(variants))
-    winners = {d: best((statistics.mean(values), v) for (v, dd), values in groups.items() if dd == d)[1]
-               for d in columns}
+    winners = {
+        d: best((statistics.mean(values), v) for (v, dd), values in groups.items() if dd == d)[1] for d in columns
+    }
     rows = ["| model | " + " | ".join(f"rho = {rho[d]:g}" for d in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for variant in variants:
         cells = []
@@ -52,8 +55,14 @@ def metric_table(by_dataset, key, best, cell=mean_std):
 
 def cap_line(by_dataset):
     """Which rows' best epoch hit the epoch cap (``runs.hit_cap``), or that none did."""
-    hits = sorted({(r["variant"], f"rho = {training_share(d):g}") for d, records in by_dataset.items()
-                   for r in records if r.get("best_epoch_at_cap")})
+    hits = sorted(
+        {
+            (r["variant"], f"rho = {training_share(d):g}")
+            for d, records in by_dataset.items()
+            for r in records
+            if r.get("best_epoch_at_cap")
+        }
+    )
     caps = sorted({r["epoch_cap"] for records in by_dataset.values() for r in records if r.get("epoch_cap")})
     text = "; ".join(f"{v} at {rho}" for v, rho in hits) if hits else "none"
     return f"Epoch cap {'/'.join(map(str, caps))}; runs whose best epoch came too late for early stopping: {text}."
@@ -81,8 +90,11 @@ def verdict_lines(by_dataset):
             if len(others) > 1:
                 from recbole_mgformer.benchmark.general import short_verdict
 
-                parts = [short_verdict(other, v) for other in others
-                         if (v := paired_bootstrap(rows[name], rows[other], "auc")) is not None]
+                parts = [
+                    short_verdict(other, v)
+                    for other in others
+                    if (v := paired_bootstrap(rows[name], rows[other], "auc")) is not None
+                ]
                 if parts:
                     lines.append(prefix + f"Against each model (AUC): {name} is " + "; ".join(parts) + ".")
     return lines
@@ -130,15 +142,21 @@ def render_page(by_dataset, runs_shown):
     records = [r for dataset in sorted(by_dataset) for r in by_dataset[dataset]]
     seeds = sorted({r["seed"] for r in records})
     overrides = sorted({str(shown) for r in records if (shown := _overrides(r))})
-    lines = ["# Context-aware models on ml-100k (CSA's protocol)", "",
-             "Protocol (`properties/dataset/ml-100k-ctx-<rho>.yaml`): the real ml-100k "
-             "user features (user_id, age, gender, occupation, zip_code) and item features (item_id, release_year, "
-             "genres); label 1 for rating >= 4; all interactions split at random, (train + valid) : test = rho : "
-             "1 - rho with train : valid = 7 : 3; the epoch with the best valid AUC is tested on every labelled test "
-             "pair (epoch cap: 20 for the older runs; each tuned section states its own). In the older runs CSA ran "
-             "with `properties/model/CSA.yaml` and the others with RecBole's defaults. Cells: test mean ± std over "
-             + "seeds " + ", ".join(map(str, seeds)) + " (the seed also draws "
-             "the split); best mean per column in bold.", ""]
+    lines = [
+        "# Context-aware models on ml-100k (CSA's protocol)",
+        "",
+        "Protocol (`properties/dataset/ml-100k-ctx-<rho>.yaml`): the real ml-100k "
+        "user features (user_id, age, gender, occupation, zip_code) and item features (item_id, release_year, "
+        "genres); label 1 for rating >= 4; all interactions split at random, (train + valid) : test = rho : "
+        "1 - rho with train : valid = 7 : 3; the epoch with the best valid AUC is tested on every labelled test "
+        "pair (epoch cap: 20 for the older runs; each tuned section states its own). In the older runs CSA ran "
+        "with `properties/model/CSA.yaml` and the others with RecBole's defaults. Cells: test mean ± std over "
+        + "seeds "
+        + ", ".join(map(str, seeds))
+        + " (the seed also draws "
+        "the split); best mean per column in bold.",
+        "",
+    ]
     if overrides:
         lines += ["Overrides: " + "; ".join(overrides), ""]
     tuned = tuned_sections(by_dataset)
@@ -152,6 +170,10 @@ def render_page(by_dataset, runs_shown):
         minutes.setdefault(record["variant"], []).append(record["seconds"] / 60)
     lines += ["Minutes per run: " + ", ".join(f"{m} {statistics.mean(v):.1f}" for m, v in minutes.items()) + ".", ""]
     commands = sorted({r["command"] for r in records if r.get("command")})
-    lines += ["Produced by " + ", ".join(f"`{c}`" for c in commands) + f" (records in `{runs_shown}/<dataset>/`).", "",
-              f"Runs: {provenance(records)}.", ""]
+    lines += [
+        "Produced by " + ", ".join(f"`{c}`" for c in commands) + f" (records in `{runs_shown}/<dataset>/`).",
+        "",
+        f"Runs: {provenance(records)}.",
+        "",
+    ]
     return "\n".join(lines)

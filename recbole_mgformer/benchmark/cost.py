@@ -76,11 +76,18 @@ def _place_labels(axis, figure, labelled):
             if best is None or drop < best[0]:
                 best = (drop, side, box)
         drop, side, box = best
-        axis.annotate(text, (x, y), xytext=((box.x0 - px if side > 0 else box.x1 - px) * scale,
-                                            (box.y0 + height / 2 - py) * scale),
-                      textcoords="offset points", fontsize=7, va="center", ha="left" if side > 0 else "right",
-                      arrowprops=({"arrowstyle": "-", "lw": 0.6, "color": "0.35", "shrinkA": 0, "shrinkB": 3}
-                                  if drop > 4 else None))
+        axis.annotate(
+            text,
+            (x, y),
+            xytext=((box.x0 - px if side > 0 else box.x1 - px) * scale, (box.y0 + height / 2 - py) * scale),
+            textcoords="offset points",
+            fontsize=7,
+            va="center",
+            ha="left" if side > 0 else "right",
+            arrowprops=(
+                {"arrowstyle": "-", "lw": 0.6, "color": "0.35", "shrinkA": 0, "shrinkB": 3} if drop > 4 else None
+            ),
+        )
         placed.append(box)
 
 
@@ -94,8 +101,9 @@ def cost_chart(dataset, points, path):
     figure, axis = plt.subplots(figsize=(11, 6.5))
     markers = ("o", "s", "^", "D")
     for index, (label, chosen) in enumerate(points):
-        axis.scatter([p[1] for p in chosen], [p[2] for p in chosen], marker=markers[index % len(markers)],
-                     label=label, zorder=3)
+        axis.scatter(
+            [p[1] for p in chosen], [p[2] for p in chosen], marker=markers[index % len(markers)], label=label, zorder=3
+        )
     axis.set_xscale("log")
     axis.set_xlabel("wall time to fit, seconds (construction + training to the best epoch; log scale)")
     axis.set_ylabel("test NDCG@20 (mean over seeds)")

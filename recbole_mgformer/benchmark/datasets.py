@@ -42,9 +42,11 @@ def check_model_fits(model, dataset):
     kind = table_kind(dataset)
     model_kind = MODEL_KINDS.get(get_model(model).type, "general")
     if model_kind != kind:
-        raise ValueError(f"{model} is a {model_kind} model, but the runs of {dataset} go into a {kind} table "
-                         f"(benchmark_table in {dataset_config_file(dataset) or 'its config'}); run it on a "
-                         f"dataset with a {model_kind} table")
+        raise ValueError(
+            f"{model} is a {model_kind} model, but the runs of {dataset} go into a {kind} table "
+            f"(benchmark_table in {dataset_config_file(dataset) or 'its config'}); run it on a "
+            f"dataset with a {model_kind} table"
+        )
 
 
 def split_draws_on_seed(config):

@@ -25,6 +25,8 @@ from recbole_mgformer.records import by_variant
 
 HEADLINE = ("recall@20", "ndcg@20")  # what a finished run prints
 METRICS = ("recall@20", "ndcg@20")
+
+
 def _cell(mean, half, bold):
     text = f"{mean:.4f}" + (f" ± {half:.4f}" if half is not None else "")
     return f"**{text}**" if bold else text
@@ -36,9 +38,11 @@ def _mean_of(group, key, spec, scale=1):
     return format(statistics.mean(values), spec) if values else ""
 
 
-DETERMINISTIC_NOTE = ("Seeds \"1 (deterministic)\": a closed-form model (EASE, ItemKNN, ...) on a split the seed does "
-                      "not draw, which every seed would repeat; in a paired test its seed stands for each seed of the "
-                      "other row. Where the seed draws the split (`order: RO`), such a model runs every seed.")
+DETERMINISTIC_NOTE = (
+    'Seeds "1 (deterministic)": a closed-form model (EASE, ItemKNN, ...) on a split the seed does '
+    "not draw, which every seed would repeat; in a paired test its seed stands for each seed of the "
+    "other row. Where the seed draws the split (`order: RO`), such a model runs every seed."
+)
 
 
 def is_deterministic_row(records):
@@ -57,22 +61,27 @@ def seeds_cell(row):
 def _columns(published, best):
     """(header, cell of a row) of every column; a column no row fills is left out of the table. ``published``: a
     :class:`~recbole_mgformer.benchmark.published.Published`."""
+
     def metric(m):
         return lambda row: _cell(*row["stats"][m], bold=row["stats"][m][0] == best[m])
 
     def published_cell(index):
-        return lambda row: ("" if published.numbers(row["variant"]) is None
-                            else f"{published.numbers(row['variant'])[index]:.4f}")
+        return lambda row: (
+            "" if published.numbers(row["variant"]) is None else f"{published.numbers(row['variant'])[index]:.4f}"
+        )
 
     def gap_cell(row):
         gap = published.gap(row["variant"], {m: row["stats"][m][0] for m in METRICS})
         return "" if gap is None else " / ".join(f"{100 * gap[m]:+.1f}%" for m in METRICS)
 
     return [
-        ("model", lambda row: row["variant"]), ("seeds", seeds_cell),
-        ("test Recall@20", metric("recall@20")), ("test NDCG@20", metric("ndcg@20")),
+        ("model", lambda row: row["variant"]),
+        ("seeds", seeds_cell),
+        ("test Recall@20", metric("recall@20")),
+        ("test NDCG@20", metric("ndcg@20")),
         ("valid NDCG@20", lambda row: f"{row['valid']:.4f}"),
-        (f"{published.label} Recall@20", published_cell(0)), (f"{published.label} NDCG@20", published_cell(1)),
+        (f"{published.label} Recall@20", published_cell(0)),
+        (f"{published.label} NDCG@20", published_cell(1)),
         (f"vs {published.label}", gap_cell),
         ("best epoch", lambda row: _mean_of(row["records"], "best_epoch", ".0f")),
         ("epochs", lambda row: _mean_of(row["records"], "epochs", ".0f")),
@@ -95,8 +104,15 @@ def _rows(records):
     rows = []
     for variant, group in by_variant(records).items():
         stats = {m: mean_ci([r["test"][m] for r in group]) for m in METRICS}
-        rows.append({"variant": variant, "model": group[0]["model"], "records": group, "stats": stats,
-                     "valid": statistics.mean(r["valid"]["ndcg@20"] for r in group)})
+        rows.append(
+            {
+                "variant": variant,
+                "model": group[0]["model"],
+                "records": group,
+                "stats": stats,
+                "valid": statistics.mean(r["valid"]["ndcg@20"] for r in group),
+            }
+        )
     rows.sort(key=lambda row: -row["stats"]["ndcg@20"][0])
     return rows
 
@@ -135,8 +151,14 @@ def _schedule(row):
 def _mgformer_row(overrides, rows, like):
     """The MGFormer row of exactly these overrides and the schedule of the row ``like`` (a probe's control is a
     probe), or None."""
-    return next((row for row in rows if row["model"] == "MGFormer" and _overrides(row) == overrides
-                 and _schedule(row) == _schedule(like)), None)
+    return next(
+        (
+            row
+            for row in rows
+            if row["model"] == "MGFormer" and _overrides(row) == overrides and _schedule(row) == _schedule(like)
+        ),
+        None,
+    )
 
 
 def attention_control(row, rows):
@@ -238,8 +260,10 @@ def render_table(rows, published, tuned=False):
         if others:
             runner_up = max(others, key=lambda row: row["stats"][metric][0])
             gain = 100 * (top["stats"][metric][0] / runner_up["stats"][metric][0] - 1)
-            lines.append(f"Best test {metric}: {top['variant']}, {gain:+.2f}% over the best other model "
-                         f"({runner_up['variant']}).")
+            lines.append(
+                f"Best test {metric}: {top['variant']}, {gain:+.2f}% over the best other model "
+                f"({runner_up['variant']})."
+            )
     if any(is_deterministic_row(row["records"]) for row in rows):
         lines.append(DETERMINISTIC_NOTE)
     verdicts = verdict_lines(rows, same_size=not tuned)
@@ -262,9 +286,11 @@ def defaults_first_note(records):
     drawn = sorted({v for v, first in tuned if not first})
     if not (started and drawn):
         return None
-    return ("Not one protocol: the searches of " + ", ".join(started) + " ran each model's own defaults as their "
-            "first trial (--tune-defaults-first), those of " + ", ".join(drawn) + " drew every trial; rows tuned one "
-            "way are not at equal budget with rows tuned the other, so they stand in separate sections.")
+    return (
+        "Not one protocol: the searches of " + ", ".join(started) + " ran each model's own defaults as their "
+        "first trial (--tune-defaults-first), those of " + ", ".join(drawn) + " drew every trial; rows tuned one "
+        "way are not at equal budget with rows tuned the other, so they stand in separate sections."
+    )
 
 
 def section_label(budget):
@@ -284,13 +310,20 @@ def published_lines(published, variants):
     shown = [v for v in published.models if v in variants]
     lines = [published.note] if published.note else []
     if shown:
-        lines.append(f"Sources ({published.label}; \"vs {published.label}\": ours / {published.label} - 1, Recall@20 "
-                     "/ NDCG@20): " + "; ".join(published.source_text(v) for v in shown) + ".")
+        lines.append(
+            f'Sources ({published.label}; "vs {published.label}": ours / {published.label} - 1, Recall@20 '
+            "/ NDCG@20): " + "; ".join(published.source_text(v) for v in shown) + "."
+        )
     missing = [v for v in published.models if v not in variants]
     if missing:
-        lines.append(f"{published.label.capitalize()}, no row of ours yet: " + "; ".join(
-            f"{published.source_text(v)}, {published.numbers(v)[0]:.4f} / {published.numbers(v)[1]:.4f}"
-            for v in missing) + ".")
+        lines.append(
+            f"{published.label.capitalize()}, no row of ours yet: "
+            + "; ".join(
+                f"{published.source_text(v)}, {published.numbers(v)[0]:.4f} / {published.numbers(v)[1]:.4f}"
+                for v in missing
+            )
+            + "."
+        )
     return [line for text in lines for line in ("", text)]
 
 
@@ -301,9 +334,12 @@ def scored_lines(records):
     if not scored:
         return []
     shown = "; ".join(f"{variant} from {trained}" for variant, trained in scored)
-    return ["", f"Scored from a trained entry's best-epoch checkpoint, not trained again: {shown}. Their epochs and "
-            "\"fit s\" are the trained entry's (plus their own construction); the best epoch was selected on the "
-            "trained entry's validation score, without the scoring options."]
+    return [
+        "",
+        f"Scored from a trained entry's best-epoch checkpoint, not trained again: {shown}. Their epochs and "
+        '"fit s" are the trained entry\'s (plus their own construction); the best epoch was selected on the '
+        "trained entry's validation score, without the scoring options.",
+    ]
 
 
 def render_dataset(dataset, records):
@@ -322,11 +358,16 @@ def render_dataset(dataset, records):
         searches = sorted({(r["variant"], r["tuning"]["search"]) for r in group if r.get("tuning")})
         if searches:
             lines += ["", "Searches: " + "; ".join(f"{variant} `{page}`" for variant, page in searches) + "."]
-        tuned = sorted({(r["model"], r["tuned_config"]) for r in group
-                        if r.get("tuned_config") and not r.get("tuning")})
+        tuned = sorted(
+            {(r["model"], r["tuned_config"]) for r in group if r.get("tuned_config") and not r.get("tuning")}
+        )
         if tuned:
-            lines += ["", "Tuned for this dataset, over each model's defaults: "
-                      + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned) + "."]
+            lines += [
+                "",
+                "Tuned for this dataset, over each model's defaults: "
+                + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned)
+                + ".",
+            ]
         lines += scored_lines(group)
         lines.append("")
     while lines[-1] == "":
@@ -334,11 +375,18 @@ def render_dataset(dataset, records):
     lines += published_lines(published, {r["variant"] for r in records})
     if cost_points(cost_sections(records)):
         chart = chart_name(dataset, page_of(dataset))
-        lines += ["", f"Cost: test NDCG@20 against the time to fit (\"fit s\"), every row a point: [{chart}]({chart}).",
-                  "", f"![{dataset}: test NDCG@20 against the time to fit]({chart})"]
+        lines += [
+            "",
+            f'Cost: test NDCG@20 against the time to fit ("fit s"), every row a point: [{chart}]({chart}).',
+            "",
+            f"![{dataset}: test NDCG@20 against the time to fit]({chart})",
+        ]
     machines = sorted({(r["machine"], r["commit"]) for r in records})
-    lines += ["", "Runs: " + "; ".join(f"{m} at {c}" for m, c in machines)
-              + f"; seeds {sorted({r['seed'] for r in records})}.", ""]
+    lines += [
+        "",
+        "Runs: " + "; ".join(f"{m} at {c}" for m, c in machines) + f"; seeds {sorted({r['seed'] for r in records})}.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -355,23 +403,27 @@ def render_costs(by_dataset, folder):
 
 def render_page(by_dataset, runs_shown):
     """The leaderboard page of one or more datasets' records."""
-    lines = ["# Leaderboard", "",
-             f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. "
-             "Test metrics are mean ± the 95% confidence interval over seeds (Student t; the value alone for one "
-             "seed), at the epoch with the best validation NDCG@20 (early stopping); best in bold. A verdict compares "
-             "an MGFormer row with the best other model (of its embedding size, except in an equal-budget search, "
-             "which tunes it) by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
-             "behind; else level), and an \"Against each model:\" line (equal-budget searches) sets it against "
-             "every other model by the same test (mean difference, p); an \"Attention:\" line compares an MGFormer "
-             "row with the same entry without attention, an \"Ablation:\" line a Table 3 ablation with the MGFormer "
-             "it changes. Protocols: `properties/dataset/<dataset>.yaml`. Paper or published columns: "
-             "`properties/published/<dataset>.yaml`, with their sources and how they were selected under each table; "
-             "\"vs\" is ours / theirs - 1. \"fit s\": seconds to fit, the model's construction (where recorded) and "
-             "its training up to and including the best epoch, without validation or the epochs after the best, "
-             "on the machines of the \"Runs:\" line (often two runs sharing two cores: orders of magnitude, not a "
-             "speed benchmark). \"parameters\": a trained model's trainable parameters, a closed-form model's stored "
-             "values (dense entries and sparse nonzeros it keeps to score, the interaction matrix included; blank in "
-             "its records written before they were counted).", ""]
+    lines = [
+        "# Leaderboard",
+        "",
+        f"Rendered by `python -m recbole_mgformer.benchmark` from `{runs_shown}/<dataset>/*.json`. "
+        "Test metrics are mean ± the 95% confidence interval over seeds (Student t; the value alone for one "
+        "seed), at the epoch with the best validation NDCG@20 (early stopping); best in bold. A verdict compares "
+        "an MGFormer row with the best other model (of its embedding size, except in an equal-budget search, "
+        "which tunes it) by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
+        'behind; else level), and an "Against each model:" line (equal-budget searches) sets it against '
+        'every other model by the same test (mean difference, p); an "Attention:" line compares an MGFormer '
+        'row with the same entry without attention, an "Ablation:" line a Table 3 ablation with the MGFormer '
+        "it changes. Protocols: `properties/dataset/<dataset>.yaml`. Paper or published columns: "
+        "`properties/published/<dataset>.yaml`, with their sources and how they were selected under each table; "
+        '"vs" is ours / theirs - 1. "fit s": seconds to fit, the model\'s construction (where recorded) and '
+        "its training up to and including the best epoch, without validation or the epochs after the best, "
+        'on the machines of the "Runs:" line (often two runs sharing two cores: orders of magnitude, not a '
+        "speed benchmark). \"parameters\": a trained model's trainable parameters, a closed-form model's stored "
+        "values (dense entries and sparse nonzeros it keeps to score, the interaction matrix included; blank in "
+        "its records written before they were counted).",
+        "",
+    ]
     mixed = defaults_first_note([r for records in by_dataset.values() for r in records])
     lines += [mixed, ""] if mixed else []
     return "\n".join(lines + [render_dataset(dataset, by_dataset[dataset]) for dataset in sorted(by_dataset)])

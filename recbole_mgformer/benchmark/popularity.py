@@ -27,11 +27,19 @@ def _group_stats(records):
         for group in GROUPS:
             metrics = record["test_popularity"][group]
             values.setdefault(record["variant"], {}).setdefault(group, []).append(
-                (metrics["recall@20"], metrics["ndcg@20"]))
-    return {variant: {group: (mean_ci([v[0] for v in pairs if v[0] is not None]),
-                              mean_ci([v[1] for v in pairs if v[1] is not None]), len(pairs))
-                      for group, pairs in groups.items()}
-            for variant, groups in values.items()}
+                (metrics["recall@20"], metrics["ndcg@20"])
+            )
+    return {
+        variant: {
+            group: (
+                mean_ci([v[0] for v in pairs if v[0] is not None]),
+                mean_ci([v[1] for v in pairs if v[1] is not None]),
+                len(pairs),
+            )
+            for group, pairs in groups.items()
+        }
+        for variant, groups in values.items()
+    }
 
 
 def popularity_table(dataset, records):
@@ -40,9 +48,13 @@ def popularity_table(dataset, records):
     records = [r for r in records if "test_popularity" in r]
     if not records:
         return None, {}
-    lines = [f"## {dataset}", "",
-             f"Groups: {GROUP_RULE}; a user counts in a group when one of their test items is in it.",
-             "Cells: mean ± the 95% confidence interval over seeds (the value alone for one seed).", ""]
+    lines = [
+        f"## {dataset}",
+        "",
+        f"Groups: {GROUP_RULE}; a user counts in a group when one of their test items is in it.",
+        "Cells: mean ± the 95% confidence interval over seeds (the value alone for one seed).",
+        "",
+    ]
     parts = {}
     for record in records:
         parts.setdefault((record.get("tuning") or {}).get("text"), []).append(record)
@@ -52,8 +64,10 @@ def popularity_table(dataset, records):
             lines += [f"### Tuned with the same budget: {budget}", ""]
         elif len(parts) > 1:
             lines += ["### Older runs, not from an equal-budget search", ""]
-        lines += ["| model | seeds | " + " | ".join(f"{g} Recall@20 | {g} NDCG@20" for g in GROUPS) + " |",
-                  "|" + "---|" * (2 + 2 * len(GROUPS))]
+        lines += [
+            "| model | seeds | " + " | ".join(f"{g} Recall@20 | {g} NDCG@20" for g in GROUPS) + " |",
+            "|" + "---|" * (2 + 2 * len(GROUPS)),
+        ]
         stats = _group_stats(group)
         for variant, groups in sorted(stats.items()):
             cells = [format_ci(*groups[g][metric]) for g in GROUPS for metric in (0, 1)]
@@ -82,8 +96,14 @@ def popularity_chart(dataset, summary, path):
             means = [summary[variant][group][metric_index][0] for group in GROUPS]
             means = [float("nan") if mean is None else mean for mean in means]  # a group without test users
             halves = [summary[variant][group][metric_index][1] or 0.0 for group in GROUPS]
-            axis.bar([g + index * width for g in range(len(GROUPS))], means, width, label=variant,
-                     yerr=halves if any(halves) else None, capsize=2)
+            axis.bar(
+                [g + index * width for g in range(len(GROUPS))],
+                means,
+                width,
+                label=variant,
+                yerr=halves if any(halves) else None,
+                capsize=2,
+            )
         axis.set_xticks([g + width * (len(variants) - 1) / 2 for g in range(len(GROUPS))], GROUPS)
         axis.set_title(f"{dataset}: test {metric} by item popularity")
     axes[1].legend(fontsize=7)
@@ -95,9 +115,12 @@ def popularity_chart(dataset, summary, path):
 def render_popularity(by_dataset, folder):
     """``<folder>/popularity.md`` and a ``popularity-<dataset>.png`` per dataset, from the records that have group
     metrics; returns the page's path, or None (and writes nothing) when no record has them."""
-    sections = ["# Metrics by item popularity", "",
-                "Rendered by `python -m recbole_mgformer.benchmark` (the paper's Fig. 2), at each run's best epoch.",
-                ""]
+    sections = [
+        "# Metrics by item popularity",
+        "",
+        "Rendered by `python -m recbole_mgformer.benchmark` (the paper's Fig. 2), at each run's best epoch.",
+        "",
+    ]
     for dataset in sorted(by_dataset):
         # the chart shows the equal-budget searches' models where there are any, else the models at their defaults;
         # the table also lists variants

@@ -52,12 +52,14 @@ def _checked(path, text):
     """A :class:`Published` from one file's YAML text, with the file and the model named on any bad entry."""
     data = yaml.safe_load(text) or {}
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
-        _fail(path, "expected a mapping with `models: {<our model's name>: {recall@20: ..., ndcg@20: ..., "
-                    "source: ...}}`")
+        _fail(
+            path, "expected a mapping with `models: {<our model's name>: {recall@20: ..., ndcg@20: ..., source: ...}}`"
+        )
     unknown = set(data) - {"datasets", "label", "note", "models"}
     if unknown:
-        _fail(path,
-              f"unknown key(s) {', '.join(sorted(map(str, unknown)))}; the keys are datasets, label, note, models")
+        _fail(
+            path, f"unknown key(s) {', '.join(sorted(map(str, unknown)))}; the keys are datasets, label, note, models"
+        )
     models = {}
     for variant, entry in data["models"].items():
         if not isinstance(entry, dict):
@@ -65,18 +67,24 @@ def _checked(path, text):
         extra = set(entry) - {*METRICS, "source", "name"}
         missing = {*METRICS, "source"} - set(entry)
         if extra or missing:
-            _fail(path, f"model {variant!r}: " + "; ".join(
-                ([f"missing {', '.join(sorted(missing))}"] if missing else [])
-                + ([f"unknown {', '.join(sorted(map(str, extra)))} (the keys are recall@20, ndcg@20, source, name)"]
-                   if extra else [])))
+            problems = [f"missing {', '.join(sorted(missing))}"] if missing else []
+            if extra:
+                unknown_keys = ", ".join(sorted(map(str, extra)))
+                problems.append(f"unknown {unknown_keys} (the keys are recall@20, ndcg@20, source, name)")
+            _fail(path, f"model {variant!r}: " + "; ".join(problems))
         for metric in METRICS:
             value = entry[metric]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1 \
-                    or not math.isfinite(value):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 < value <= 1
+                or not math.isfinite(value)
+            ):
                 _fail(path, f"model {variant!r}: {metric} must be a number in (0, 1], got {value!r}")
         models[str(variant)] = {**entry, "name": str(entry.get("name", variant)), "source": str(entry["source"])}
-    return data, Published(label=str(data.get("label", "published")), note=str(data.get("note", "")).strip(),
-                           models=models, path=str(path))
+    return data, Published(
+        label=str(data.get("label", "published")), note=str(data.get("note", "")).strip(), models=models, path=str(path)
+    )
 
 
 def published_numbers(dataset, folder=None):

@@ -20,15 +20,19 @@ TABLES = {"general": general, "sequential": sequential, "context": context}
 
 def required_metrics(kind):
     """``(test, valid)``: the metrics each record of a table of ``kind`` must have for its row."""
-    return {"general": (general.METRICS, ("ndcg@20",)), "sequential": (sequential.METRICS, ("ndcg@10",)),
-            "context": (tuple(key for key, _, _ in context.METRICS), ())}[kind]
+    return {
+        "general": (general.METRICS, ("ndcg@20",)),
+        "sequential": (sequential.METRICS, ("ndcg@10",)),
+        "context": (tuple(key for key, _, _ in context.METRICS), ()),
+    }[kind]
 
 
 def missing_metrics(record, kind):
     """The metrics of a table of ``kind`` that ``record`` lacks (``valid ndcg@20``), empty when it has them all."""
     test, valid = required_metrics(kind)
-    return ([f"test {m}" for m in test if m not in record.get("test", {})]
-            + [f"valid {m}" for m in valid if m not in record.get("valid", {})])
+    return [f"test {m}" for m in test if m not in record.get("test", {})] + [
+        f"valid {m}" for m in valid if m not in record.get("valid", {})
+    ]
 
 
 def warn(message):
@@ -83,15 +87,19 @@ def pages(by_dataset, warn=warn):
         for record in records:
             missing = missing_metrics(record, kind)
             if missing:
-                warn(f"{record['_path']}: left out of the {kind} table of {page!r}, it lacks {', '.join(missing)}; "
-                     f"rerun it with the table's metrics (properties/dataset/{dataset}.yaml sets them) or delete it")
+                warn(
+                    f"{record['_path']}: left out of the {kind} table of {page!r}, it lacks {', '.join(missing)}; "
+                    f"rerun it with the table's metrics (properties/dataset/{dataset}.yaml sets them) or delete it"
+                )
             else:
                 usable.append(record)
         if records and not usable:
             continue
         if result.setdefault(page, (kind, {}))[0] != kind:
-            raise ValueError(f"page {page!r} mixes a {result[page][0]} and a {kind} table: give {dataset} "
-                             "another benchmark_page in its config")
+            raise ValueError(
+                f"page {page!r} mixes a {result[page][0]} and a {kind} table: give {dataset} "
+                "another benchmark_page in its config"
+            )
         result[page][1][dataset] = usable
     return result
 

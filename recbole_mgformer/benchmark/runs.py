@@ -39,8 +39,14 @@ from recbole_mgformer.trainer import RUNTIME_KEYS, load_checkpoint, plain_value
 # Settings that change where and how a run computes, not its result: the resume's runtime keys (less ``epochs``,
 # which a benchmark run's result depends on), the GPU flag a device implies, evaluation batching, and RecBole's
 # saved-data paths.
-UNCOMPARED_KEYS = (RUNTIME_KEYS - {"epochs"}) | {"use_gpu", "eval_batch_size", "save_dataset", "dataset_save_path",
-                                                 "save_dataloaders", "dataloaders_save_path"}
+UNCOMPARED_KEYS = (RUNTIME_KEYS - {"epochs"}) | {
+    "use_gpu",
+    "eval_batch_size",
+    "save_dataset",
+    "dataset_save_path",
+    "save_dataloaders",
+    "dataloaders_save_path",
+}
 
 
 # The per-user metric of each kind of table's paired test (a context table pairs its test rows instead).
@@ -107,10 +113,10 @@ def move_record(path, folder):
     return target
 
 
-
 def stored_values(model):
     """The numbers a fitted closed-form model keeps to score (dense entries, sparse nonzeros; the interaction
     matrix it scores from included): its "parameters", which its one dummy trainable parameter is not."""
+
     def size(value):
         if isinstance(value, torch.Tensor):
             return value._nnz() if value.layout != torch.strided else value.numel()
@@ -123,6 +129,7 @@ def stored_values(model):
         value = getattr(model, name, None)
         values.setdefault(id(value), value)
     return sum(size(value) for value in values.values())
+
 
 class Run:
     """One (model entry, dataset, seed) of a benchmark, with the settings every run shares.
@@ -140,9 +147,25 @@ class Run:
     record exists without its checkpoint, and ``score_trained=False`` trains the variant end to end instead.
     """
 
-    def __init__(self, model, overrides, dataset, seed, *, runs_dir, data_path, config_files=(), extra=None,
-                 checkpoint_dir="saved/benchmark", command=None, tuned_dir=None, trained_runs_dir=None,
-                 retrain_missing=False, score_trained=True, scores_variants=False):
+    def __init__(
+        self,
+        model,
+        overrides,
+        dataset,
+        seed,
+        *,
+        runs_dir,
+        data_path,
+        config_files=(),
+        extra=None,
+        checkpoint_dir="saved/benchmark",
+        command=None,
+        tuned_dir=None,
+        trained_runs_dir=None,
+        retrain_missing=False,
+        score_trained=True,
+        scores_variants=False,
+    ):
         self.model, self.overrides, self.dataset, self.seed = model, dict(overrides), dataset, seed
         self.variant = variant_name(model, overrides)
         self.kind = table_kind(dataset)
@@ -162,10 +185,20 @@ class Run:
         overrides = trained_entry(self.model, self.overrides) if self.score_trained else None
         if overrides is None:
             return None
-        trained = Run(self.model, overrides, self.dataset, self.seed, runs_dir=self.trained_runs_dir,
-                      data_path=self.data_path, config_files=self.config_files,
-                      extra=without_scoring(self.model, self.extra), checkpoint_dir=self.checkpoint_dir,
-                      command=self.command, tuned_dir=self.tuned_dir, scores_variants=True)
+        trained = Run(
+            self.model,
+            overrides,
+            self.dataset,
+            self.seed,
+            runs_dir=self.trained_runs_dir,
+            data_path=self.data_path,
+            config_files=self.config_files,
+            extra=without_scoring(self.model, self.extra),
+            checkpoint_dir=self.checkpoint_dir,
+            command=self.command,
+            tuned_dir=self.tuned_dir,
+            scores_variants=True,
+        )
         return trained if trained.tuned_file == self.tuned_file else None
 
     @property
@@ -195,8 +228,12 @@ class Run:
     def check_config(self):
         """Build the run's config alone (returned): an unknown key or a bad value fails now, not hours into the
         benchmark, and so does a record of this run trained with other settings (:meth:`check_record`)."""
-        config, _ = build_config(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
-                                 {**self.extra, **self.overrides, "seed": self.seed})
+        config, _ = build_config(
+            self.model,
+            self.dataset,
+            tuned_config_files(self.tuned_file, self.config_files),
+            {**self.extra, **self.overrides, "seed": self.seed},
+        )
         self.check_record(record_config(config))
         trained = self.trained if not self.record_path.exists() else None
         # to be scored from a record of the entry trained with other settings: fails now too, unless that record
@@ -229,14 +266,20 @@ class Run:
                 f"{self.record_path} records {self.label} trained with other settings ({shown}{more}); the "
                 "benchmark would skip this run and keep the old one in its table. To rerun with these settings, move "
                 f"the record (and its .users.json.gz) to {self.results / 'exploration' / 'runs' / self.dataset}/ "
-                "or delete it; to keep it, rerun with the settings it records")
+                "or delete it; to keep it, rerun with the settings it records"
+            )
 
     def setup(self, checkpoint):
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        config_dict = {"seed": self.seed, "data_path": str(self.data_path), "checkpoint_dir": str(checkpoint.parent),
-                       "show_progress": False, **self.extra, **self.overrides}
-        return setup_run(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files),
-                         config_dict)
+        config_dict = {
+            "seed": self.seed,
+            "data_path": str(self.data_path),
+            "checkpoint_dir": str(checkpoint.parent),
+            "show_progress": False,
+            **self.extra,
+            **self.overrides,
+        }
+        return setup_run(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files), config_dict)
 
     def execute(self, log=print):
         """Train and test unless the record exists; returns the new record, or None when skipped. A record that
@@ -260,30 +303,44 @@ class Run:
         checkpoint = self.checkpoint
         config, model, trainer, (train_data, valid_data, test_data) = self.setup(checkpoint)
         started = time.perf_counter()
-        best_valid_result, timer = fit_resumably(trainer, train_data, valid_data, checkpoint, self.label,
-                                                 config["show_progress"])
+        best_valid_result, timer = fit_resumably(
+            trainer, train_data, valid_data, checkpoint, self.label, config["show_progress"]
+        )
         fit_seconds = time.perf_counter() - started
         construct_seconds = (getattr(model, "build_seconds", None) or 0.0) if fits_once(self.model) else 0.0
         started = time.perf_counter()
         test_result = trainer.evaluate(test_data, load_best_model=True, show_progress=config["show_progress"])
         test_seconds = time.perf_counter() - started
         record = {
-            "dataset": self.dataset, "model": self.model, "variant": self.variant, "overrides": self.overrides,
-            "seed": self.seed, "deterministic": same_for_every_seed(self.model, config),
-            "tuned_config": shown_path(self.tuned_file, self.results), "tuning": tuning,
-            "valid": dict(best_valid_result), "test": dict(test_result),
-            **self.popularity(trainer, train_data, test_data), **self.per_user(trainer, test_data),
-            **timer.summary(config["valid_metric_bigger"]), **self.cap(config, timer),
-            "test_seconds": round(test_seconds, 3), "fit_seconds": round(fit_seconds + construct_seconds, 1),
+            "dataset": self.dataset,
+            "model": self.model,
+            "variant": self.variant,
+            "overrides": self.overrides,
+            "seed": self.seed,
+            "deterministic": same_for_every_seed(self.model, config),
+            "tuned_config": shown_path(self.tuned_file, self.results),
+            "tuning": tuning,
+            "valid": dict(best_valid_result),
+            "test": dict(test_result),
+            **self.popularity(trainer, train_data, test_data),
+            **self.per_user(trainer, test_data),
+            **timer.summary(config["valid_metric_bigger"]),
+            **self.cap(config, timer),
+            "test_seconds": round(test_seconds, 3),
+            "fit_seconds": round(fit_seconds + construct_seconds, 1),
             # training and evaluation of every process the run took, the data preparation left out
-            "seconds": round(construct_seconds + sum(timer.train_seconds) + sum(timer.valid_seconds) + test_seconds,
-                             1),
+            "seconds": round(construct_seconds + sum(timer.train_seconds) + sum(timer.valid_seconds) + test_seconds, 1),
             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
             **({"stored_values": stored_values(model)} if fits_once(self.model) else {}),
             # the model's construction (benchmark.cost); a traditional model (EASE, GF-CF, ...) fits there
             "build_seconds": getattr(model, "build_seconds", None),
-            "device": str(config["device"]), "machine": machine(), "matmul_precision": matmul_precision(model),
-            "commit": commit, "versions": package_versions(), "command": self.command, "settings": self.extra,
+            "device": str(config["device"]),
+            "machine": machine(),
+            "matmul_precision": matmul_precision(model),
+            "commit": commit,
+            "versions": package_versions(),
+            "command": self.command,
+            "settings": self.extra,
             "config": record_config(config),
         }
         write_record(self.record_path, record)
@@ -301,8 +358,9 @@ class Run:
         checkpoint = trained.checkpoint
         if not checkpoint.exists():
             if not self.retrain_missing:
-                raise MissingCheckpoint(missing_checkpoint_message(self.label, trained.label, trained.record_path,
-                                                                   checkpoint))
+                raise MissingCheckpoint(
+                    missing_checkpoint_message(self.label, trained.label, trained.record_path, checkpoint)
+                )
             with claim(trained.claim_path):  # another process doing the same may have moved it already
                 if trained.record_path.exists() and not checkpoint.exists():
                     log(f"moved {trained.retire(log)}: its checkpoint {checkpoint} is missing; training it again")
@@ -318,8 +376,9 @@ class Run:
         checkpoint = trained.checkpoint
         config, model, trainer, (train_data, valid_data, test_data) = self.setup(self.checkpoint)
         valid_metric = config["valid_metric"].lower()
-        check_trained_checkpoint(state, checkpoint, trained_record, self.model, record_config(config),
-                                 train_data._dataset, valid_metric)
+        check_trained_checkpoint(
+            state, checkpoint, trained_record, self.model, record_config(config), train_data._dataset, valid_metric
+        )
         trainer._load_model_state(trained_state(model, state, checkpoint), str(checkpoint))
         started = time.perf_counter()
         valid_result = trainer.evaluate(valid_data, load_best_model=False, show_progress=config["show_progress"])
@@ -330,24 +389,42 @@ class Run:
         build_seconds = getattr(model, "build_seconds", None)
         scoring_seconds = (build_seconds or 0.0) + valid_seconds + test_seconds
         record = {
-            "dataset": self.dataset, "model": self.model, "variant": self.variant, "overrides": self.overrides,
-            "seed": self.seed, "deterministic": same_for_every_seed(self.model, config),
-            "tuned_config": shown_path(self.tuned_file, self.results), "tuning": self.tuning,
-            "valid": dict(valid_result), "test": dict(test_result),
-            **self.popularity(trainer, train_data, test_data), **self.per_user(trainer, test_data),
+            "dataset": self.dataset,
+            "model": self.model,
+            "variant": self.variant,
+            "overrides": self.overrides,
+            "seed": self.seed,
+            "deterministic": same_for_every_seed(self.model, config),
+            "tuned_config": shown_path(self.tuned_file, self.results),
+            "tuning": self.tuning,
+            "valid": dict(valid_result),
+            "test": dict(test_result),
+            **self.popularity(trainer, train_data, test_data),
+            **self.per_user(trainer, test_data),
             **{key: trained_record.get(key) for key in TRAINED_FIELDS},
-            "test_seconds": round(test_seconds, 3), "scoring_seconds": round(scoring_seconds, 1),
+            "test_seconds": round(test_seconds, 3),
+            "scoring_seconds": round(scoring_seconds, 1),
             # the training it needed (the trained entry's, its test included) and its own scoring
             "seconds": round((trained_record.get("seconds") or 0.0) + scoring_seconds, 1),
             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
             "build_seconds": build_seconds,  # the SVD and the residual's filter, as a trained run of it records
-            "scored_from": {"checkpoint": shown_path(checkpoint, self.results), "sha256": digest,
-                            "epoch": state.get("epoch"), "record": shown_path(trained.record_path, self.results),
-                            "variant": trained.variant, "commit": trained_record.get("commit"),
-                            "machine": trained_record.get("machine")},
+            "scored_from": {
+                "checkpoint": shown_path(checkpoint, self.results),
+                "sha256": digest,
+                "epoch": state.get("epoch"),
+                "record": shown_path(trained.record_path, self.results),
+                "variant": trained.variant,
+                "commit": trained_record.get("commit"),
+                "machine": trained_record.get("machine"),
+            },
             "protocol": protocol_note(valid_metric),
-            "device": str(config["device"]), "machine": machine(), "matmul_precision": matmul_precision(model),
-            "commit": commit, "versions": package_versions(), "command": self.command, "settings": self.extra,
+            "device": str(config["device"]),
+            "machine": machine(),
+            "matmul_precision": matmul_precision(model),
+            "commit": commit,
+            "versions": package_versions(),
+            "command": self.command,
+            "settings": self.extra,
             "config": record_config(config),
         }
         write_record(self.record_path, record)
@@ -380,9 +457,13 @@ class Run:
     def cap(config, timer):
         """The epoch cap the run had and whether it ended a run still improving (:func:`hit_cap`)."""
         summary = timer.summary(config["valid_metric_bigger"])
-        return {"epoch_cap": config["epochs"], "stopping_step": config["stopping_step"],
-                "best_epoch_at_cap": hit_cap(summary["best_epoch"], summary["epochs"], config["epochs"],
-                                             config["stopping_step"], config["eval_step"])}
+        return {
+            "epoch_cap": config["epochs"],
+            "stopping_step": config["stopping_step"],
+            "best_epoch_at_cap": hit_cap(
+                summary["best_epoch"], summary["epochs"], config["epochs"], config["stopping_step"], config["eval_step"]
+            ),
+        }
 
     def popularity(self, trainer, train_data, test_data):
         """Test metrics by item popularity group (Fig. 2): a general table's runs only."""

@@ -36,9 +36,19 @@ from recbole_mgformer.trainer import check_model_state
 from recbole_mgformer.vocabulary import check_dataset, check_training_split
 
 # A scored run's fields taken from its trained entry's record: what training (and selecting the epoch) took.
-TRAINED_FIELDS = ("best_epoch", "epochs", "valid_history", "resumed_from_epoch", "train_seconds_per_epoch",
-                  "train_history", "valid_seconds_per_evaluation", "epoch_cap", "stopping_step", "best_epoch_at_cap",
-                  "fit_seconds")
+TRAINED_FIELDS = (
+    "best_epoch",
+    "epochs",
+    "valid_history",
+    "resumed_from_epoch",
+    "train_seconds_per_epoch",
+    "train_history",
+    "valid_seconds_per_evaluation",
+    "epoch_cap",
+    "stopping_step",
+    "best_epoch_at_cap",
+    "fit_seconds",
+)
 
 
 class MissingCheckpoint(ValueError):
@@ -64,15 +74,19 @@ def without_scoring(model, settings):
 
 
 def protocol_note(valid_metric):
-    return (f"scored from the trained entry's best-epoch checkpoint: the epoch was selected on its validation "
-            f"{valid_metric} without the scoring options, which apply only to this run's valid and test scores")
+    return (
+        f"scored from the trained entry's best-epoch checkpoint: the epoch was selected on its validation "
+        f"{valid_metric} without the scoring options, which apply only to this run's valid and test scores"
+    )
 
 
 def missing_checkpoint_message(variant_label, trained_label, record_path, checkpoint):
-    return (f"{variant_label} is scored from {trained_label}, whose record {record_path} exists but whose "
-            f"checkpoint {checkpoint} does not (trained before checkpoints were kept, elsewhere, or with another "
-            "--checkpoint_dir). Pass the --checkpoint_dir it was trained with, or add --retrain-missing-checkpoints "
-            "to move that record to exploration/runs/ and train it again, keeping its checkpoint")
+    return (
+        f"{variant_label} is scored from {trained_label}, whose record {record_path} exists but whose "
+        f"checkpoint {checkpoint} does not (trained before checkpoints were kept, elsewhere, or with another "
+        "--checkpoint_dir). Pass the --checkpoint_dir it was trained with, or add --retrain-missing-checkpoints "
+        "to move that record to exploration/runs/ and train it again, keeping its checkpoint"
+    )
 
 
 def file_sha256(path):
@@ -92,26 +106,34 @@ def check_trained_checkpoint(checkpoint, path, trained_record, model, settings, 
 
     recorded = checkpoint.get("config")
     if not isinstance(recorded, dict):
-        raise ValueError(f"{path} records no settings ('config'): it was not written by this benchmark; delete it "
-                         "and train the entry again")
+        raise ValueError(
+            f"{path} records no settings ('config'): it was not written by this benchmark; delete it "
+            "and train the entry again"
+        )
     changed = settings_changes(without_scoring(model, recorded), without_scoring(model, settings))
     if changed:
         shown = "; ".join(f"{key}: {old!r} there, {new!r} here" for key, (old, new) in list(changed.items())[:5])
-        raise ValueError(f"{path} was trained with other settings than this variant trains with ({shown}): it "
-                         "cannot be scored from it. Score it with the settings the checkpoint records, or move "
-                         "the checkpoint and its record aside and train the entry again")
+        raise ValueError(
+            f"{path} was trained with other settings than this variant trains with ({shown}): it "
+            "cannot be scored from it. Score it with the settings the checkpoint records, or move "
+            "the checkpoint and its record aside and train the entry again"
+        )
     check_dataset(checkpoint, train_dataset, path)
     check_training_split(checkpoint, train_dataset, path)
     best_epoch = trained_record.get("best_epoch")
     if best_epoch is not None and checkpoint.get("epoch") != best_epoch:
-        raise ValueError(f"{path} holds epoch {checkpoint.get('epoch')}, but its record {trained_record['variant']} "
-                         f"seed {trained_record['seed']} tested epoch {best_epoch}: they come from different "
-                         "trainings. Move both aside and train the entry again")
+        raise ValueError(
+            f"{path} holds epoch {checkpoint.get('epoch')}, but its record {trained_record['variant']} "
+            f"seed {trained_record['seed']} tested epoch {best_epoch}: they come from different "
+            "trainings. Move both aside and train the entry again"
+        )
     score, recorded_score = checkpoint.get("best_valid_score"), trained_record.get("valid", {}).get(valid_metric)
     if recorded_score is not None and (score is None or abs(float(score) - float(recorded_score)) > 1e-9):
-        raise ValueError(f"{path} records validation {valid_metric} {score}, but its record "
-                         f"{trained_record['variant']} seed {trained_record['seed']} has {recorded_score}: they come "
-                         "from different trainings. Move both aside and train the entry again")
+        raise ValueError(
+            f"{path} records validation {valid_metric} {score}, but its record "
+            f"{trained_record['variant']} seed {trained_record['seed']} has {recorded_score}: they come "
+            "from different trainings. Move both aside and train the entry again"
+        )
 
 
 def trained_state(model, checkpoint, path):
@@ -120,8 +142,11 @@ def trained_state(model, checkpoint, path):
     missing, a name the variant lacks, another shape, another model) is the error of
     :func:`recbole_mgformer.trainer.check_model_state`."""
     trainable = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
-    own = {key: value for key, value in model.state_dict().items()
-           if key not in checkpoint["state_dict"] and key not in trainable}
+    own = {
+        key: value
+        for key, value in model.state_dict().items()
+        if key not in checkpoint["state_dict"] and key not in trainable
+    }
     merged = {**checkpoint, "state_dict": {**checkpoint["state_dict"], **own}}
     check_model_state(model, merged, path)
     return merged

@@ -11,13 +11,15 @@ METRICS = ("recall@5", "recall@10", "mrr@5", "mrr@10", "ndcg@5", "ndcg@10")
 ORDER = ("EAGPS", "SASRec", "GRU4Rec")  # the paper's model first, then its baselines
 SHOWN = {"recall": "Recall", "mrr": "MRR", "ndcg": "NDCG"}
 PAIRED_METRIC = "ndcg@10"  # each test user's, stored beside a run's record (runs.PER_USER_METRICS)
-TUNED_NOTE = ("In a section tuned with the same budget, every model had the same random search (trials, ASHA grace, "
-              "epoch cap, search seed) over `properties/hyper/<model>.yaml`, then each seed trained the best "
-              "configuration with early stopping on valid NDCG@10; cells are mean ± the 95% confidence interval "
-              "over seeds (Student t). \"at cap\": seeds whose best epoch came so late that the epoch cap, not early "
-              "stopping, ended them (a cap too low for that row). A verdict sets EAGPS against the best other model "
-              "by a paired Wilcoxon signed-rank test over (seed, user) test NDCG@10 (p < 0.05: ahead or behind; else "
-              "level); \"Against each model:\" against every other model by the same test.")
+TUNED_NOTE = (
+    "In a section tuned with the same budget, every model had the same random search (trials, ASHA grace, "
+    "epoch cap, search seed) over `properties/hyper/<model>.yaml`, then each seed trained the best "
+    "configuration with early stopping on valid NDCG@10; cells are mean ± the 95% confidence interval "
+    'over seeds (Student t). "at cap": seeds whose best epoch came so late that the epoch cap, not early '
+    "stopping, ended them (a cap too low for that row). A verdict sets EAGPS against the best other model "
+    "by a paired Wilcoxon signed-rank test over (seed, user) test NDCG@10 (p < 0.05: ahead or behind; else "
+    'level); "Against each model:" against every other model by the same test.'
+)
 
 
 def _ordered(groups):
@@ -26,8 +28,11 @@ def _ordered(groups):
 
 
 def _header(metrics_cell):
-    return ["variant", "seeds", "valid NDCG@10"] + [f"test {SHOWN[m.split('@')[0]]}@{m.split('@')[1]}"
-                                                     for m in METRICS] + metrics_cell
+    return (
+        ["variant", "seeds", "valid NDCG@10"]
+        + [f"test {SHOWN[m.split('@')[0]]}@{m.split('@')[1]}" for m in METRICS]
+        + metrics_cell
+    )
 
 
 def _plain_table(records):
@@ -55,9 +60,12 @@ def _tuned_table(records):
         cells = [format_ci(*mean_ci([r["valid"]["ndcg@10"] for r in group]))]
         cells += [format_ci(*mean_ci([r["test"][metric] for r in group])) for metric in METRICS]
         caps = sorted({r["epoch_cap"] for r in group if r.get("epoch_cap") is not None})
-        cells += [f"{statistics.mean(r['best_epoch'] for r in group):.0f}", "/".join(map(str, caps)),
-                  f"{sum(bool(r.get('best_epoch_at_cap')) for r in group)} of {len(group)}",
-                  f"{statistics.mean(r['seconds'] for r in group) / 60:.1f}"]
+        cells += [
+            f"{statistics.mean(r['best_epoch'] for r in group):.0f}",
+            "/".join(map(str, caps)),
+            f"{sum(bool(r.get('best_epoch_at_cap')) for r in group)} of {len(group)}",
+            f"{statistics.mean(r['seconds'] for r in group) / 60:.1f}",
+        ]
         rows.append(f"| {name} | {len(group)} | " + " | ".join(cells) + " |")
     verdicts = verdict_lines(groups)
     return rows + ([""] + verdicts if verdicts else [])
@@ -109,8 +117,14 @@ def render_dataset(dataset, records):
         if budget is None:
             lines += ["### Older runs, not from an equal-budget search", "", *_plain_table(group), ""]
         else:
-            lines += [f"### Tuned with the same budget: {budget}", "", *_tuned_table(group), "",
-                      searches_line(group), ""]
+            lines += [
+                f"### Tuned with the same budget: {budget}",
+                "",
+                *_tuned_table(group),
+                "",
+                searches_line(group),
+                "",
+            ]
     return lines
 
 
@@ -122,13 +136,18 @@ def searches_line(records):
 
 def render_page(by_dataset, runs_shown):
     records = [r for dataset in sorted(by_dataset) for r in by_dataset[dataset]]
-    lines = ["# Sequential recommendation: EAGPS, SASRec, GRU4Rec", "",
-             "Leave-one-out on each user's time-ordered history (last item: test, the one before: validation), "
-             "every item ranked, the epoch with the best valid NDCG@10 tested. Each model runs with its defaults "
-             "(`properties/model/EAGPS.yaml`; RecBole 1.2.1's own for SASRec and GRU4Rec); a variant's name lists "
-             "the overrides it ran with (the commands below give every run's settings). Values are means ± standard "
-             "deviation over seeds.", "",
-             f"Records: `{runs_shown}/<dataset>/`.", ""]
+    lines = [
+        "# Sequential recommendation: EAGPS, SASRec, GRU4Rec",
+        "",
+        "Leave-one-out on each user's time-ordered history (last item: test, the one before: validation), "
+        "every item ranked, the epoch with the best valid NDCG@10 tested. Each model runs with its defaults "
+        "(`properties/model/EAGPS.yaml`; RecBole 1.2.1's own for SASRec and GRU4Rec); a variant's name lists "
+        "the overrides it ran with (the commands below give every run's settings). Values are means ± standard "
+        "deviation over seeds.",
+        "",
+        f"Records: `{runs_shown}/<dataset>/`.",
+        "",
+    ]
     if any(r.get("tuning") for r in records):
         lines += [TUNED_NOTE, ""]
     mixed = defaults_first_note(records)
@@ -136,6 +155,10 @@ def render_page(by_dataset, runs_shown):
     for dataset in sorted(by_dataset):
         lines += render_dataset(dataset, by_dataset[dataset])
     commands = sorted({r["command"] for r in records if r.get("command")})
-    lines += ["Commands: " + "; ".join(f"`{c}`" for c in commands) + ".", "",
-              f"Runs: {provenance(records)}; seeds {sorted({r['seed'] for r in records})}.", ""]
+    lines += [
+        "Commands: " + "; ".join(f"`{c}`" for c in commands) + ".",
+        "",
+        f"Runs: {provenance(records)}; seeds {sorted({r['seed'] for r in records})}.",
+        "",
+    ]
     return "\n".join(lines)

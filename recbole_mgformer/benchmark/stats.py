@@ -109,8 +109,13 @@ def paired_verdict(a_by_seed, b_by_seed):
             warnings.simplefilter("ignore", UserWarning)
             p = float(stats.wilcoxon(a, b, zero_method="wilcox").pvalue)
     word = "level" if p >= ALPHA or difference == 0 else "ahead" if difference > 0 else "behind"
-    return {"word": word, "p": p, "difference": difference, "pairs": len(a),
-            "seeds": len(set(a_by_seed) & set(b_by_seed))}
+    return {
+        "word": word,
+        "p": p,
+        "difference": difference,
+        "pairs": len(a),
+        "seeds": len(set(a_by_seed) & set(b_by_seed)),
+    }
 
 
 def format_p(p):
@@ -131,11 +136,13 @@ def verdict_text(name, other, verdict, metric=PER_USER_METRIC):
         return f"{name} is {relation_text(other, verdict)}" + (
             f" by a paired bootstrap of test {verdict['metric']} over {verdict['pairs']:,} test rows "
             f"({verdict['resamples']:,} resamples, seed {verdict['bootstrap_seed']}) from {verdict['seeds']} seed(s): "
-            f"difference {verdict['difference']:+.4f}, {format_p(verdict['p'])}.")
+            f"difference {verdict['difference']:+.4f}, {format_p(verdict['p'])}."
+        )
     return f"{name} is {relation_text(other, verdict)}" + (
         f" by a paired Wilcoxon signed-rank test of test {metric} over {verdict['pairs']:,} (seed, user) "
         f"pairs from {verdict['seeds']} seed(s): mean difference {verdict['difference']:+.4f}, "
-        f"{format_p(verdict['p'])}.")
+        f"{format_p(verdict['p'])}."
+    )
 
 
 # --- per-row outputs of a context run and their paired bootstrap -------------------------------------------------
@@ -212,8 +219,11 @@ def paired_bootstrap(a_by_seed, b_by_seed, metric="auc", resamples=BOOTSTRAP_RES
 
     if metric not in ("auc", "logloss"):
         raise ValueError(f"paired_bootstrap: metric {metric!r} is not one of auc, logloss")
-    seeds = [s for s in sorted(set(a_by_seed) & set(b_by_seed))
-             if len(a_by_seed[s][0]) == len(b_by_seed[s][0]) and np.array_equal(a_by_seed[s][0], b_by_seed[s][0])]
+    seeds = [
+        s
+        for s in sorted(set(a_by_seed) & set(b_by_seed))
+        if len(a_by_seed[s][0]) == len(b_by_seed[s][0]) and np.array_equal(a_by_seed[s][0], b_by_seed[s][0])
+    ]
     if not seeds:
         return None
     rng = np.random.default_rng(seed)
@@ -236,6 +246,14 @@ def paired_bootstrap(a_by_seed, b_by_seed, metric="auc", resamples=BOOTSTRAP_RES
     p = min(1.0, 2 * (min((draws <= 0).sum(), (draws >= 0).sum()) + 1) / (resamples + 1))
     better = difference > 0 if metric == "auc" else difference < 0
     word = "level" if p >= ALPHA or difference == 0 else "ahead" if better else "behind"
-    return {"word": word, "p": p, "difference": difference, "pairs": sum(len(a_by_seed[s][0]) for s in seeds),
-            "seeds": len(seeds), "test": "bootstrap", "metric": {"auc": "AUC", "logloss": "LogLoss"}[metric],
-            "resamples": resamples, "bootstrap_seed": seed}
+    return {
+        "word": word,
+        "p": p,
+        "difference": difference,
+        "pairs": sum(len(a_by_seed[s][0]) for s in seeds),
+        "seeds": len(seeds),
+        "test": "bootstrap",
+        "metric": {"auc": "AUC", "logloss": "LogLoss"}[metric],
+        "resamples": resamples,
+        "bootstrap_seed": seed,
+    }

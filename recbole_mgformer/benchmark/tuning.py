@@ -32,6 +32,7 @@ class TuneBudget:
     ``grace`` evaluations before it may stop one, the random search's ``seed``, and with ``defaults_first`` a
     first trial that is each model's own defaults (one of the ``trials``); and where things run and go (resources
     are not part of the budget: a search on a GPU or a cluster is the same search)."""
+
     trials: int
     epochs: int = 30
     grace: int = 5
@@ -48,9 +49,14 @@ class TuneBudget:
     def matches(self, request):
         """Was ``request`` (a search record's) made with this budget? (The search caps the grace at its evaluations.)"""
         grace = min(self.grace, request.get("max_t", self.grace))
-        return (request["samples"], request["overrides"].get("epochs"), request["grace_period"],
-                request["search_seed"], request["search"], bool(request.get("defaults_first"))) == (
-                    self.trials, self.epochs, grace, self.seed, "random", self.defaults_first)
+        return (
+            request["samples"],
+            request["overrides"].get("epochs"),
+            request["grace_period"],
+            request["search_seed"],
+            request["search"],
+            bool(request.get("defaults_first")),
+        ) == (self.trials, self.epochs, grace, self.seed, "random", self.defaults_first)
 
 
 def search_paths(results, dataset, stem):
@@ -90,9 +96,11 @@ def budget_text(request):
     """The budget a search had, the same for every model searched with it: the grace asked for, before the search
     capped it at its evaluations (a closed-form model's one fit), so EASE's rows share the others' section."""
     grace = request.get("grace_asked", request["grace_period"])  # older records have only the capped one
-    return (f"random search of {request['samples']} trials, search seed {request['search_seed']}, "
-            f"ASHA grace {grace} of at most {request['overrides'].get('epochs')} epochs"
-            + (f", {DEFAULTS_FIRST}" if request.get("defaults_first") else ""))
+    return (
+        f"random search of {request['samples']} trials, search seed {request['search_seed']}, "
+        f"ASHA grace {grace} of at most {request['overrides'].get('epochs')} epochs"
+        + (f", {DEFAULTS_FIRST}" if request.get("defaults_first") else "")
+    )
 
 
 DEFAULTS_FIRST = "first trial: each model's own defaults"  # in the budget text of a search that started from them
@@ -112,11 +120,18 @@ def search_info(tuned_file, results):
     if record.get("interrupted") or not best or read_settings(tuned_file) != best["params"]:
         return None
     request = record["request"]
-    info = {"search": shown_path(paths["md"], results), "file": shown_path(tuned_file, results),
-            "budget": request["samples"], "epochs": request["overrides"].get("epochs"),
-            "grace_period": request["grace_period"], "search_seed": request["search_seed"],
-            "metric": request["metric"], "best_valid": best["score"], "commit": record["provenance"]["commit"],
-            "text": budget_text(request)}
+    info = {
+        "search": shown_path(paths["md"], results),
+        "file": shown_path(tuned_file, results),
+        "budget": request["samples"],
+        "epochs": request["overrides"].get("epochs"),
+        "grace_period": request["grace_period"],
+        "search_seed": request["search_seed"],
+        "metric": request["metric"],
+        "best_valid": best["score"],
+        "commit": record["provenance"]["commit"],
+        "text": budget_text(request),
+    }
     if request.get("defaults_first"):  # only then: a run's stored field must stay equal to an older search's
         info["defaults_first"] = True
     return info
@@ -147,8 +162,20 @@ def experiment_path(model, overrides, dataset, budget):
     return Path(budget.storage).resolve() / name
 
 
-def _search_once(model, overrides, dataset, budget, experiment, *, results, data_path, config_files=(), extra=None,
-                 folder=None, log=print):
+def _search_once(
+    model,
+    overrides,
+    dataset,
+    budget,
+    experiment,
+    *,
+    results,
+    data_path,
+    config_files=(),
+    extra=None,
+    folder=None,
+    log=print,
+):
     from ray import tune
 
     from recbole_mgformer.tune.search import REQUEST_FILE, tune_recommender
@@ -162,33 +189,58 @@ def _search_once(model, overrides, dataset, budget, experiment, *, results, data
     record = json.loads(paths["json"].read_text()) if paths["json"].is_file() else None
     if record is not None and not record.get("interrupted"):
         if not budget.matches(record["request"]):
-            raise TuneSetupError(f"{paths['json']} holds a finished {label} with another budget "
-                                 f"({budget_text(record['request'])}); rerun with that budget, or move its "
-                                 f"page and record away to search again")
+            raise TuneSetupError(
+                f"{paths['json']} holds a finished {label} with another budget "
+                f"({budget_text(record['request'])}); rerun with that budget, or move its "
+                f"page and record away to search again"
+            )
         recorded_space = record["request"].get("space")
         if recorded_space is not None and recorded_space != stored_space:
-            raise TuneSetupError(f"{paths['json']} holds a finished {label} over another space "
-                                 f"({recorded_space}; the space is now {space}); move its page and record away "
-                                 f"to search again")
+            raise TuneSetupError(
+                f"{paths['json']} holds a finished {label} over another space "
+                f"({recorded_space}; the space is now {space}); move its page and record away "
+                f"to search again"
+            )
         log(f"{label}: record exists ({paths['md'].name}), not searched again")
     else:
         resume = tune.Tuner.can_restore(experiment) and (experiment / REQUEST_FILE).is_file()
         if resume:  # a resumed search keeps the space it started with, so it must still be the shipped one
             started_space = json.loads((experiment / REQUEST_FILE).read_text()).get("space")
             if started_space is not None and started_space != stored_space:
-                raise TuneSetupError(f"the interrupted {label} at {experiment} started over another space "
-                                     f"({started_space}; the space is now {space}); delete that folder to search "
-                                     f"the new space, or restore the old one to resume it")
-        log(f"{label}: {'resuming' if resume else 'starting'} ({budget.trials} trials"
+                raise TuneSetupError(
+                    f"the interrupted {label} at {experiment} started over another space "
+                    f"({started_space}; the space is now {space}); delete that folder to search "
+                    f"the new space, or restore the old one to resume it"
+                )
+        log(
+            f"{label}: {'resuming' if resume else 'starting'} ({budget.trials} trials"
             + (", the first the model's defaults" if budget.defaults_first else "")
-            + f", at most {budget.epochs} epochs each, Ray storage {experiment})")
+            + f", at most {budget.epochs} epochs each, Ray storage {experiment})"
+        )
         summary = tune_recommender(
-            model, dataset, space, config_files=list(config_files),
-            config_dict={**(extra or {}), **overrides, "epochs": budget.epochs}, data_path=data_path,
-            search="random", samples=budget.trials, scheduler="asha", grace_period=budget.grace,
-            gpus_per_trial=budget.gpus, address=budget.address, num_cpus=budget.cpus,
-            results_dir=paths["json"].parent, storage_dir=budget.storage, name=experiment.name, resume=resume,
-            search_seed=budget.seed, retrain_best=False, verbose=0, stem=stem, defaults_first=budget.defaults_first)
+            model,
+            dataset,
+            space,
+            config_files=list(config_files),
+            config_dict={**(extra or {}), **overrides, "epochs": budget.epochs},
+            data_path=data_path,
+            search="random",
+            samples=budget.trials,
+            scheduler="asha",
+            grace_period=budget.grace,
+            gpus_per_trial=budget.gpus,
+            address=budget.address,
+            num_cpus=budget.cpus,
+            results_dir=paths["json"].parent,
+            storage_dir=budget.storage,
+            name=experiment.name,
+            resume=resume,
+            search_seed=budget.seed,
+            retrain_best=False,
+            verbose=0,
+            stem=stem,
+            defaults_first=budget.defaults_first,
+        )
         if summary["interrupted"]:
             raise KeyboardInterrupt(f"the {label} was interrupted; rerun the same command to resume it")
         record = json.loads(paths["json"].read_text())

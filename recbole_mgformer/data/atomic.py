@@ -34,8 +34,7 @@ def _parse_header(path, line, separator):
     return types
 
 
-INVISIBLE = {"\ufeff": "a byte-order mark (U+FEFF), as when files saved with one are concatenated",
-             "\0": "a NUL byte"}
+INVISIBLE = {"\ufeff": "a byte-order mark (U+FEFF), as when files saved with one are concatenated", "\0": "a NUL byte"}
 
 
 def _check_invisible(path, number, line, separator):
@@ -43,9 +42,10 @@ def _check_invisible(path, number, line, separator):
     user 196 but is a user of its own)."""
     for char, what in INVISIBLE.items():
         if char in line:
-            column = line[:line.index(char)].count(separator) + 1
-            raise AtomicFileError(f"{path}:{number}: column {column} holds {what}; remove it (a byte-order mark may "
-                                  "only start the file)")
+            column = line[: line.index(char)].count(separator) + 1
+            raise AtomicFileError(
+                f"{path}:{number}: column {column} holds {what}; remove it (a byte-order mark may only start the file)"
+            )
 
 
 def decoded_lines(path, encoding=None):
@@ -55,15 +55,18 @@ def decoded_lines(path, encoding=None):
     try:
         codec = codecs.lookup(encoding).name
     except LookupError:
-        raise AtomicFileError(f"unknown encoding {encoding!r}; set encoding to a Python codec name such as "
-                              "utf-8 or latin-1") from None
+        raise AtomicFileError(
+            f"unknown encoding {encoding!r}; set encoding to a Python codec name such as utf-8 or latin-1"
+        ) from None
     if codec.startswith(("utf-16", "utf-32")):  # lines are not byte-delimited: decode as text
         try:
             with open(path, encoding=encoding) as handle:
                 yield from enumerate(handle, start=1)
         except UnicodeDecodeError as error:
-            raise AtomicFileError(f"{path}: not {encoding} ({error.reason}); set RecBole's encoding option to "
-                                  "the file's encoding or convert the file to UTF-8") from None
+            raise AtomicFileError(
+                f"{path}: not {encoding} ({error.reason}); set RecBole's encoding option to "
+                "the file's encoding or convert the file to UTF-8"
+            ) from None
         return
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
@@ -71,7 +74,7 @@ def decoded_lines(path, encoding=None):
                 yield number, raw.decode(encoding)
             except UnicodeDecodeError as error:
                 raise AtomicFileError(
-                    f"{path}:{number}: byte {error.start + 1} of the line ({raw[error.start:error.start + 1]!r}) "
+                    f"{path}:{number}: byte {error.start + 1} of the line ({raw[error.start : error.start + 1]!r}) "
                     f"is not {encoding}; set RecBole's encoding option to the file's encoding (e.g. "
                     f"--encoding=latin-1 or `encoding: latin-1` in a config file) or convert the file to UTF-8"
                 ) from None
@@ -97,8 +100,9 @@ def validate_atomic_file(path, separator="\t", seq_separator=" ", encoding=None,
     lines = decoded_lines(path, encoding)
     number, header = next(lines, (1, ""))
     if not header.strip():
-        raise AtomicFileError(f"{path}:1: the file is empty; the first line must be a header such as "
-                              "'user_id:token<TAB>item_id:token'")
+        raise AtomicFileError(
+            f"{path}:1: the file is empty; the first line must be a header such as 'user_id:token<TAB>item_id:token'"
+        )
     types = _parse_header(path, header, separator)
     names = [field.partition(":")[0] for field in header.rstrip("\r\n").split(separator)]
     pair_columns = None
@@ -176,10 +180,18 @@ def validate_dataset_files(config):
     for name in present:
         path = os.path.join(data_path, name)
         is_inter = name.endswith(".inter")
-        stats = validate_atomic_file(path, config["field_separator"], config["seq_separator"], config["encoding"],
-                                     (config["USER_ID_FIELD"], config["ITEM_ID_FIELD"]) if is_inter else None, pairs)
+        stats = validate_atomic_file(
+            path,
+            config["field_separator"],
+            config["seq_separator"],
+            config["encoding"],
+            (config["USER_ID_FIELD"], config["ITEM_ID_FIELD"]) if is_inter else None,
+            pairs,
+        )
         if is_inter and stats.rows == 0:
-            raise AtomicFileError(f"{path}: the file has a header but no interactions; add rows below the header "
-                                  "(or check that the right file is in data_path)")
+            raise AtomicFileError(
+                f"{path}: the file has a header but no interactions; add rows below the header "
+                "(or check that the right file is in data_path)"
+            )
         repeated += stats.repeated_pairs
     return repeated

@@ -28,21 +28,31 @@ def apply_duplicate_policy(config, repeated):
     what = f"{config['dataset']}: {repeated} repeated (user, item) interactions"
     if config["benchmark_filename"]:
         if keep is None and chosen:
-            return _log(f"{what} kept (rm_dup_inter: ~); a pair in the training file and in the test file is "
-                        "not masked by the evaluator, so test metrics are inflated", warning=True)
+            return _log(
+                f"{what} kept (rm_dup_inter: ~); a pair in the training file and in the test file is "
+                "not masked by the evaluator, so test metrics are inflated",
+                warning=True,
+            )
         raise ValueError(
             f"{what} in its benchmark_filename files: RecBole splits those by each file's length, so it cannot "
             "remove rows (rm_dup_inter); remove the repeated lines from the files (the importer reports them), "
-            "or set rm_dup_inter: ~ to keep them knowingly (a pair in train and test inflates the test metrics)")
+            "or set rm_dup_inter: ~ to keep them knowingly (a pair in train and test inflates the test metrics)"
+        )
     if not chosen and config["MODEL_TYPE"] == ModelType.SEQUENTIAL:
         return _log(f"{what} {KEEP_SEQUENTIAL} (rm_dup_inter: first removes them)")
     if not chosen:
         config["rm_dup_inter"] = keep = "first"
     if keep is None:
-        return _log(f"{what} kept, as rm_dup_inter: ~ asks; a pair in training and test is not masked by the "
-                    "evaluator, so test metrics are inflated (rm_dup_inter: first removes them)", warning=True)
-    return _log(f"{what}: removed, keeping the {keep} of each (rm_dup_inter: {keep}"
-                + ("" if chosen else ", the default for repeated interactions; rm_dup_inter: ~ keeps them") + ")")
+        return _log(
+            f"{what} kept, as rm_dup_inter: ~ asks; a pair in training and test is not masked by the "
+            "evaluator, so test metrics are inflated (rm_dup_inter: first removes them)",
+            warning=True,
+        )
+    return _log(
+        f"{what}: removed, keeping the {keep} of each (rm_dup_inter: {keep}"
+        + ("" if chosen else ", the default for repeated interactions; rm_dup_inter: ~ keeps them")
+        + ")"
+    )
 
 
 def _log(message, warning=False):

@@ -48,13 +48,15 @@ class ImportSummary:
     interactions: int = 0
     users: int = 0
     items: int = 0
-    repeated_pairs: int = 0           # kept: RecBole decides what repeats mean
-    users_without_items: int = 0      # listed in the source with no item: nothing to write for them
+    repeated_pairs: int = 0  # kept: RecBole decides what repeats mean
+    users_without_items: int = 0  # listed in the source with no item: nothing to write for them
     files: list = dataclasses.field(default_factory=list)
 
     def __str__(self):
-        lines = [f"{self.interactions} interactions, {self.users} users, {self.items} items -> "
-                 + ", ".join(map(str, self.files))]
+        lines = [
+            f"{self.interactions} interactions, {self.users} users, {self.items} items -> "
+            + ", ".join(map(str, self.files))
+        ]
         if self.repeated_pairs:
             lines.append(f"{self.repeated_pairs} repeated (user, item) pairs kept as separate interactions")
         if self.users_without_items:
@@ -73,8 +75,10 @@ def _parse_line(fmt, line, where):
     if fmt == "lightgcn":
         return fields[0], fields[1:]
     if len(fields) != 2:
-        raise SourceFormatError(f"{where}: expected 2 columns 'user item' (pairs format), got {len(fields)}: "
-                                f"{line[:80]!r}; convert extra columns away or use another format")
+        raise SourceFormatError(
+            f"{where}: expected 2 columns 'user item' (pairs format), got {len(fields)}: "
+            f"{line[:80]!r}; convert extra columns away or use another format"
+        )
     return fields[0], fields[1:]
 
 
@@ -136,8 +140,10 @@ def import_presplit(fmt, splits, name, output, encoding="utf-8"):
     """``<name>.train.inter`` / ``.valid.inter`` / ``.test.inter`` from ``{"train": path, ...}``."""
     missing = [s for s in SPLITS if not splits.get(s)]
     if missing:
-        raise ValueError(f"pre-split import needs --train, --valid and --test (RecBole's benchmark_filename reads "
-                         f"all three); missing: {', '.join('--' + s for s in missing)}")
+        raise ValueError(
+            f"pre-split import needs --train, --valid and --test (RecBole's benchmark_filename reads "
+            f"all three); missing: {', '.join('--' + s for s in missing)}"
+        )
     summary = ImportSummary()
 
     def pairs_of(split):
@@ -204,8 +210,10 @@ def _load_npz(path):
     try:
         return sp.load_npz(path)
     except (OSError, ValueError, KeyError) as error:  # load_npz reads arrays only, never pickles (allow_pickle=False)
-        raise ValueError(f"{path}: not a scipy sparse .npz matrix ({error}); give the split as saved by "
-                         "scipy.sparse.save_npz (users x items)") from None
+        raise ValueError(
+            f"{path}: not a scipy sparse .npz matrix ({error}); give the split as saved by "
+            "scipy.sparse.save_npz (users x items)"
+        ) from None
 
 
 def import_npz(train, test, name, output, valid_share=0.1, valid_seed=0):
@@ -215,14 +223,17 @@ def import_npz(train, test, name, output, valid_share=0.1, valid_seed=0):
     reads the test file as its validation set (``benchmark_filename: [train, test, test]``)."""
     train_matrix, test_matrix = _load_npz(train), _load_npz(test)
     if train_matrix.shape != test_matrix.shape:
-        raise ValueError(f"{train} is {train_matrix.shape[0]} x {train_matrix.shape[1]} but {test} is "
-                         f"{test_matrix.shape[0]} x {test_matrix.shape[1]}: the splits must share their users and "
-                         "items (row = user, column = item)")
+        raise ValueError(
+            f"{train} is {train_matrix.shape[0]} x {train_matrix.shape[1]} but {test} is "
+            f"{test_matrix.shape[0]} x {test_matrix.shape[1]}: the splits must share their users and "
+            "items (row = user, column = item)"
+        )
     splits = {"train": train_matrix, "test": test_matrix}
     if valid_share != "test":
         splits["train"], splits["valid"] = carve_validation(train_matrix, float(valid_share), valid_seed)
-    return _write_splits(Path(output) / name, name, ((s, _pairs_of(splits[s])) for s in SPLITS if s in splits),
-                         ImportSummary())
+    return _write_splits(
+        Path(output) / name, name, ((s, _pairs_of(splits[s])) for s in SPLITS if s in splits), ImportSummary()
+    )
 
 
 def main(argv=None):
@@ -230,15 +241,21 @@ def main(argv=None):
     parser.add_argument("--format", required=True, choices=FORMATS + (NPZ,))
     parser.add_argument("--name", required=True, help="dataset name: files go to OUTPUT/NAME/NAME.*.inter")
     parser.add_argument("--output", default="dataset", help="RecBole's data_path (default: dataset)")
-    parser.add_argument("--encoding", default="utf-8", help="encoding of the input files (default utf-8, e.g. "
-                                                               "latin-1); the atomic files are written as UTF-8")
+    parser.add_argument(
+        "--encoding",
+        default="utf-8",
+        help="encoding of the input files (default utf-8, e.g. latin-1); the atomic files are written as UTF-8",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace the dataset's files if they exist")
     parser.add_argument("inputs", nargs="*", help="files merged, in this order, into one NAME.inter")
     for split in SPLITS:
         parser.add_argument(f"--{split}", help=f"the {split} file of a pre-split dataset")
-    parser.add_argument("--valid-share", default="0.1",
-                        help="npz: the share of each user's training items carved out as validation (default "
-                             "0.1), or 'test': validate on the test set, as the published numbers select")
+    parser.add_argument(
+        "--valid-share",
+        default="0.1",
+        help="npz: the share of each user's training items carved out as validation (default "
+        "0.1), or 'test': validate on the test set, as the published numbers select",
+    )
     parser.add_argument("--valid-seed", type=int, default=0, help="npz: seed of the validation draw (default 0)")
     args = parser.parse_args(argv)
     if args.format == NPZ:

@@ -23,8 +23,10 @@ SOURCES = {
 # LightGCN's public splits: name -> (folder under datasets/, how validation is made: a share of each user's training
 # items carved out with seed 0, or "test": the published protocol, which selects on the test set)
 NPZ_SOURCES = {
-    "gowalla": ("gowalla", 0.1), "gowalla-full": ("gowalla", "test"),
-    "yelp2018": ("yelp2018", 0.1), "yelp2018-full": ("yelp2018", "test"),
+    "gowalla": ("gowalla", 0.1),
+    "gowalla-full": ("gowalla", "test"),
+    "yelp2018": ("yelp2018", 0.1),
+    "yelp2018-full": ("yelp2018", "test"),
 }
 NPZ_SEED = 0
 
@@ -64,12 +66,14 @@ def copy_source(name, source, data_path):
     origin = source_folder(source, data_path)
     files = [origin / f"{source}.{suffix}" for suffix in ATOMIC_SUFFIXES if (origin / f"{source}.{suffix}").is_file()]
     if not files:
-        raise FileNotFoundError(f"dataset {name!r} reads {source!r} (dataset_source in its config), but "
-                                f"{origin} holds no {source}.inter; import {source} first")
+        raise FileNotFoundError(
+            f"dataset {name!r} reads {source!r} (dataset_source in its config), but "
+            f"{origin} holds no {source}.inter; import {source} first"
+        )
     target = Path(data_path) / name
     target.mkdir(parents=True, exist_ok=True)
     for path in files:
-        copy = target / f"{name}{path.name[len(source):]}"
+        copy = target / f"{name}{path.name[len(source) :]}"
         partial = copy.with_name(f"{copy.name}.{os.getpid()}.tmp")  # several processes may copy at once
         shutil.copyfile(path, partial)
         partial.replace(copy)

@@ -19,8 +19,15 @@ from recbole_mgformer.model.options import choice, non_negative_float, positive_
 
 FILTER_RESIDUALS = ("none", "gfcf")
 # Options that act only on the scores after training: a run with them trains as the same entry without them.
-FILTER_RESIDUAL_OPTIONS = frozenset({"filter_residual", "filter_residual_weight", "filter_residual_k",
-                                     "filter_residual_alpha", "filter_residual_batch_size"})
+FILTER_RESIDUAL_OPTIONS = frozenset(
+    {
+        "filter_residual",
+        "filter_residual_weight",
+        "filter_residual_k",
+        "filter_residual_alpha",
+        "filter_residual_batch_size",
+    }
+)
 
 
 class FilterConfig:
@@ -47,10 +54,12 @@ def residual_filter(config, dataset, model="MGFormer"):
     # GF-CF's own check would name its key ``k``; an SVD of the (users x items) matrix, padding ids included
     limit = min(dataset.user_num, dataset.item_num) - 1
     if alpha > 0 and k > limit:
-        raise ValueError(f"{model}: filter_residual_k = {k} singular vectors is impossible for a {dataset.user_num} x "
-                         f"{dataset.item_num} interaction matrix (users and items with the padding id); ARPACK needs "
-                         f"filter_residual_k <= {limit}. Set a smaller --filter_residual_k=..., or "
-                         "--filter_residual_alpha=0 (no SVD)")
+        raise ValueError(
+            f"{model}: filter_residual_k = {k} singular vectors is impossible for a {dataset.user_num} x "
+            f"{dataset.item_num} interaction matrix (users and items with the padding id); ARPACK needs "
+            f"filter_residual_k <= {limit}. Set a smaller --filter_residual_k=..., or "
+            "--filter_residual_alpha=0 (no SVD)"
+        )
     fitted = GFCF(FilterConfig(config, {"k": k, "alpha": alpha, "filter_batch_size": batch_size}), dataset)
     fitted.fake_loss.requires_grad_(False)  # RecBole's trainer needs it in GF-CF alone; here nothing trains it
     return fitted, weight

@@ -70,9 +70,11 @@ def top_right_singular_vectors(matrix, k, seed, model, key="k"):
     Their order and signs are ARPACK's; the filters use ``V_k V_k^T`` alone, which neither changes."""
     limit = min(matrix.shape) - 1
     if not 1 <= k <= limit:
-        raise ValueError(f"{model}: {key} = {k} singular vectors is impossible for a {matrix.shape[0]} x "
-                         f"{matrix.shape[1]} interaction matrix (users and items with the padding id); "
-                         f"ARPACK needs 1 <= {key} <= {limit}. Set a smaller --{key}=...")
+        raise ValueError(
+            f"{model}: {key} = {k} singular vectors is impossible for a {matrix.shape[0]} x "
+            f"{matrix.shape[1]} interaction matrix (users and items with the padding id); "
+            f"ARPACK needs 1 <= {key} <= {limit}. Set a smaller --{key}=..."
+        )
     start = np.random.default_rng(seed).uniform(-1.0, 1.0, size=min(matrix.shape))
     _, _, vt = svds(matrix, k=k, v0=start)
     return vt.T.copy()

@@ -31,10 +31,13 @@ def to_torch_csr(matrix, dtype=torch.float32):
     matrix.sum_duplicates()  # also sorts each row's columns, as CSR tensors expect
     with warnings.catch_warnings():  # CSR is "beta" in torch
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return torch.sparse_csr_tensor(torch.from_numpy(matrix.indptr.astype(np.int64)),
-                                       torch.from_numpy(matrix.indices.astype(np.int64)),
-                                       torch.from_numpy(matrix.data).to(dtype), size=matrix.shape,
-                                       check_invariants=False)
+        return torch.sparse_csr_tensor(
+            torch.from_numpy(matrix.indptr.astype(np.int64)),
+            torch.from_numpy(matrix.indices.astype(np.int64)),
+            torch.from_numpy(matrix.data).to(dtype),
+            size=matrix.shape,
+            check_invariants=False,
+        )
 
 
 def normalized_adjacency(interactions):
@@ -93,8 +96,9 @@ def csr_tensor(parts, n_columns):
 
 
 @torch.library.custom_op("recbole_mgformer::symmetric_csr_matmul", mutates_args=())
-def symmetric_csr_matmul(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor,
-                         x: torch.Tensor) -> torch.Tensor:
+def symmetric_csr_matmul(
+    crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor, x: torch.Tensor
+) -> torch.Tensor:
     """``A @ x`` (n, d) for the symmetric CSR matrix ``A`` given by its parts; one opaque op to ``torch.compile``."""
     return csr_tensor(CSRParts(crow_indices, col_indices, values), len(x)) @ x
 

@@ -43,13 +43,13 @@ def _blocked_sums(x, x_mm, norms, t, dtype, block_rows, wants_gradient):
     for start in range(0, len(x), block_rows):
         stop = min(start + block_rows, len(x))
         kernel = _kernel_block(x_mm[start:stop], x_mm[start:], norms[start:stop], norms[start:], t)
-        beyond = kernel[:, stop - start:]  # (r, b - stop), the columns right of the diagonal block
+        beyond = kernel[:, stop - start :]  # (r, b - stop), the columns right of the diagonal block
         row_sums[start:stop] += kernel.sum(dim=1)
         row_sums[stop:] += beyond.sum(dim=0)
         if wants_gradient:
             kernel_mm = kernel.to(dtype)
             kernel_times_x[start:stop] += kernel_mm @ x_mm[start:]
-            kernel_times_x[stop:] += kernel_mm[:, stop - start:].T @ x_mm[start:stop]
+            kernel_times_x[stop:] += kernel_mm[:, stop - start :].T @ x_mm[start:stop]
     return row_sums, kernel_times_x
 
 
@@ -78,8 +78,9 @@ class _Uniformity(torch.autograd.Function):
             row_sums = kernel.sum(dim=-1)
             kernel_times_x = kernel.to(dtype) @ x_mm if wants_gradient else None
         else:  # each matrix apart, so that a block stays cache-sized
-            parts = [_blocked_sums(x[i], x_mm[i], norms[i], t, dtype, block_rows, wants_gradient)
-                     for i in range(len(x))]
+            parts = [
+                _blocked_sums(x[i], x_mm[i], norms[i], t, dtype, block_rows, wants_gradient) for i in range(len(x))
+            ]
             row_sums = torch.stack([row_sum for row_sum, _ in parts])
             kernel_times_x = torch.stack([product for _, product in parts]) if wants_gradient else None
         totals = row_sums.sum(dim=-1)  # (g,)

@@ -11,8 +11,10 @@ def _fail(model, key, value, expected):
 def choice(config, key, choices, model):
     value = config[key]
     if value not in choices or isinstance(value, bool) != isinstance(choices[0], bool):
-        raise ValueError(f"{model}: unknown {key} {value!r}; choose one of {', '.join(map(str, choices))} "
-                         f"(set it in a config file or with --{key}=...)")
+        raise ValueError(
+            f"{model}: unknown {key} {value!r}; choose one of {', '.join(map(str, choices))} "
+            f"(set it in a config file or with --{key}=...)"
+        )
     return value
 
 

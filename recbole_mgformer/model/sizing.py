@@ -53,16 +53,20 @@ def block_size(config, key, model, total_rows, bytes_per_row, cpu_rows, zero_mea
         if memory_budget == AUTO:
             memory_budget = device_memory_budget(config["device"] or "cpu")
         rows = auto_rows(total_rows, bytes_per_row, cpu_rows, memory_budget)
-        where = ("the CPU size (cache-sized blocks)" if memory_budget is None else
-                 f"{'one block' if rows >= total_rows else 'the rows that fit'} of {total_rows} rows, "
-                 f"{rows * bytes_per_row / 2**20:.0f} MiB of a {memory_budget / 2**20:.0f} MiB budget")
+        where = (
+            "the CPU size (cache-sized blocks)"
+            if memory_budget is None
+            else f"{'one block' if rows >= total_rows else 'the rows that fit'} of {total_rows} rows, "
+            f"{rows * bytes_per_row / 2**20:.0f} MiB of a {memory_budget / 2**20:.0f} MiB budget"
+        )
         logging.getLogger().info(f"{model}: {key} auto -> {rows} ({where})")
         return rows
     smallest = 0 if zero_means else 1
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < smallest:
-        allowed = (f"a non-negative integer ({zero_means} with 0)" if zero_means else "a positive integer")
-        raise ValueError(f"{model}: {key} must be {allowed} or auto, got {value!r} "
-                         f"(set it in a config file or with --{key}=...)")
+        allowed = f"a non-negative integer ({zero_means} with 0)" if zero_means else "a positive integer"
+        raise ValueError(
+            f"{model}: {key} must be {allowed} or auto, got {value!r} (set it in a config file or with --{key}=...)"
+        )
     return int(value)
 
 
@@ -70,5 +74,6 @@ def uniformity_block_rows(config, model):
     """The ``uniformity_block_size`` option of the DirectAU loss (MGFormer, DirectAU): rows per block of its
     (b, b) kernel, b the training batch."""
     batch_rows = int(config["train_batch_size"] or 1)
-    return block_size(config, "uniformity_block_size", model, batch_rows, uniformity_bytes_per_row(batch_rows),
-                      UNIFORMITY_BLOCK_ROWS)
+    return block_size(
+        config, "uniformity_block_size", model, batch_rows, uniformity_bytes_per_row(batch_rows), UNIFORMITY_BLOCK_ROWS
+    )

@@ -18,20 +18,29 @@ def main(argv=None):
 
 
 def _main(argv):
-    parser = argparse.ArgumentParser(prog="recbole-mgformer-tune", description=__doc__, allow_abbrev=False,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="recbole-mgformer-tune",
+        description=__doc__,
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--model", "-m", default="MGFormer", help="model name, e.g. MGFormer, LightGCN, BPR")
     parser.add_argument("--dataset", "-d", default="ml-100k", help="dataset name (a folder under --data_path)")
-    parser.add_argument("--space", default=None,
-                        help="search space YAML (default properties/hyper/<dataset>/<Model>.yaml where the dataset "
-                             "has its own, else properties/hyper/<Model>.yaml)")
+    parser.add_argument(
+        "--space",
+        default=None,
+        help="search space YAML (default properties/hyper/<dataset>/<Model>.yaml where the dataset "
+        "has its own, else properties/hyper/<Model>.yaml)",
+    )
     # None: the default of a new search, or on --resume the value the search started with
     parser.add_argument("--search", choices=SEARCHES, default=None, help="search algorithm (default random)")
     parser.add_argument("--samples", type=int, default=None, help="trials drawn by random/hyperopt search (default 10)")
-    parser.add_argument("--scheduler", choices=("asha", "fifo"), default=None,
-                        help="asha (default) stops poor trials early")
-    parser.add_argument("--grace-period", type=int, default=None,
-                        help="evaluations before ASHA may stop a trial (default 10)")
+    parser.add_argument(
+        "--scheduler", choices=("asha", "fifo"), default=None, help="asha (default) stops poor trials early"
+    )
+    parser.add_argument(
+        "--grace-period", type=int, default=None, help="evaluations before ASHA may stop a trial (default 10)"
+    )
     parser.add_argument("--cpus-per-trial", type=float, default=1)
     parser.add_argument("--gpus-per-trial", type=float, default=0, help="fractions share a GPU, e.g. 0.25")
     parser.add_argument("--address", default=None, help="join this Ray cluster (e.g. auto, or host:6379)")
@@ -39,37 +48,75 @@ def _main(argv):
     parser.add_argument("--num-gpus", type=int, default=None, help="GPUs of the Ray started here (default all)")
     parser.add_argument("--data_path", default=None, help="RecBole's data_path (default dataset)")
     parser.add_argument("--config_files", default=None, help="space-separated YAML files for every trial")
-    parser.add_argument("--results", default="results/tuning",
-                        help="folder of <name>.md/.json/.yaml, the search's report (default name <Model>-<dataset>)")
+    parser.add_argument(
+        "--results",
+        default="results/tuning",
+        help="folder of <name>.md/.json/.yaml, the search's report (default name <Model>-<dataset>)",
+    )
     parser.add_argument("--storage", default="saved/tune", help="Ray's results folder")
-    parser.add_argument("--temp-dir", default=None, help="Ray's temporary folder (default <storage>/ray-tmp if "
-                                                         "short, else /tmp/ray-recbole-mgformer)")
-    parser.add_argument("--name", default=None, help="search name: its Ray folder and its report files "
-                                                     "<name>.md/.json/.yaml (default <Model>-<dataset>)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue an interrupted search, as it started (a changed setting is refused)")
+    parser.add_argument(
+        "--temp-dir",
+        default=None,
+        help="Ray's temporary folder (default <storage>/ray-tmp if short, else /tmp/ray-recbole-mgformer)",
+    )
+    parser.add_argument(
+        "--name",
+        default=None,
+        help="search name: its Ray folder and its report files <name>.md/.json/.yaml (default <Model>-<dataset>)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted search, as it started (a changed setting is refused)",
+    )
     parser.add_argument("--search-seed", type=int, default=None, help="seed of the search algorithm's draws (0)")
-    parser.add_argument("--defaults-first", action="store_true", default=None,
-                        help="the first of the --samples trials runs the model's own defaults for the searched keys "
-                             "(properties/model/<Model>.yaml over RecBole's, under your settings), even one outside "
-                             "the space (random search; hyperopt refuses it, naming the key)")
+    parser.add_argument(
+        "--defaults-first",
+        action="store_true",
+        default=None,
+        help="the first of the --samples trials runs the model's own defaults for the searched keys "
+        "(properties/model/<Model>.yaml over RecBole's, under your settings), even one outside "
+        "the space (random search; hyperopt refuses it, naming the key)",
+    )
     parser.add_argument("--no-retrain", action="store_true", help="skip retraining the best configuration")
     parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Ray Tune's progress output")
-    parser.add_argument("--render", nargs="+", metavar="RECORD", default=None,
-                        help="only rewrite the page (.md) beside each search record (.json), e.g. "
-                             "results/tuning/*/*.json")
+    parser.add_argument(
+        "--render",
+        nargs="+",
+        metavar="RECORD",
+        default=None,
+        help="only rewrite the page (.md) beside each search record (.json), e.g. results/tuning/*/*.json",
+    )
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.render:
         return render_pages(args.render)
     try:
         summary = tune_recommender(
-            args.model, args.dataset, args.space, config_files=args.config_files.split() if args.config_files else None,
-            config_dict=parse_overrides(rest), data_path=args.data_path, search=args.search, samples=args.samples,
-            scheduler=args.scheduler, grace_period=args.grace_period, cpus_per_trial=args.cpus_per_trial,
-            gpus_per_trial=args.gpus_per_trial, address=args.address, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
-            results_dir=args.results, storage_dir=args.storage, temp_dir=args.temp_dir, name=args.name,
-            resume=args.resume, search_seed=args.search_seed, retrain_best=not args.no_retrain, verbose=args.verbose,
-            defaults_first=args.defaults_first)
+            args.model,
+            args.dataset,
+            args.space,
+            config_files=args.config_files.split() if args.config_files else None,
+            config_dict=parse_overrides(rest),
+            data_path=args.data_path,
+            search=args.search,
+            samples=args.samples,
+            scheduler=args.scheduler,
+            grace_period=args.grace_period,
+            cpus_per_trial=args.cpus_per_trial,
+            gpus_per_trial=args.gpus_per_trial,
+            address=args.address,
+            num_cpus=args.num_cpus,
+            num_gpus=args.num_gpus,
+            results_dir=args.results,
+            storage_dir=args.storage,
+            temp_dir=args.temp_dir,
+            name=args.name,
+            resume=args.resume,
+            search_seed=args.search_seed,
+            retrain_best=not args.no_retrain,
+            verbose=args.verbose,
+            defaults_first=args.defaults_first,
+        )
     except TuneSetupError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -97,8 +144,10 @@ def render_pages(records):
         try:
             page = render_markdown(json.loads(record.read_text()))
         except (OSError, ValueError, KeyError, TypeError) as error:
-            print(f"error: {record} is not a search record of this tool ({type(error).__name__}: {error}); skipped",
-                  file=sys.stderr)
+            print(
+                f"error: {record} is not a search record of this tool ({type(error).__name__}: {error}); skipped",
+                file=sys.stderr,
+            )
             status = 2
             continue
         record.with_suffix(".md").write_text(page)

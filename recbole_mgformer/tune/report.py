@@ -31,15 +31,17 @@ def trial_rows(results, keys):
             status = "completed" if metrics.get("finished") else "stopped early"
         else:
             status = "unfinished"
-        rows.append({
-            "trial": metrics.get("trial_id") or Path(result._local_path or "?").name,
-            "status": status,
-            "score": metrics.get(METRIC),
-            "epochs": metrics.get("epoch", 0),
-            "valid": {k[len("best_"):]: v for k, v in metrics.items() if k.startswith("best_") and k != METRIC},
-            "params": _trial_params(result, keys),
-            "error": error_line(result.error) if result.error is not None else None,
-        })
+        rows.append(
+            {
+                "trial": metrics.get("trial_id") or Path(result._local_path or "?").name,
+                "status": status,
+                "score": metrics.get(METRIC),
+                "epochs": metrics.get("epoch", 0),
+                "valid": {k[len("best_") :]: v for k, v in metrics.items() if k.startswith("best_") and k != METRIC},
+                "params": _trial_params(result, keys),
+                "error": error_line(result.error) if result.error is not None else None,
+            }
+        )
     return rows
 
 
@@ -50,10 +52,12 @@ def ranked(row):
 
 def sort_rows(rows, bigger=True):
     """Ranked trials, best first; then unfinished ones (by their score so far); failed ones last."""
+
     def key(row):
         group = 0 if ranked(row) else 2 if row["status"] == "failed" else 1
         score = row["score"] if row["score"] is not None else (-math.inf if bigger else math.inf)
         return group, -score if bigger else score, row["trial"]
+
     return sorted(rows, key=key)
 
 
@@ -91,8 +95,12 @@ def _cell(text):
 
 def space_text(space):
     """The searched values as the page shows them: `embedding_size` choice [32, 64], `lambda` loguniform [0.01, 1]."""
-    return ", ".join(f"`{key}` " + "; ".join(f"{kind} {_param(args)}" for kind, args in spec.items())
-                     if isinstance(spec, dict) else f"`{key}` {_param(spec)}" for key, spec in space.items())
+    return ", ".join(
+        f"`{key}` " + "; ".join(f"{kind} {_param(args)}" for kind, args in spec.items())
+        if isinstance(spec, dict)
+        else f"`{key}` {_param(spec)}"
+        for key, spec in space.items()
+    )
 
 
 def first_trial_lines(request, rows):
@@ -104,11 +112,20 @@ def first_trial_lines(request, rows):
     outside = request.get("first_trial_outside") or []
     shown = ", ".join(f"`{k}={_param(v)}`" for k, v in point.items())
     rank = next((i for i, row in enumerate(rows, start=1) if row.get("defaults")), None)
-    where = (f"; it ranked {rank} of {len(rows)}" if rank is not None and ranked(rows[rank - 1])
-             else "; its trial is not in the table" if rank is None else "")
-    return [f"First trial: the model's defaults ({shown}), one of the {request['samples']} trials"
-            + (f"; outside the space, run anyway: {', '.join(f'`{k}`' for k in outside)}" if outside else "")
-            + where + ".", ""]
+    where = (
+        f"; it ranked {rank} of {len(rows)}"
+        if rank is not None and ranked(rows[rank - 1])
+        else "; its trial is not in the table"
+        if rank is None
+        else ""
+    )
+    return [
+        f"First trial: the model's defaults ({shown}), one of the {request['samples']} trials"
+        + (f"; outside the space, run anyway: {', '.join(f'`{k}`' for k in outside)}" if outside else "")
+        + where
+        + ".",
+        "",
+    ]
 
 
 def render_markdown(summary):
@@ -117,11 +134,15 @@ def render_markdown(summary):
     keys = list(request["space"])
     metric = request["metric"]
     counts = {s: sum(r["status"] == s for r in rows) for s in ("completed", "stopped early", "failed", "unfinished")}
-    scheduler = (f"ASHA (grace period {request['grace_period']}, max {request['max_t']} evaluations)"
-                 if request["scheduler"] == "asha" else "no early stopping of trials")
+    scheduler = (
+        f"ASHA (grace period {request['grace_period']}, max {request['max_t']} evaluations)"
+        if request["scheduler"] == "asha"
+        else "no early stopping of trials"
+    )
     files = ", ".join(f"`{display_path(p)}`" for p in request["config_files"])
     lines = [
-        f"# Hyperparameter search: {request['model']} on {request['dataset']}", "",
+        f"# Hyperparameter search: {request['model']} on {request['dataset']}",
+        "",
         f"Rendered by `python -m recbole_mgformer.tune`. Search: {request['search']}, {request['samples']} sample(s), "
         f"{scheduler}, ranked by the best validation {metric} of each trial "
         f"({'higher' if request['mode'] == 'max' else 'lower'} is better). "
@@ -130,40 +151,68 @@ def render_markdown(summary):
         f"{', '.join(f'`{k}={v}`' for k, v in request['overrides'].items()) or 'none'}"
         f"{'; config files: ' + files if files else ''}.",
         "",
-        "Trials: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".", "",
+        "Trials: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".",
+        "",
     ]
     lines += first_trial_lines(request, rows)
     best, retrained = summary.get("best"), summary.get("retrained")
     if best:
-        lines += [f"Best: trial {best['trial']}, valid {metric} {_fmt(best['score'])}, "
-                  + ", ".join(f"`{k}={_param(best['params'][k])}`" for k in keys)
-                  + f". Its configuration: `{summary['best_yaml']}`, for "
-                  f"`python run.py --model={request['model']} --dataset={request['dataset']} "
-                  f"--config_files={summary['best_yaml']}`.", ""]
+        lines += [
+            f"Best: trial {best['trial']}, valid {metric} {_fmt(best['score'])}, "
+            + ", ".join(f"`{k}={_param(best['params'][k])}`" for k in keys)
+            + f". Its configuration: `{summary['best_yaml']}`, for "
+            f"`python run.py --model={request['model']} --dataset={request['dataset']} "
+            f"--config_files={summary['best_yaml']}`.",
+            "",
+        ]
     if retrained:
-        lines += ["Best configuration retrained once: "
-                  + ", ".join(f"valid {k} {_fmt(v)}" for k, v in retrained["best_valid_result"].items()) + "; "
-                  + ", ".join(f"**test {k} {_fmt(v)}**" for k, v in retrained["test_result"].items()) + ".", ""]
+        lines += [
+            "Best configuration retrained once: "
+            + ", ".join(f"valid {k} {_fmt(v)}" for k, v in retrained["best_valid_result"].items())
+            + "; "
+            + ", ".join(f"**test {k} {_fmt(v)}**" for k, v in retrained["test_result"].items())
+            + ".",
+            "",
+        ]
     if summary.get("retrain_error"):
         lines += [f"Retraining the best configuration failed: {summary['retrain_error']}", ""]
     if summary.get("interrupted"):
-        lines += ["The search was interrupted; the table holds the trials so far. Resume it with "
-                  f"`python -m recbole_mgformer.tune --model {request['model']} --dataset {request['dataset']} "
-                  f"--name {request['name']} --resume`.", ""]
+        lines += [
+            "The search was interrupted; the table holds the trials so far. Resume it with "
+            f"`python -m recbole_mgformer.tune --model {request['model']} --dataset {request['dataset']} "
+            f"--name {request['name']} --resume`.",
+            "",
+        ]
     valid_names = sorted({name for row in rows for name in row["valid"]})
-    lines += ["| rank | trial | status | valid " + metric + " | epochs | " + " | ".join(keys)
-              + "".join(f" | valid {n}" for n in valid_names if n != metric) + " |",
-              "|" + "---|" * (5 + len(keys) + len([n for n in valid_names if n != metric]))]
+    lines += [
+        "| rank | trial | status | valid "
+        + metric
+        + " | epochs | "
+        + " | ".join(keys)
+        + "".join(f" | valid {n}" for n in valid_names if n != metric)
+        + " |",
+        "|" + "---|" * (5 + len(keys) + len([n for n in valid_names if n != metric])),
+    ]
     for rank, row in enumerate(rows, start=1):
         status = f"failed: {row['error']}" if row["status"] == "failed" else row["status"]
         status += " (the defaults)" if row.get("defaults") else ""
-        cells = [str(rank) if ranked(row) else "", row["trial"], status, _fmt(row["score"]),
-                 str(row["epochs"]), *(_param(row["params"][k]) if k in row["params"] else "" for k in keys),
-                 *(_fmt(row["valid"].get(n)) for n in valid_names if n != metric)]
+        cells = [
+            str(rank) if ranked(row) else "",
+            row["trial"],
+            status,
+            _fmt(row["score"]),
+            str(row["epochs"]),
+            *(_param(row["params"][k]) if k in row["params"] else "" for k in keys),
+            *(_fmt(row["valid"].get(n)) for n in valid_names if n != metric),
+        ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     prov = summary["provenance"]
-    lines += ["", f"Ran on {prov['machine']} at commit {prov['commit']}, {prov['date']}; Ray storage "
-              f"`{display_path(request['experiment'])}`; versions: " + ", ".join(
-                  f"{k} {v}" for k, v in prov["versions"].items())
-              + ".", ""]
+    lines += [
+        "",
+        f"Ran on {prov['machine']} at commit {prov['commit']}, {prov['date']}; Ray storage "
+        f"`{display_path(request['experiment'])}`; versions: "
+        + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
+        + ".",
+        "",
+    ]
     return "\n".join(lines)

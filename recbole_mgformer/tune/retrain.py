@@ -32,8 +32,13 @@ def retrain(request, settings, workdir):
     os.chdir(workdir)
     try:
         logging.getLogger().handlers.clear()
-        config_dict = {"data_path": request["data_path"], **settings, "show_progress": False,
-                       "checkpoint_dir": str(workdir), "gpu_id": _ray_gpu_ids()}
+        config_dict = {
+            "data_path": request["data_path"],
+            **settings,
+            "show_progress": False,
+            "checkpoint_dir": str(workdir),
+            "gpu_id": _ray_gpu_ids(),
+        }
         return plain_value(run_recommender(request["model"], request["dataset"], config_dict=config_dict))
     finally:
         os.chdir(previous)

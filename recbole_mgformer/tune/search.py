@@ -1,5 +1,4 @@
-"""The search itself: a checked request, Ray started or joined, the trials run, the results written.
-"""
+"""The search itself: a checked request, Ray started or joined, the trials run, the results written."""
 
 import importlib.util
 import json
@@ -79,9 +78,22 @@ def _evaluations(config, parsed):
     return max(1, epochs // max(1, config["eval_step"]))
 
 
-def make_request(model, dataset, space=None, config_files=None, config_dict=None, data_path=None, search="random",
-                 samples=10, scheduler="asha", grace_period=10, search_seed=0, name=None, storage_dir=None,
-                 defaults_first=False):
+def make_request(
+    model,
+    dataset,
+    space=None,
+    config_files=None,
+    config_dict=None,
+    data_path=None,
+    search="random",
+    samples=10,
+    scheduler="asha",
+    grace_period=10,
+    search_seed=0,
+    name=None,
+    storage_dir=None,
+    defaults_first=False,
+):
     """Everything a search (and its resumption) needs, checked: raises TuneSetupError before any trial starts.
 
     ``defaults_first``: the first of the ``samples`` trials runs the model's defaults (:func:`default_point`),
@@ -121,15 +133,26 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
     storage = Path(storage_dir or "saved/tune").resolve()
     max_t = _evaluations(config, parsed)
     return {
-        "model": model, "dataset": dataset, "space": raw, "space_source": display_path(source),
-        "config_files": config_files, "overrides": plain_value(overrides), "data_path": data_path,
+        "model": model,
+        "dataset": dataset,
+        "space": raw,
+        "space_source": display_path(source),
+        "config_files": config_files,
+        "overrides": plain_value(overrides),
+        "data_path": data_path,
         "data_path_given": str(data_path_given) if data_path_given else None,
-        "search": search, "samples": 1 if search == "grid" else int(samples),
-        "scheduler": scheduler, "grace_period": max(1, min(int(grace_period), max_t)), "max_t": max_t,
+        "search": search,
+        "samples": 1 if search == "grid" else int(samples),
+        "scheduler": scheduler,
+        "grace_period": max(1, min(int(grace_period), max_t)),
+        "max_t": max_t,
         "grace_asked": int(grace_period),  # before the cap: the budget a search of EASE shares with the others
-        "search_seed": search_seed, "metric": config["valid_metric"].lower(),
+        "search_seed": search_seed,
+        "metric": config["valid_metric"].lower(),
         "mode": "max" if config["valid_metric_bigger"] else "min",
-        "name": name, "storage": str(storage), "experiment": str(storage / name),
+        "name": name,
+        "storage": str(storage),
+        "experiment": str(storage / name),
         "defaults_first": bool(defaults_first),
         **({"first_trial": plain_value(first[0]), "first_trial_outside": first[1]} if first else {}),
     }
@@ -137,8 +160,10 @@ def make_request(model, dataset, space=None, config_files=None, config_dict=None
 
 def _require_hyperopt():
     if importlib.util.find_spec("hyperopt") is None:
-        raise TuneSetupError("--search hyperopt needs the hyperopt package: pip install hyperopt==0.2.5 "
-                             "(or pip install 'recbole-mgformer[tune]')")
+        raise TuneSetupError(
+            "--search hyperopt needs the hyperopt package: pip install hyperopt==0.2.5 "
+            "(or pip install 'recbole-mgformer[tune]')"
+        )
 
 
 def _search_algorithm(search, seed, first_trial=None):
@@ -151,16 +176,23 @@ def _search_algorithm(search, seed, first_trial=None):
         return HyperOptSearch(random_state_seed=seed, points_to_evaluate=[dict(first_trial)] if first_trial else None)
     from ray.tune.search.basic_variant import BasicVariantGenerator
 
-    points = [{key: WholeValue(value) if isinstance(value, (list, dict)) else value
-               for key, value in first_trial.items()}] if first_trial else None
+    points = (
+        [{key: WholeValue(value) if isinstance(value, (list, dict)) else value for key, value in first_trial.items()}]
+        if first_trial
+        else None
+    )
     return BasicVariantGenerator(random_state=seed, points_to_evaluate=points)
 
 
 def _check_dataset_files(request):
     """The atomic files the trials will read (a resumed search's own ``data_path``): a trial would fail on them
     inside Ray, its traceback in a trial's log."""
-    config = _driver_config(request["model"], request["dataset"], request["config_files"],
-                            {**request["overrides"], "data_path": request["data_path"]})
+    config = _driver_config(
+        request["model"],
+        request["dataset"],
+        request["config_files"],
+        {**request["overrides"], "data_path": request["data_path"]},
+    )
     try:
         validate_dataset_files(config)
     except (OSError, ValueError) as error:
@@ -176,8 +208,10 @@ def check_address(address):
     host, colon, port = text.removeprefix("ray://").rpartition(":")
     if text in ("auto", "local") or (colon and host and "/" not in host and port.isdigit()):
         return
-    raise TuneSetupError(f"--address {text!r}: give auto (a Ray started with `ray start` on this machine), "
-                         "host:port (the head node's GCS port, e.g. 10.0.0.5:6379) or ray://host:port")
+    raise TuneSetupError(
+        f"--address {text!r}: give auto (a Ray started with `ray start` on this machine), "
+        "host:port (the head node's GCS port, e.g. 10.0.0.5:6379) or ray://host:port"
+    )
 
 
 def _init_ray(address, num_cpus, num_gpus, temp_dir):
@@ -190,8 +224,13 @@ def _init_ray(address, num_cpus, num_gpus, temp_dir):
         ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
     else:
         Path(temp_dir).mkdir(parents=True, exist_ok=True)
-        ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, _temp_dir=str(temp_dir),
-                 logging_level=logging.WARNING)
+        ray.init(
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+            include_dashboard=False,
+            _temp_dir=str(temp_dir),
+            logging_level=logging.WARNING,
+        )
     return True
 
 
@@ -202,9 +241,10 @@ def _check_resources(cpus_per_trial, gpus_per_trial):
     for kind, wanted in (("CPU", cpus_per_trial), ("GPU", gpus_per_trial)):
         if wanted > available.get(kind, 0):
             flag = f"--{kind.lower()}s-per-trial"
-            raise TuneSetupError(f"{flag} {wanted} asks for more than the Ray cluster has ({available.get(kind, 0)} "
-                                 f"{kind}s); lower {flag}"
-                                 + (" (the benchmark's --tune-gpus) or set it to 0" if kind == "GPU" else ""))
+            raise TuneSetupError(
+                f"{flag} {wanted} asks for more than the Ray cluster has ({available.get(kind, 0)} "
+                f"{kind}s); lower {flag}" + (" (the benchmark's --tune-gpus) or set it to 0" if kind == "GPU" else "")
+            )
 
 
 def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
@@ -214,23 +254,38 @@ def _tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
 
     from recbole_mgformer.tune.asha import ResumableASHA
 
-    trainable = tune.with_resources(tune.with_parameters(train_trial, request=request),
-                                    {"cpu": cpus_per_trial, "gpu": gpus_per_trial})
+    trainable = tune.with_resources(
+        tune.with_parameters(train_trial, request=request), {"cpu": cpus_per_trial, "gpu": gpus_per_trial}
+    )
     if resume:
-        return tune.Tuner.restore(request["experiment"], trainable=trainable, resume_unfinished=True,
-                                  resume_errored=False, restart_errored=False)
-    scheduler = (ResumableASHA(time_attr=PROGRESS, max_t=request["max_t"],
-                               grace_period=request["grace_period"])
-                 if request["scheduler"] == "asha" else FIFOScheduler())
+        return tune.Tuner.restore(
+            request["experiment"],
+            trainable=trainable,
+            resume_unfinished=True,
+            resume_errored=False,
+            restart_errored=False,
+        )
+    scheduler = (
+        ResumableASHA(time_attr=PROGRESS, max_t=request["max_t"], grace_period=request["grace_period"])
+        if request["scheduler"] == "asha"
+        else FIFOScheduler()
+    )
     return tune.Tuner(
         trainable,
         param_space=ray_space(parse_space(request["space"]), request["search"]),
-        tune_config=tune.TuneConfig(metric=METRIC, mode=request["mode"], num_samples=request["samples"],
-                                    scheduler=scheduler,
-                                    search_alg=_search_algorithm(request["search"], request["search_seed"],
-                                                                 request.get("first_trial"))),
-        run_config=RunConfig(name=request["name"], storage_path=request["storage"], verbose=verbose,
-                             failure_config=FailureConfig(max_failures=0)),
+        tune_config=tune.TuneConfig(
+            metric=METRIC,
+            mode=request["mode"],
+            num_samples=request["samples"],
+            scheduler=scheduler,
+            search_alg=_search_algorithm(request["search"], request["search_seed"], request.get("first_trial")),
+        ),
+        run_config=RunConfig(
+            name=request["name"],
+            storage_path=request["storage"],
+            verbose=verbose,
+            failure_config=FailureConfig(max_failures=0),
+        ),
     )
 
 
@@ -246,11 +301,20 @@ def _fit(tuner):
 
 # What a resumed search keeps from its start: request field -> the option that sets it. Ray restores the trials,
 # space and sample count it started with, so a resumed search cannot take another value of any of them.
-RESUMED_FIELDS = {"model": "--model", "dataset": "--dataset", "space": "--space", "search": "--search",
-                  "samples": "--samples", "scheduler": "--scheduler", "grace_period": "--grace-period",
-                  "search_seed": "--search-seed", "overrides": "--key=value settings",
-                  "config_files": "--config_files", "data_path": "--data_path",
-                  "defaults_first": "--defaults-first"}
+RESUMED_FIELDS = {
+    "model": "--model",
+    "dataset": "--dataset",
+    "space": "--space",
+    "search": "--search",
+    "samples": "--samples",
+    "scheduler": "--scheduler",
+    "grace_period": "--grace-period",
+    "search_seed": "--search-seed",
+    "overrides": "--key=value settings",
+    "config_files": "--config_files",
+    "data_path": "--data_path",
+    "defaults_first": "--defaults-first",
+}
 ALWAYS_COMPARED = ("model", "dataset")  # they name the search (its default --name)
 
 
@@ -289,11 +353,14 @@ def _prepare_experiment(request, resume, given=()):
             raise TuneSetupError(
                 f"the search at {experiment} cannot change on --resume ({listed}): a resumed search continues the "
                 f"trials it started. Drop {', '.join(option for option, _, _ in changes)} to resume it as it "
-                "started, or start a new search with another --name")
+                "started, or start a new search with another --name"
+            )
         return started
     if tune.Tuner.can_restore(experiment):
-        raise TuneSetupError(f"{experiment} already holds a search; --resume continues it, --name starts "
-                             "another beside it (or delete that folder to start over)")
+        raise TuneSetupError(
+            f"{experiment} already holds a search; --resume continues it, --name starts "
+            "another beside it (or delete that folder to start over)"
+        )
     return request
 
 
@@ -321,7 +388,8 @@ def report_paths(request, results_dir=None, stem=None):
         raise TuneSetupError(
             f"{existing[0]} is the report of another search ({owner or 'no search record beside it'}), not of "
             f"{request['experiment']}; give this search its own report with another --name (or --results folder), "
-            "or move those files away")
+            "or move those files away"
+        )
     return paths
 
 
@@ -337,11 +405,34 @@ def mark_first_trial(rows, first_trial):
             return
 
 
-def tune_recommender(model, dataset, space=None, *, config_files=None, config_dict=None, data_path=None,
-                     search=None, samples=None, scheduler=None, grace_period=None, cpus_per_trial=1,
-                     gpus_per_trial=0, address=None, num_cpus=None, num_gpus=None, results_dir=None,
-                     storage_dir=None, temp_dir=None, name=None, resume=False, search_seed=None, retrain_best=True,
-                     verbose=1, stem=None, defaults_first=None):
+def tune_recommender(
+    model,
+    dataset,
+    space=None,
+    *,
+    config_files=None,
+    config_dict=None,
+    data_path=None,
+    search=None,
+    samples=None,
+    scheduler=None,
+    grace_period=None,
+    cpus_per_trial=1,
+    gpus_per_trial=0,
+    address=None,
+    num_cpus=None,
+    num_gpus=None,
+    results_dir=None,
+    storage_dir=None,
+    temp_dir=None,
+    name=None,
+    resume=False,
+    search_seed=None,
+    retrain_best=True,
+    verbose=1,
+    stem=None,
+    defaults_first=None,
+):
     """Search hyperparameters of ``model`` on ``dataset`` with Ray Tune; returns a summary dict.
 
     ``space``: a YAML file or mapping (``properties/hyper/<Model>.yaml`` when None), see the module's docstring.
@@ -371,17 +462,38 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
 
     check_address(address)
     settings = {key: value for key, value in (config_dict or {}).items() if key != "data_path"}
-    given = {field for field, value in (("space", space), ("search", search), ("samples", samples),
-                                        ("scheduler", scheduler), ("grace_period", grace_period),
-                                        ("search_seed", search_seed), ("config_files", config_files),
-                                        ("defaults_first", defaults_first),
-                                        ("overrides", settings or None),
-                                        ("data_path", data_path or (config_dict or {}).get("data_path")))
-             if value is not None}
-    request = make_request(model, dataset, space, config_files, config_dict, data_path, search or "random",
-                           10 if samples is None else samples, scheduler or "asha",
-                           10 if grace_period is None else grace_period, search_seed or 0, name, storage_dir,
-                           defaults_first=bool(defaults_first))
+    given = {
+        field
+        for field, value in (
+            ("space", space),
+            ("search", search),
+            ("samples", samples),
+            ("scheduler", scheduler),
+            ("grace_period", grace_period),
+            ("search_seed", search_seed),
+            ("config_files", config_files),
+            ("defaults_first", defaults_first),
+            ("overrides", settings or None),
+            ("data_path", data_path or (config_dict or {}).get("data_path")),
+        )
+        if value is not None
+    }
+    request = make_request(
+        model,
+        dataset,
+        space,
+        config_files,
+        config_dict,
+        data_path,
+        search or "random",
+        10 if samples is None else samples,
+        scheduler or "asha",
+        10 if grace_period is None else grace_period,
+        search_seed or 0,
+        name,
+        storage_dir,
+        defaults_first=bool(defaults_first),
+    )
     request = _prepare_experiment(request, resume, given)
     _check_dataset_files(request)
     paths = report_paths(request, results_dir, stem)
@@ -395,18 +507,30 @@ def tune_recommender(model, dataset, space=None, *, config_files=None, config_di
         mark_first_trial(rows, request.get("first_trial"))
         rows = sort_rows(rows, request["mode"] == "max")
         best = next((r for r in rows if ranked(r)), None)
-        summary = {"request": request, "rows": rows, "best": best, "best_yaml": None, "retrained": None,
-                   "retrain_error": None, "interrupted": any(r["status"] == "unfinished" for r in rows)}
+        summary = {
+            "request": request,
+            "rows": rows,
+            "best": best,
+            "best_yaml": None,
+            "retrained": None,
+            "retrain_error": None,
+            "interrupted": any(r["status"] == "unfinished" for r in rows),
+        }
         if not summary["interrupted"]:  # trials ASHA stopped left their last epoch behind
             shutil.rmtree(Path(request["experiment"]) / STATES_DIR, ignore_errors=True)
         if best is not None and retrain_best and not summary["interrupted"]:
-            summary["retrained"], summary["retrain_error"] = retrain_on_ray(request, best, cpus_per_trial,
-                                                                             gpus_per_trial)
+            summary["retrained"], summary["retrain_error"] = retrain_on_ray(
+                request, best, cpus_per_trial, gpus_per_trial
+            )
     finally:
         if started:
             ray.shutdown()
-    summary["provenance"] = {"commit": commit, "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M"),
-                             "versions": {**package_versions(), "ray": ray.__version__}}
+    summary["provenance"] = {
+        "commit": commit,
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "versions": {**package_versions(), "ray": ray.__version__},
+    }
     paths["md"].parent.mkdir(parents=True, exist_ok=True)
     if best is not None:
         summary["best_yaml"] = display_path(paths["yaml"])

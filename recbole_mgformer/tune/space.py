@@ -43,8 +43,10 @@ def load_space(space, model, dataset=None):
     path = Path(space) if space is not None else space_file(model, dataset)
     if not path.is_file():
         shipped = sorted(p.stem for p in (properties_dir() / "hyper").glob("*.yaml"))
-        raise TuneSetupError(f"search space {path} does not exist; spaces ship for {', '.join(shipped)} "
-                             "(write one as `key: {choice: [...]}` per line and pass it with --space)")
+        raise TuneSetupError(
+            f"search space {path} does not exist; spaces ship for {', '.join(shipped)} "
+            "(write one as `key: {choice: [...]}` per line and pass it with --space)"
+        )
     try:
         raw = load_yaml(path.read_text())  # reads 1e-4 as a float, as RecBole's config files
     except yaml.YAMLError as error:
@@ -72,20 +74,26 @@ def parse_space(raw, source="the space"):
     """Check a space mapping; returns ``{key: (distribution, arguments)}`` or raises TuneSetupError."""
     allowed = ", ".join(DISTRIBUTIONS)
     if not isinstance(raw, dict) or not raw:
-        raise TuneSetupError(f"{source} must be a non-empty mapping of config keys to distributions, "
-                             f"e.g. `embedding_size: {{choice: [32, 64]}}`; got {raw!r}")
+        raise TuneSetupError(
+            f"{source} must be a non-empty mapping of config keys to distributions, "
+            f"e.g. `embedding_size: {{choice: [32, 64]}}`; got {raw!r}"
+        )
     parsed = {}
     for key, spec in raw.items():
         if not isinstance(spec, dict) or len(spec) != 1:
-            raise TuneSetupError(f"{source}: {key} must be one distribution, e.g. `{key}: {{choice: [...]}}`, "
-                                 f"got {spec!r}; distributions: {allowed} (fix a value with --{key}=... instead)")
-        (name, args), = spec.items()
+            raise TuneSetupError(
+                f"{source}: {key} must be one distribution, e.g. `{key}: {{choice: [...]}}`, "
+                f"got {spec!r}; distributions: {allowed} (fix a value with --{key}=... instead)"
+            )
+        ((name, args),) = spec.items()
         if name not in DISTRIBUTIONS:
             raise TuneSetupError(f"{source}: {key} uses unknown distribution {name!r}; choose one of {allowed}")
         ok = (isinstance(args, list) and len(args) > 0) if name in ("choice", "grid") else _bounds_ok(name, args)
         if not ok:
-            raise TuneSetupError(f"{source}: {key}: {name} takes {DISTRIBUTIONS[name]}; got {args!r}"
-                                 + ("; the bounds must be finite numbers" if _non_finite(args) else ""))
+            raise TuneSetupError(
+                f"{source}: {key}: {name} takes {DISTRIBUTIONS[name]}; got {args!r}"
+                + ("; the bounds must be finite numbers" if _non_finite(args) else "")
+            )
         if name in ("choice", "grid"):
             _check_values(key, args, source)
         parsed[str(key)] = (name, list(args))
@@ -116,8 +124,11 @@ def check_keys(parsed, config, model, source="the space"):
     for key in parsed:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=3)
-            hint = f"did you mean {', '.join(close)}?" if close else \
-                f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"
+            hint = (
+                f"did you mean {', '.join(close)}?"
+                if close
+                else f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"
+            )
             raise TuneSetupError(f"{source}: {model} has no config key {key!r}; {hint}")
 
 
@@ -130,8 +141,10 @@ def ray_space(parsed, search):
     space = {}
     for key, (name, args) in parsed.items():
         if search == "grid" and name not in ("choice", "grid"):
-            raise TuneSetupError(f"--search grid needs finite values, but {key} is {name}; "
-                                 f"write it as {{grid: [...]}} or use --search random")
+            raise TuneSetupError(
+                f"--search grid needs finite values, but {key} is {name}; "
+                f"write it as {{grid: [...]}} or use --search random"
+            )
         if search == "hyperopt" and name == "grid":
             raise TuneSetupError(f"--search hyperopt cannot enumerate {key}: {{grid: ...}}; write {{choice: ...}}")
         if name == "grid" or search == "grid":
@@ -164,25 +177,33 @@ def default_point(parsed, config, model, search, source="the space"):
     files < the fixed settings), and the keys whose default lies outside the space. A TuneSetupError names a key
     with no default, or a default the search algorithm cannot take."""
     if search == "grid":
-        raise TuneSetupError("--defaults-first needs --search random or hyperopt: a grid search already runs every "
-                             "combination, and Ray's grid search would run the defaults in place of the whole grid")
+        raise TuneSetupError(
+            "--defaults-first needs --search random or hyperopt: a grid search already runs every "
+            "combination, and Ray's grid search would run the defaults in place of the whole grid"
+        )
     point, outside = {}, []
     for key, (name, args) in parsed.items():
         if key not in config.final_config_dict:
-            raise TuneSetupError(f"{source}: {model} has no default for {key!r} (neither RecBole's defaults nor "
-                                 f"properties/model/{model}.yaml set it), so its defaults cannot be the first trial; "
-                                 f"set {key} in a --config_files file, or drop --defaults-first")
+            raise TuneSetupError(
+                f"{source}: {model} has no default for {key!r} (neither RecBole's defaults nor "
+                f"properties/model/{model}.yaml set it), so its defaults cannot be the first trial; "
+                f"set {key} in a --config_files file, or drop --defaults-first"
+            )
         value = config[key]
         if search == "hyperopt" and isinstance(value, (list, dict)):
-            raise TuneSetupError(f"{source}: {model}'s default {key}={value!r} is a list, which Ray's hyperopt search "
-                                 "cannot take as a first point (it looks a category up by literal value); use "
-                                 "--search random, or drop --defaults-first")
+            raise TuneSetupError(
+                f"{source}: {model}'s default {key}={value!r} is a list, which Ray's hyperopt search "
+                "cannot take as a first point (it looks a category up by literal value); use "
+                "--search random, or drop --defaults-first"
+            )
         if not in_space(value, name, args):
             if search == "hyperopt":
-                raise TuneSetupError(f"{source}: {model}'s default {key}={value!r} lies outside {key}: "
-                                     f"{{{name}: {args}}}, and --search hyperopt cannot start from a point outside "
-                                     f"its space; add {value!r} to the space, use --search random, or drop "
-                                     "--defaults-first")
+                raise TuneSetupError(
+                    f"{source}: {model}'s default {key}={value!r} lies outside {key}: "
+                    f"{{{name}: {args}}}, and --search hyperopt cannot start from a point outside "
+                    f"its space; add {value!r} to the space, use --search random, or drop "
+                    "--defaults-first"
+                )
             outside.append(key)
         point[key] = value
     return point, outside

@@ -25,8 +25,14 @@ def _ray_gpu_ids():
 
 
 def _config_dict(request, params, workdir):
-    return {**request["overrides"], "data_path": request["data_path"], **params,
-            "show_progress": False, "checkpoint_dir": str(workdir), "gpu_id": _ray_gpu_ids()}
+    return {
+        **request["overrides"],
+        "data_path": request["data_path"],
+        **params,
+        "show_progress": False,
+        "checkpoint_dir": str(workdir),
+        "gpu_id": _ray_gpu_ids(),
+    }
 
 
 def train_trial(params, request):
@@ -43,8 +49,9 @@ def train_trial(params, request):
     trial_dir = session.get_trial_dir()
     os.chdir(trial_dir)
     params = {key: _item(value) for key, value in params.items()}
-    config, _ = build_config(request["model"], request["dataset"], request["config_files"],
-                             _config_dict(request, params, trial_dir))
+    config, _ = build_config(
+        request["model"], request["dataset"], request["config_files"], _config_dict(request, params, trial_dir)
+    )
     init_seed(config["seed"], config["reproducibility"])
     logging.getLogger().handlers.clear()  # an actor reused for another trial logs to that trial's folder
     init_logger(config)
@@ -59,12 +66,23 @@ def train_trial(params, request):
             state_file.unlink(missing_ok=True)
         else:
             state_file.parent.mkdir(parents=True, exist_ok=True)
-            trainer._save_checkpoint(epoch_idx, verbose=False, saved_model_file=str(state_file),
-                                     run_state={"best_valid_result": dict(trainer.best_valid_result or {})})
+            trainer._save_checkpoint(
+                epoch_idx,
+                verbose=False,
+                saved_model_file=str(state_file),
+                run_state={"best_valid_result": dict(trainer.best_valid_result or {})},
+            )
         best = {f"best_{name}": float(value) for name, value in (trainer.best_valid_result or {}).items()}
-        session.report({METRIC: float(trainer.best_valid_score), "valid_score": float(valid_score),
-                        "epoch": epoch_idx + 1, PROGRESS: (epoch_idx + 1) // trainer.eval_step,
-                        "finished": finished, **best})
+        session.report(
+            {
+                METRIC: float(trainer.best_valid_score),
+                "valid_score": float(valid_score),
+                "epoch": epoch_idx + 1,
+                PROGRESS: (epoch_idx + 1) // trainer.eval_step,
+                "finished": finished,
+                **best,
+            }
+        )
 
     trainer.fit(train_data, valid_data, saved=False, show_progress=False, callback_fn=report)
 

@@ -51,9 +51,25 @@ def test_a_claim_whose_file_is_removed_by_the_holder_before_it_is_locked_takes_t
 
 
 def test_the_benchmark_skips_a_run_another_process_trains_and_trains_it_once_free(tiny_data, tmp_path, capsys):
-    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0,1", "--data_path", str(tiny_data),
-            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1",
-            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    args = [
+        "--models",
+        "BPR",
+        "--datasets",
+        "tiny",
+        "--seeds",
+        "0,1",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(tmp_path / "results"),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        "--epochs=1",
+        "--state=WARNING",
+        "--metrics=[Recall,NDCG]",
+        "--topk=[20]",
+        "--valid_metric=NDCG@20",
+    ]
     runs = tmp_path / "results" / "runs" / "tiny"
     with held_elsewhere(tmp_path / "saved" / "tiny" / "bpr-seed0.lock") as holder:
         assert main(args) == 0

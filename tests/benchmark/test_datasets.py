@@ -30,8 +30,9 @@ def test_a_model_runs_only_where_its_kind_of_table_is():
     check_model_fits("EAGPS", "ml-100k-seq")
     check_model_fits("AutoInt", "ml-100k-ctx-0.8")
     check_model_fits("Pop", "ml-100k")
-    with pytest.raises(ValueError, match="EAGPS is a sequential model, but the runs of ml-100k-ctx-0.8 go into a "
-                                         "context table"):
+    with pytest.raises(
+        ValueError, match="EAGPS is a sequential model, but the runs of ml-100k-ctx-0.8 go into a context table"
+    ):
         check_model_fits("EAGPS", "ml-100k-ctx-0.8")
     with pytest.raises(ValueError, match="BPR is a general model"):
         check_model_fits("BPR", "ml-100k-seq")
@@ -48,5 +49,8 @@ def test_a_dataset_reading_ml_100k_is_configured_as_ml_100k_under_its_protocol_w
     after = build_config(model, dataset, None, {"data_path": str(tmp_path)})[0].final_config_dict
     # the name and folder differ, the knowledge-graph filters have no graph to filter, top-k no ranking to cut
     unused = {"dataset", "data_path", "entity_kg_num_interval", "relation_kg_num_interval", "topk"}
-    assert {k: (before.get(k), after.get(k)) for k in set(before) | set(after)
-            if before.get(k) != after.get(k) and k not in unused} == {}
+    assert {
+        k: (before.get(k), after.get(k))
+        for k in set(before) | set(after)
+        if before.get(k) != after.get(k) and k not in unused
+    } == {}

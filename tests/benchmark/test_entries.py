@@ -8,7 +8,9 @@ def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
     assert entries[:2] == ["BPR", "MGFormer[degree_mask=none; n_heads=2]"]
     assert entries[2:] == ABLATIONS
     assert parse_entry("MGFormer[degree_mask=none; n_heads=2; attention=False]") == (
-        "MGFormer", {"degree_mask": "none", "n_heads": 2, "attention": False})
+        "MGFormer",
+        {"degree_mask": "none", "n_heads": 2, "attention": False},
+    )
     with pytest.raises(ValueError, match="is not key=value"):
         parse_entry("MGFormer[degree_mask]")
     with pytest.raises(ValueError, match="must be NAME or NAME"):
@@ -34,6 +36,11 @@ def test_a_tuned_files_stem_names_its_model():
     from recbole_mgformer.benchmark.entries import stem_model, tuned_stem
     from recbole_mgformer.registry import get_model
 
-    for model, overrides in [("MGFormer", {}), ("MGFormer", {"attention": False}), ("XSimGCL", {}),
-                             ("LightGCN", {"n_layers": 2}), ("DirectAU", {"gamma": 0.5, "n_layers": 1})]:
+    for model, overrides in [
+        ("MGFormer", {}),
+        ("MGFormer", {"attention": False}),
+        ("XSimGCL", {}),
+        ("LightGCN", {"n_layers": 2}),
+        ("DirectAU", {"gamma": 0.5, "n_layers": 1}),
+    ]:
         assert get_model(stem_model(tuned_stem(model, overrides))).__name__ == model

@@ -48,15 +48,37 @@ def write_sequences(folder, name, n_users=30, n_items=40, per_user=10, seed=0):
 
 
 def budget_args(tmp_path, models, dataset, data):
-    return ["--models", models, "--datasets", dataset, "--seeds", "0,1", "--data_path", str(data),
-            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
-            "--tuned-dir", str(tmp_path / "tuned"), "--tune-budget", "2", "--tune-epochs", "2",
-            "--tune-storage", str(tmp_path / "tune"), "--epochs=2", "--stopping_step=1", "--state=WARNING",
-            "--train_batch_size=64"]
+    return [
+        "--models",
+        models,
+        "--datasets",
+        dataset,
+        "--seeds",
+        "0,1",
+        "--data_path",
+        str(data),
+        "--results",
+        str(tmp_path / "results"),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        "--tuned-dir",
+        str(tmp_path / "tuned"),
+        "--tune-budget",
+        "2",
+        "--tune-epochs",
+        "2",
+        "--tune-storage",
+        str(tmp_path / "tune"),
+        "--epochs=2",
+        "--stopping_step=1",
+        "--state=WARNING",
+        "--train_batch_size=64",
+    ]
 
 
-def test_a_sequential_dataset_is_searched_seeded_and_judged_by_its_users(tmp_path, monkeypatch, dataset_configs,
-                                                                        capsys):
+def test_a_sequential_dataset_is_searched_seeded_and_judged_by_its_users(
+    tmp_path, monkeypatch, dataset_configs, capsys
+):
     dataset_configs("tinyseq", SEQ_CONFIG)
     data = write_sequences(tmp_path / "data", "tinyseq")
     calls = []
@@ -83,8 +105,9 @@ def test_a_sequential_dataset_is_searched_seeded_and_judged_by_its_users(tmp_pat
     assert "Searches: EAGPS `" in page and "tuning/tinyseq/SASRec.md`" in page
 
 
-def test_a_context_dataset_is_searched_seeded_and_judged_by_a_bootstrap_of_its_rows(tmp_path, monkeypatch,
-                                                                                   dataset_configs):
+def test_a_context_dataset_is_searched_seeded_and_judged_by_a_bootstrap_of_its_rows(
+    tmp_path, monkeypatch, dataset_configs
+):
     dataset_configs("tinyctx", CTX_CONFIG)
     data = write_context_dataset(tmp_path / "data", "tinyctx")
     calls = []
@@ -123,7 +146,8 @@ def test_every_model_of_an_equal_budget_comparison_trains_under_the_same_cap(tmp
 
 
 def test_a_page_tuned_with_the_defaults_first_says_so_and_a_mixed_one_says_it_is_not_one_budget(
-        tmp_path, monkeypatch, dataset_configs):
+    tmp_path, monkeypatch, dataset_configs
+):
     dataset_configs("tinyseq", SEQ_CONFIG)
     data = write_sequences(tmp_path / "data", "tinyseq")
     calls = []
@@ -132,13 +156,17 @@ def test_a_page_tuned_with_the_defaults_first_says_so_and_a_mixed_one_says_it_is
     assert main(args + ["--tune-defaults-first"]) == 0
     assert [call["defaults_first"] for call in calls] == [True, True]
     page = (tmp_path / "results" / "tinyseq" / "leaderboard.md").read_text()
-    assert ("### Tuned with the same budget: random search of 2 trials, search seed 0, ASHA grace 5 of at most 2 "
-            "epochs, first trial: each model's own defaults") in page
+    assert (
+        "### Tuned with the same budget: random search of 2 trials, search seed 0, ASHA grace 5 of at most 2 "
+        "epochs, first trial: each model's own defaults"
+    ) in page
     assert "Not one protocol" not in page
     args = [a if a != "EAGPS,SASRec" else "GRU4Rec" for a in args]
     assert main(args) == 0  # GRU4Rec searched without the defaults first: a section of its own, and the page says why
     assert calls[-1]["model"] == "GRU4Rec" and calls[-1]["defaults_first"] is False
     page = (tmp_path / "results" / "tinyseq" / "leaderboard.md").read_text()
     assert page.count("### Tuned with the same budget: ") == 2
-    assert ("Not one protocol: the searches of EAGPS, SASRec ran each model's own defaults as their first trial "
-            "(--tune-defaults-first), those of GRU4Rec drew every trial") in page
+    assert (
+        "Not one protocol: the searches of EAGPS, SASRec ran each model's own defaults as their first trial "
+        "(--tune-defaults-first), those of GRU4Rec drew every trial"
+    ) in page

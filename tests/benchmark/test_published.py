@@ -9,9 +9,15 @@ from recbole_mgformer.benchmark.published import published_numbers
 
 
 def record(variant, seed, recall, ndcg):
-    return {"variant": variant, "model": variant.split()[0], "seed": seed,
-            "test": {"recall@20": recall, "ndcg@20": ndcg},
-            "valid": {"ndcg@20": ndcg}, "machine": "cpu", "commit": "abc"}
+    return {
+        "variant": variant,
+        "model": variant.split()[0],
+        "seed": seed,
+        "test": {"recall@20": recall, "ndcg@20": ndcg},
+        "valid": {"ndcg@20": ndcg},
+        "machine": "cpu",
+        "commit": "abc",
+    }
 
 
 def test_shipped_files_give_the_shared_readmes_numbers_under_our_model_names():
@@ -28,11 +34,17 @@ def test_shipped_files_give_the_shared_readmes_numbers_under_our_model_names():
 
 
 def test_rows_get_published_columns_the_relative_gap_sources_and_the_missing_models():
-    records = [record("LightGCN", 0, 0.1800, 0.1500), record("LightGCN", 1, 0.1820, 0.1520),
-               record("GFCF", 0, 0.1849, 0.1600), record("BPR", 0, 0.1, 0.05)]
+    records = [
+        record("LightGCN", 0, 0.1800, 0.1500),
+        record("LightGCN", 1, 0.1820, 0.1520),
+        record("GFCF", 0, 0.1849, 0.1600),
+        record("BPR", 0, 0.1, 0.05),
+    ]
     page = render_dataset("gowalla", records)
-    assert ("| model | seeds | test Recall@20 | test NDCG@20 | valid NDCG@20 | published Recall@20 | "
-            "published NDCG@20 | vs published |") in page
+    assert (
+        "| model | seeds | test Recall@20 | test NDCG@20 | valid NDCG@20 | published Recall@20 | "
+        "published NDCG@20 | vs published |"
+    ) in page
     # ours / published - 1: 0.1810 / 0.1830 - 1 = -1.1%, 0.1510 / 0.1554 - 1 = -2.8%
     assert "| LightGCN | 2 | 0.1810 ± 0.0127 | 0.1510 ± 0.0127 | 0.1510 | 0.1830 | 0.1554 | -1.1% / -2.8% |" in page
     assert "| GFCF | 1 | **0.1849** | **0.1600** | 0.1600 | 0.1849 | 0.1518 | +0.0% / +5.4% |" in page
@@ -48,15 +60,24 @@ def write(tmp_path, name, text):
     return tmp_path
 
 
-@pytest.mark.parametrize("text, message", [
-    ("models: {A: {recall@20: 0.1, source: s}}", r"bad.yaml: model 'A': missing ndcg@20"),
-    ("models: {A: {recall@20: 0.1, ndcg@20: 0.2, source: s, ndcg@10: 0.1}}", r"model 'A': unknown ndcg@10"),
-    ("models: {A: {recall@20: 18.3, ndcg@20: 0.2, source: s}}", r"model 'A': recall@20 must be a number in \(0, 1\]"),
-    ("models: {A: {recall@20: '0.1', ndcg@20: 0.2, source: s}}", r"recall@20 must be a number in \(0, 1\], got '0.1'"),
-    ("table: {}", r"bad.yaml: expected a mapping with `models:"),
-    ("models: {}\nsource: s", r"bad.yaml: unknown key\(s\) source"),
-    ("datasets: bad\nmodels: {}", r"datasets must be a list"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("models: {A: {recall@20: 0.1, source: s}}", r"bad.yaml: model 'A': missing ndcg@20"),
+        ("models: {A: {recall@20: 0.1, ndcg@20: 0.2, source: s, ndcg@10: 0.1}}", r"model 'A': unknown ndcg@10"),
+        (
+            "models: {A: {recall@20: 18.3, ndcg@20: 0.2, source: s}}",
+            r"model 'A': recall@20 must be a number in \(0, 1\]",
+        ),
+        (
+            "models: {A: {recall@20: '0.1', ndcg@20: 0.2, source: s}}",
+            r"recall@20 must be a number in \(0, 1\], got '0.1'",
+        ),
+        ("table: {}", r"bad.yaml: expected a mapping with `models:"),
+        ("models: {}\nsource: s", r"bad.yaml: unknown key\(s\) source"),
+        ("datasets: bad\nmodels: {}", r"datasets must be a list"),
+    ],
+)
 def test_a_malformed_file_is_named_with_the_model_and_the_fix(tmp_path, text, message):
     with pytest.raises(ValueError, match=message):
         published_numbers("bad", write(tmp_path, "bad", text))
@@ -71,8 +92,11 @@ def test_a_dataset_in_two_files_is_refused(tmp_path):
 
 
 def test_the_page_reads_the_files_it_is_given(tmp_path, monkeypatch):
-    write(tmp_path, "tiny", "label: theirs\nnote: Selected somehow.\nmodels: {BPR: {recall@20: 0.2, ndcg@20: 0.1, "
-                            "source: a table}}")
+    write(
+        tmp_path,
+        "tiny",
+        "label: theirs\nnote: Selected somehow.\nmodels: {BPR: {recall@20: 0.2, ndcg@20: 0.1, source: a table}}",
+    )
     monkeypatch.setattr(published_module, "published_dir", lambda: tmp_path)
     page = render_dataset("tiny", [record("BPR", 0, 0.1, 0.05)])
     assert "| theirs Recall@20 | theirs NDCG@20 | vs theirs |" in page

@@ -26,8 +26,11 @@ def test_the_committed_tables_are_what_their_records_render(tmp_path):
 def test_records_of_the_retired_scripts_read_with_their_variant(tmp_path):
     folder = tmp_path / "runs" / "ml-100k-ctx-0.8"
     folder.mkdir(parents=True)
-    (folder / "csa-seed1.json").write_text(json.dumps(
-        {"model": "CSA first_order=True", "seed": 1, "valid": {}, "test": {"auc": 0.7, "logloss": 0.6}, "rho": 0.8}))
+    (folder / "csa-seed1.json").write_text(
+        json.dumps(
+            {"model": "CSA first_order=True", "seed": 1, "valid": {}, "test": {"auc": 0.7, "logloss": 0.6}, "rho": 0.8}
+        )
+    )
     (tmp_path / "runs" / "performance").mkdir()
     (tmp_path / "runs" / "performance" / "epoch-time.json").write_text(json.dumps({"records": [], "provenance": ""}))
     by_dataset = records_by_dataset(tmp_path / "runs")
@@ -49,8 +52,11 @@ def test_a_damaged_or_incomplete_record_is_left_out_with_a_warning_naming_it(tmp
     good.pop("per_user", None)
     (folder / "bpr-seed0.json").write_text(json.dumps(good))
     # a run of RecBole's default metrics (a dataset without properties/dataset/<name>.yaml), and a cut-off file
-    (folder / "lightgcn-seed0.json").write_text(json.dumps(
-        {**good, "model": "LightGCN", "variant": "LightGCN", "valid": {"ndcg@10": 0.2}, "test": {"recall@10": 0.3}}))
+    (folder / "lightgcn-seed0.json").write_text(
+        json.dumps(
+            {**good, "model": "LightGCN", "variant": "LightGCN", "valid": {"ndcg@10": 0.2}, "test": {"recall@10": 0.3}}
+        )
+    )
     (folder / "sgl-seed0.json").write_text('{"model": "SGL", "se')
     assert main(["--render-only", "--results", str(tmp_path / "results")]) == 0
     err = capsys.readouterr().err

@@ -14,10 +14,25 @@ from recbole_mgformer.trainer import load_checkpoint
 
 def tiny_benchmark_args(models, tiny_data, tmp_path, epochs):
     """The benchmark's command line for ``models`` on the toy dataset, seed 0, everything written under tmp_path."""
-    return ["--models", models, "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
-            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
-            f"--epochs={epochs}", "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]",
-            "--valid_metric=NDCG@20"]
+    return [
+        "--models",
+        models,
+        "--datasets",
+        "tiny",
+        "--seeds",
+        "0",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(tmp_path / "results"),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        f"--epochs={epochs}",
+        "--state=WARNING",
+        "--metrics=[Recall,NDCG]",
+        "--topk=[20]",
+        "--valid_metric=NDCG@20",
+    ]
 
 
 def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_data, tmp_path, capsys):
@@ -60,9 +75,25 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
 
 
 def test_a_record_without_group_metrics_or_per_user_values_gets_them_from_its_checkpoint(tiny_data, tmp_path):
-    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
-            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=1",
-            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    args = [
+        "--models",
+        "BPR",
+        "--datasets",
+        "tiny",
+        "--seeds",
+        "0",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(tmp_path / "results"),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        "--epochs=1",
+        "--state=WARNING",
+        "--metrics=[Recall,NDCG]",
+        "--topk=[20]",
+        "--valid_metric=NDCG@20",
+    ]
     main(args)
     path = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
     record = json.loads(path.read_text())
@@ -103,11 +134,14 @@ def test_a_retired_record_pushes_an_earlier_run_of_its_seed_into_superseded(tmp_
     assert [r["commit"] for r in records_by_dataset(results / "exploration" / "runs")["tiny"]] == ["new4567"]
 
 
-@pytest.mark.parametrize("bigger, scores, kept", [
-    (True, [0.05, 0.06, 0.06, 0.055], 2),  # a tie replaces the best, as in RecBole's early_stopping
-    (False, [0.5, 0.4, 0.45, 0.4], 3),
-    (True, [], None),
-])
+@pytest.mark.parametrize(
+    "bigger, scores, kept",
+    [
+        (True, [0.05, 0.06, 0.06, 0.055], 2),  # a tie replaces the best, as in RecBole's early_stopping
+        (False, [0.5, 0.4, 0.45, 0.4], 3),
+        (True, [], None),
+    ],
+)
 def test_the_best_epoch_is_the_one_early_stopping_kept(bigger, scores, kept):
     trainer = SimpleNamespace(_train_epoch=None, _valid_epoch=None, best_valid_score=None)
     history = {"valid_scores": list(enumerate(scores))}
@@ -115,9 +149,25 @@ def test_the_best_epoch_is_the_one_early_stopping_kept(bigger, scores, kept):
 
 
 def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, monkeypatch, capsys):
-    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
-            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
-            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--stopping_step=50"]
+    args = [
+        "--models",
+        "BPR",
+        "--datasets",
+        "tiny",
+        "--seeds",
+        "0",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(tmp_path / "results"),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        "--state=WARNING",
+        "--metrics=[Recall,NDCG]",
+        "--topk=[20]",
+        "--valid_metric=NDCG@20",
+        "--stopping_step=50",
+    ]
 
     def stop(*_):
         raise KeyboardInterrupt  # the machine goes away after training, before the record is written
@@ -142,10 +192,27 @@ def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, m
 
 @pytest.mark.parametrize("timed_epochs, history_kept", [(3, True), (2, False)])
 def test_a_run_started_before_the_timings_moved_into_the_checkpoint_resumes_with_its_json(
-        tiny_data, tmp_path, monkeypatch, timed_epochs, history_kept):
-    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
-            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
-            "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--stopping_step=50"]
+    tiny_data, tmp_path, monkeypatch, timed_epochs, history_kept
+):
+    args = [
+        "--models",
+        "BPR",
+        "--datasets",
+        "tiny",
+        "--seeds",
+        "0",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(tmp_path / "results"),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        "--state=WARNING",
+        "--metrics=[Recall,NDCG]",
+        "--topk=[20]",
+        "--valid_metric=NDCG@20",
+        "--stopping_step=50",
+    ]
     monkeypatch.setattr(RunTimer, "best_epoch", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):
         main(args + ["--epochs=3"])
@@ -173,9 +240,11 @@ def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides
 
     tuned = tmp_path / "MGFormer.yaml"
     tuned.write_text("embedding_size: 8\nuniformity_weight: 2.0\n")
-    monkeypatch.setattr(runs, "tuned_file_for",
-                        lambda model, overrides, dataset, folder: str(tuned) if (model, dataset) == ("MGFormer", "tiny")
-                        else None)
+    monkeypatch.setattr(
+        runs,
+        "tuned_file_for",
+        lambda model, overrides, dataset, folder: str(tuned) if (model, dataset) == ("MGFormer", "tiny") else None,
+    )
     args = tiny_benchmark_args("MGFormer,MGFormer[uniformity_weight=0.5],BPR", tiny_data, tmp_path, epochs=1)
     assert main(args) == 0
     runs = tmp_path / "results" / "runs" / "tiny"
@@ -218,31 +287,55 @@ def write_histories(folder, name="tinyseq", n_users=20, n_items=25, length=8):
     return folder
 
 
-SEQUENTIAL = ("benchmark_table: sequential\nbenchmark_page: sequential\nload_col: "
-              "{inter: [user_id, item_id, timestamp]}\n"
-              "eval_args: {split: {LS: valid_and_test}, order: TO, group_by: user, mode: full}\n"
-              "metrics: [Recall, MRR, NDCG]\ntopk: [5, 10]\nvalid_metric: NDCG@10\ntrain_neg_sample_args: ~\n")
-CONTEXT = ("benchmark_table: context\nbenchmark_page: context\nload_col: {inter: [user_id, item_id, rating]}\n"
-           "threshold: {rating: 4}\neval_args: "
-           "{split: {RS: [0.56, 0.24, 0.2]}, order: RO, group_by: ~, mode: labeled}\n"
-           "train_neg_sample_args: ~\nmetrics: [AUC, LogLoss]\nvalid_metric: AUC\n")
+SEQUENTIAL = (
+    "benchmark_table: sequential\nbenchmark_page: sequential\nload_col: "
+    "{inter: [user_id, item_id, timestamp]}\n"
+    "eval_args: {split: {LS: valid_and_test}, order: TO, group_by: user, mode: full}\n"
+    "metrics: [Recall, MRR, NDCG]\ntopk: [5, 10]\nvalid_metric: NDCG@10\ntrain_neg_sample_args: ~\n"
+)
+CONTEXT = (
+    "benchmark_table: context\nbenchmark_page: context\nload_col: {inter: [user_id, item_id, rating]}\n"
+    "threshold: {rating: 4}\neval_args: "
+    "{split: {RS: [0.56, 0.24, 0.2]}, order: RO, group_by: ~, mode: labeled}\n"
+    "train_neg_sample_args: ~\nmetrics: [AUC, LogLoss]\nvalid_metric: AUC\n"
+)
 
 
-@pytest.mark.parametrize("kind, protocol, model, own_settings, headline", [
-    ("sequential", SEQUENTIAL, "GRU4Rec", ["--hidden_size=8"], "test recall@10"),
-    ("context", CONTEXT, "LR", [], "test auc"),  # LR reads no hidden_size: passing one would be an unknown key
-])
-def test_every_kind_of_model_runs_records_and_renders_the_same_way(dataset_configs, tmp_path, capsys, kind,
-                                                                    protocol, model, own_settings, headline):
+@pytest.mark.parametrize(
+    "kind, protocol, model, own_settings, headline",
+    [
+        ("sequential", SEQUENTIAL, "GRU4Rec", ["--hidden_size=8"], "test recall@10"),
+        ("context", CONTEXT, "LR", [], "test auc"),  # LR reads no hidden_size: passing one would be an unknown key
+    ],
+)
+def test_every_kind_of_model_runs_records_and_renders_the_same_way(
+    dataset_configs, tmp_path, capsys, kind, protocol, model, own_settings, headline
+):
     dataset_configs("tinyseq", protocol)  # the dataset's config gives the protocol and the table
-    args = ["--models", f"{model}[embedding_size=8]", "--datasets", "tinyseq", "--seeds", "1",
-            "--data_path", str(write_histories(tmp_path / "data")), "--results", str(tmp_path / "results"),
-            "--checkpoint_dir", str(tmp_path / "saved"), "--epochs=2", "--train_batch_size=16",
-            "--stopping_step=50", "--state=WARNING", *own_settings]
+    args = [
+        "--models",
+        f"{model}[embedding_size=8]",
+        "--datasets",
+        "tinyseq",
+        "--seeds",
+        "1",
+        "--data_path",
+        str(write_histories(tmp_path / "data")),
+        "--results",
+        str(tmp_path / "results"),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        "--epochs=2",
+        "--train_batch_size=16",
+        "--stopping_step=50",
+        "--state=WARNING",
+        *own_settings,
+    ]
     assert main(args) == 0
     assert f"[1/1] {model} embedding_size=8 on tinyseq, seed 1: {headline}" in capsys.readouterr().out
-    record = json.loads((tmp_path / "results" / "runs" / "tinyseq" / f"{model.lower()}-embedding-size-8-seed1.json")
-                        .read_text())
+    record = json.loads(
+        (tmp_path / "results" / "runs" / "tinyseq" / f"{model.lower()}-embedding-size-8-seed1.json").read_text()
+    )
     assert record["epochs"] == 2 and [epoch for epoch, _ in record["valid_history"]] == [0, 1]
     assert record["seconds"] >= 0 and record["settings"]["epochs"] == 2 and "--epochs=2" in record["command"]
     assert "test_popularity" not in record  # popularity groups are a general table's
@@ -309,12 +402,15 @@ def _with_timestamps(data):
 
 
 @pytest.mark.parametrize("order, seeds_run", [("TO", [0]), ("RO", [0, 1])])
-def test_a_closed_form_model_runs_one_seed_where_the_seed_does_not_draw_the_split(tiny_data, tmp_path, capsys, order,
-                                                                                 seeds_run):
+def test_a_closed_form_model_runs_one_seed_where_the_seed_does_not_draw_the_split(
+    tiny_data, tmp_path, capsys, order, seeds_run
+):
     args = tiny_benchmark_args("EASE,ItemKNN,SLIMElastic,BPR", _with_timestamps(tiny_data), tmp_path, epochs=2)
     args[args.index("--seeds") + 1] = "0,1"
-    args += [f"--eval_args={{split: {{RS: [0.8, 0.1, 0.1]}}, order: {order}, group_by: user, mode: full}}",
-             "--load_col={inter: [user_id, item_id, timestamp]}"]
+    args += [
+        f"--eval_args={{split: {{RS: [0.8, 0.1, 0.1]}}, order: {order}, group_by: user, mode: full}}",
+        "--load_col={inter: [user_id, item_id, timestamp]}",
+    ]
     assert main(args) == 0
     runs = tmp_path / "results" / "runs" / "tiny"
     for model in ("ease", "itemknn", "slimelastic"):

@@ -17,8 +17,15 @@ from recbole_mgformer.trainer import load_checkpoint
 TRAINED = "MGFormer[attention=False; embedding_size=8]"
 # the residual's GF-CF for a 40 x 60 toy graph; passed to every run, as experiments/hybrid_grid.sh does
 FILTER = ["--filter_residual_k=8", "--filter_residual_alpha=0.3"]
-SETTINGS = ["--epochs=3", "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20",
-            "--precision=fp32", "--train_batch_size=64"]
+SETTINGS = [
+    "--epochs=3",
+    "--state=WARNING",
+    "--metrics=[Recall,NDCG]",
+    "--topk=[20]",
+    "--valid_metric=NDCG@20",
+    "--precision=fp32",
+    "--train_batch_size=64",
+]
 
 
 def variant(weight):
@@ -26,9 +33,23 @@ def variant(weight):
 
 
 def args(models, tiny_data, tmp_path, *more, results="results"):
-    return ["--models", models, "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
-            "--results", str(tmp_path / results), "--checkpoint_dir", str(tmp_path / "saved"), *SETTINGS, *FILTER,
-            *more]
+    return [
+        "--models",
+        models,
+        "--datasets",
+        "tiny",
+        "--seeds",
+        "0",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(tmp_path / results),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        *SETTINGS,
+        *FILTER,
+        *more,
+    ]
 
 
 def record(tmp_path, name, results="results"):
@@ -51,9 +72,17 @@ def test_weight_zero_scores_as_the_variant_trained_end_to_end(tiny_data, tmp_pat
     assert load_checkpoint(checkpoint)["epoch"] == trained["best_epoch"]  # the best epoch is kept, not the last
     assert trained["config"]["filter_residual"] == "none" and "filter_residual_k" not in trained["settings"]
     # the same variant trained end to end: the residual at weight 0 changes neither training nor scores
-    end_to_end = Run("MGFormer", scored["overrides"], "tiny", 0, runs_dir=tmp_path / "e2e" / "runs",
-                     data_path=tiny_data, checkpoint_dir=tmp_path / "e2e-saved", score_trained=False,
-                     extra=dict(scored["settings"])).execute()
+    end_to_end = Run(
+        "MGFormer",
+        scored["overrides"],
+        "tiny",
+        0,
+        runs_dir=tmp_path / "e2e" / "runs",
+        data_path=tiny_data,
+        checkpoint_dir=tmp_path / "e2e-saved",
+        score_trained=False,
+        extra=dict(scored["settings"]),
+    ).execute()
     assert "scored_from" not in end_to_end
     assert scored["test"] == end_to_end["test"] and scored["valid"] == end_to_end["valid"]
     assert scored["best_epoch"] == end_to_end["best_epoch"] == trained["best_epoch"]
@@ -76,8 +105,14 @@ def test_a_positive_weight_scores_as_the_checkpoint_loaded_by_hand(tiny_data, tm
     assert main(args(f"{TRAINED},{variant(4.0)}", tiny_data, tmp_path)) == 0
     trained, scored = record(tmp_path, TRAINED_NAME), record(tmp_path, scored_name("4.0"))
     # by hand: the variant built as the benchmark builds it, the trained weights loaded, the trainer's evaluator
-    config_dict = {"seed": 0, "data_path": str(tiny_data), "checkpoint_dir": str(tmp_path / "hand"),
-                   "show_progress": False, **scored["settings"], **scored["overrides"]}
+    config_dict = {
+        "seed": 0,
+        "data_path": str(tiny_data),
+        "checkpoint_dir": str(tmp_path / "hand"),
+        "show_progress": False,
+        **scored["settings"],
+        **scored["overrides"],
+    }
     _, model, trainer, (_, valid_data, test_data) = setup_run("MGFormer", "tiny", [], config_dict)
     state = torch.load(tmp_path / "saved" / "tiny" / f"{TRAINED_NAME}-seed0.pth", weights_only=True)
     loaded = model.load_state_dict(state["state_dict"], strict=False)
@@ -99,8 +134,10 @@ def test_a_missing_checkpoint_is_an_error_naming_the_fix_or_retrained_when_asked
     assert not (tmp_path / "results" / "runs" / "tiny" / f"{scored_name('1.0')}-seed0.json").exists()
     assert main(args(variant(1.0), tiny_data, tmp_path, "--retrain-missing-checkpoints")) == 0
     assert (tmp_path / "results" / "exploration" / "runs" / "tiny" / f"{TRAINED_NAME}-seed0.json").exists()
-    assert checkpoint.exists() and record(tmp_path, scored_name("1.0"))["scored_from"]["epoch"] == \
-        record(tmp_path, TRAINED_NAME)["best_epoch"]
+    assert (
+        checkpoint.exists()
+        and record(tmp_path, scored_name("1.0"))["scored_from"]["epoch"] == record(tmp_path, TRAINED_NAME)["best_epoch"]
+    )
 
 
 def tamper_truncated(path):
@@ -125,12 +162,15 @@ def tamper_weights(path):
     torch.save(state, path)
 
 
-@pytest.mark.parametrize("tamper, message", [
-    (tamper_truncated, "is damaged"),
-    (tamper_epoch, "they come from different trainings"),
-    (tamper_settings, r"trained with other settings than this variant trains with \(uniformity_weight: 7.5 there"),
-    (tamper_weights, r"does not hold MGFormer's parameters \(other shapes: user_embedding.weight"),
-])
+@pytest.mark.parametrize(
+    "tamper, message",
+    [
+        (tamper_truncated, "is damaged"),
+        (tamper_epoch, "they come from different trainings"),
+        (tamper_settings, r"trained with other settings than this variant trains with \(uniformity_weight: 7.5 there"),
+        (tamper_weights, r"does not hold MGFormer's parameters \(other shapes: user_embedding.weight"),
+    ],
+)
 def test_a_checkpoint_that_is_not_the_records_model_is_refused(tiny_data, tmp_path, capsys, tamper, message):
     assert main(args(TRAINED, tiny_data, tmp_path)) == 0
     tamper(tmp_path / "saved" / "tiny" / f"{TRAINED_NAME}-seed0.pth")
@@ -144,14 +184,22 @@ def test_only_a_variant_with_scoring_options_and_the_entrys_tuned_file_is_scored
     folder = tmp_path / "tuned"
     (folder / "tiny").mkdir(parents=True)
     (folder / "tiny" / "mgformer-attention-false.yaml").write_text("embedding_size: 16\n")
-    settings = {"runs_dir": tmp_path / "runs", "data_path": tmp_path, "tuned_dir": folder,
-                "extra": {"filter_residual_k": 8, "precision": "fp32"}}
+    settings = {
+        "runs_dir": tmp_path / "runs",
+        "data_path": tmp_path,
+        "tuned_dir": folder,
+        "extra": {"filter_residual_k": 8, "precision": "fp32"},
+    }
     hybrid = Run("MGFormer", {"attention": False, "filter_residual": "gfcf"}, "tiny", 0, **settings)
     assert hybrid.trained.overrides == {"attention": False} and hybrid.trained.extra == {"precision": "fp32"}
     assert hybrid.trained.tuned_file == hybrid.tuned_file
     assert Run("MGFormer", {"attention": False}, "tiny", 0, **settings).trained is None
-    assert Run("MGFormer", {"attention": False, "filter_residual": "gfcf"}, "tiny", 0, score_trained=False,
-               **settings).trained is None
+    assert (
+        Run(
+            "MGFormer", {"attention": False, "filter_residual": "gfcf"}, "tiny", 0, score_trained=False, **settings
+        ).trained
+        is None
+    )
     # searched as itself: it trains with its own settings, so it is trained, not scored
     (folder / "tiny" / "mgformer-attention-false-filter-residual-gfcf.yaml").write_text("embedding_size: 32\n")
     assert hybrid.trained is None
@@ -189,8 +237,14 @@ def test_with_a_search_budget_a_scored_variant_searches_the_entry_it_trains_as(t
 
     searched = []
     monkeypatch.setattr(cli, "ensure_search", lambda model, overrides, *_, **__: searched.append((model, overrides)))
-    run = Run("MGFormer", {"attention": False, "filter_residual": "gfcf"}, "tiny", 0, runs_dir=tmp_path / "runs",
-              data_path=tmp_path)
+    run = Run(
+        "MGFormer",
+        {"attention": False, "filter_residual": "gfcf"},
+        "tiny",
+        0,
+        runs_dir=tmp_path / "runs",
+        data_path=tmp_path,
+    )
     options = SimpleNamespace(results=tmp_path, data_path=tmp_path, config_files="", tuned_dir=None)
     cli.search_before(run, None, options, {}, {})
     assert searched == [("MGFormer", {"attention": False})]

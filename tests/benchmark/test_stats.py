@@ -65,6 +65,7 @@ def test_the_verdict_follows_the_paired_test_not_the_third_decimal():
 
 # --- the paired bootstrap of a context table's test rows ------------------------------------------------------------
 
+
 def test_the_weighted_auc_counts_ties_as_half_and_repeats_rows_by_weight():
     from recbole_mgformer.benchmark.stats import _Sorted
 

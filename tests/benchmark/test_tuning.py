@@ -24,12 +24,21 @@ TINY = ["--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_me
 
 def fake_search(calls, score=0.25, params=None, interrupted=False):
     """A stand-in for tune_recommender that writes the record a finished (or interrupted) search leaves."""
+
     def search(model, dataset, space, **kwargs):
         calls.append({"model": model, "space": space, **kwargs})
-        request = {"model": model, "dataset": dataset, "samples": kwargs["samples"], "search": kwargs["search"],
-                   "grace_period": kwargs["grace_period"], "search_seed": kwargs["search_seed"], "metric": "ndcg@20",
-                   "overrides": kwargs["config_dict"], "space": space,
-                   "defaults_first": bool(kwargs.get("defaults_first"))}
+        request = {
+            "model": model,
+            "dataset": dataset,
+            "samples": kwargs["samples"],
+            "search": kwargs["search"],
+            "grace_period": kwargs["grace_period"],
+            "search_seed": kwargs["search_seed"],
+            "metric": "ndcg@20",
+            "overrides": kwargs["config_dict"],
+            "space": space,
+            "defaults_first": bool(kwargs.get("defaults_first")),
+        }
         best = {"score": score, "trial": "t_00001", "params": params or {"embedding_size": 32, "learning_rate": 0.001}}
         record = {"request": request, "best": best, "interrupted": interrupted, "provenance": {"commit": "abc1234"}}
         folder = kwargs["results_dir"]
@@ -37,6 +46,7 @@ def fake_search(calls, score=0.25, params=None, interrupted=False):
         (folder / f"{kwargs['stem']}.json").write_text(json.dumps(record))
         (folder / f"{kwargs['stem']}.md").write_text("# page\n")
         return {"interrupted": interrupted}
+
     return search
 
 
@@ -44,8 +54,13 @@ def test_a_search_runs_once_and_a_rerun_skips_it_unless_its_budget_or_space_chan
     calls = []
     monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
     budget = TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune"))
-    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned",
-                "extra": {"device": "cpu", "epochs": 50}, "log": lambda line: None}
+    settings = {
+        "results": tmp_path / "results",
+        "data_path": "dataset",
+        "folder": tmp_path / "tuned",
+        "extra": {"device": "cpu", "epochs": 50},
+        "log": lambda line: None,
+    }
     chosen = ensure_search("MGFormer", {"attention": False}, "ml-100k", budget, **settings)
     assert chosen == str(tmp_path / "tuned" / "ml-100k" / "mgformer-attention-false.yaml")
     (call,) = calls
@@ -65,15 +80,19 @@ def test_a_search_runs_once_and_a_rerun_skips_it_unless_its_budget_or_space_chan
 
     assert ensure_search("MGFormer", {"attention": False}, "ml-100k", budget, **settings) == chosen
     assert len(calls) == 1  # finished: not searched again
-    with pytest.raises(TuneSetupError, match="holds a finished search of MGFormer attention=False on ml-100k with "
-                                             "another budget"):
+    with pytest.raises(
+        TuneSetupError, match="holds a finished search of MGFormer attention=False on ml-100k with another budget"
+    ):
         ensure_search("MGFormer", {"attention": False}, "ml-100k", TuneBudget(trials=8, epochs=3, grace=1), **settings)
     record_file = tmp_path / "results" / "tuning" / "ml-100k" / "mgformer-attention-false.json"
     record = json.loads(record_file.read_text())
     record["request"]["space"] = {"embedding_size": {"choice": [32, 64]}}  # properties/hyper changed since
     record_file.write_text(json.dumps(record))
-    with pytest.raises(TuneSetupError, match="holds a finished search of MGFormer attention=False on ml-100k over "
-                                             "another space .*move its page and record away"):
+    with pytest.raises(
+        TuneSetupError,
+        match="holds a finished search of MGFormer attention=False on ml-100k over "
+        "another space .*move its page and record away",
+    ):
         ensure_search("MGFormer", {"attention": False}, "ml-100k", budget, **settings)
     open(chosen, "a").write("n_heads: 2\n")  # edited by hand: no longer the search's choice
     assert search_info(chosen, tmp_path / "results") is None
@@ -110,8 +129,10 @@ def test_an_interrupted_search_over_another_space_is_an_error_not_resumed(tmp_pa
     (experiment / tune_search.REQUEST_FILE).write_text(json.dumps({"space": started}))
     monkeypatch.setattr(tune.Tuner, "can_restore", staticmethod(lambda path: str(path) == str(experiment)))
     settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned", "log": print}
-    with pytest.raises(TuneSetupError, match="interrupted search of MGFormer on amazon-beauty at .* started over "
-                                             "another space .*delete that folder"):
+    with pytest.raises(
+        TuneSetupError,
+        match="interrupted search of MGFormer on amazon-beauty at .* started over another space .*delete that folder",
+    ):
         ensure_search("MGFormer", {}, "amazon-beauty", budget, **settings)
     assert calls == []
     shipped = search_space("MGFormer", {}, "amazon-beauty")
@@ -144,24 +165,42 @@ def test_a_variant_with_scoring_options_takes_the_tuned_file_of_the_entry_it_tra
     hybrid = {"attention": False, "filter_residual": "gfcf", "filter_residual_weight": 0.5}
     assert tuned_file_for("MGFormer", hybrid, "tiny", tmp_path).endswith("tiny/mgformer-attention-false.yaml")
     assert tuned_file_for("MGFormer", {"filter_residual": "gfcf"}, "tiny", tmp_path).endswith("tiny/MGFormer.yaml")
-    assert tuned_file_for("MGFormer", {"degree_mask": "none", "filter_residual": "gfcf"}, "tiny",
-                          tmp_path).endswith("tiny/MGFormer.yaml")  # no file of its own entry: the model's
+    assert tuned_file_for("MGFormer", {"degree_mask": "none", "filter_residual": "gfcf"}, "tiny", tmp_path).endswith(
+        "tiny/MGFormer.yaml"
+    )  # no file of its own entry: the model's
     own = tmp_path / "tiny" / "mgformer-attention-false-filter-residual-gfcf-filter-residual-weight-0-5.yaml"
     own.write_text("embedding_size: 32\n")  # a search of the variant itself wins
     assert tuned_file_for("MGFormer", hybrid, "tiny", tmp_path) == str(own)
 
 
-def test_an_older_record_moves_to_exploration_when_a_search_chose_new_settings(tiny_data, tmp_path, monkeypatch,
-                                                                                capsys):
+def test_an_older_record_moves_to_exploration_when_a_search_chose_new_settings(
+    tiny_data, tmp_path, monkeypatch, capsys
+):
     results, tuned = tmp_path / "results", tmp_path / "tuned"
-    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0", "--data_path", str(tiny_data),
-            "--results", str(results), "--checkpoint_dir", str(tmp_path / "saved"), "--tuned-dir", str(tuned),
-            "--epochs=1", *TINY]
+    args = [
+        "--models",
+        "BPR",
+        "--datasets",
+        "tiny",
+        "--seeds",
+        "0",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(results),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        "--tuned-dir",
+        str(tuned),
+        "--epochs=1",
+        *TINY,
+    ]
     assert main(args) == 0  # an untuned run
     old = json.loads((results / "runs" / "tiny" / "bpr-seed0.json").read_text())
     calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender",
-                        fake_search(calls, params={"learning_rate": 0.01, "embedding_size": 8}))
+    monkeypatch.setattr(
+        tune_search, "tune_recommender", fake_search(calls, params={"learning_rate": 0.01, "embedding_size": 8})
+    )
     assert main(args + ["--tune-budget", "2", "--tune-epochs", "2", "--tune-storage", str(tmp_path / "tune")]) == 0
     out = capsys.readouterr().out
     assert "search of BPR on tiny: starting (2 trials, at most 2 epochs each" in out
@@ -181,15 +220,35 @@ def test_an_older_record_moves_to_exploration_when_a_search_chose_new_settings(t
     assert run.tuning == record["tuning"]
 
 
-
-def test_while_another_process_runs_a_search_its_entrys_runs_are_skipped_not_trained_untuned(tiny_data, tmp_path,
-                                                                                             monkeypatch, capsys):
+def test_while_another_process_runs_a_search_its_entrys_runs_are_skipped_not_trained_untuned(
+    tiny_data, tmp_path, monkeypatch, capsys
+):
     calls = []
     monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, params={"learning_rate": 0.01}))
-    args = ["--models", "BPR,LightGCN", "--datasets", "tiny", "--seeds", "0,1", "--data_path", str(tiny_data),
-            "--results", str(tmp_path / "results"), "--checkpoint_dir", str(tmp_path / "saved"),
-            "--tuned-dir", str(tmp_path / "tuned"), "--tune-budget", "2", "--tune-epochs", "2",
-            "--tune-storage", str(tmp_path / "tune"), "--epochs=1", *TINY]
+    args = [
+        "--models",
+        "BPR,LightGCN",
+        "--datasets",
+        "tiny",
+        "--seeds",
+        "0,1",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(tmp_path / "results"),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        "--tuned-dir",
+        str(tmp_path / "tuned"),
+        "--tune-budget",
+        "2",
+        "--tune-epochs",
+        "2",
+        "--tune-storage",
+        str(tmp_path / "tune"),
+        "--epochs=1",
+        *TINY,
+    ]
     budget = TuneBudget(trials=2, epochs=2, grace=5, storage=str(tmp_path / "tune"))
     experiment = experiment_path("BPR", {}, "tiny", budget)
     assert experiment.name == "benchmark-tiny-BPR-n2-e2-g5-s0"
@@ -202,13 +261,38 @@ def test_while_another_process_runs_a_search_its_entrys_runs_are_skipped_not_tra
     assert not list(runs.glob("bpr-*.json")) and (runs / "lightgcn-seed1.json").is_file()
     assert [call["model"] for call in calls] == ["LightGCN"]  # BPR's search was left to its holder
 
+
 @pytest.mark.slow
 def test_a_real_two_trial_search_then_its_seed_runs(tiny_data, tmp_path, capsys):
     results, tuned = tmp_path / "results", tmp_path / "tuned"
-    args = ["--models", "BPR", "--datasets", "tiny", "--seeds", "0,1", "--data_path", str(tiny_data),
-            "--results", str(results), "--checkpoint_dir", str(tmp_path / "saved"), "--tuned-dir", str(tuned),
-            "--tune-budget", "2", "--tune-epochs", "2", "--tune-grace", "1", "--tune-cpus", "1",
-            "--tune-storage", str(tmp_path / "tune"), "--epochs=2", *TINY]
+    args = [
+        "--models",
+        "BPR",
+        "--datasets",
+        "tiny",
+        "--seeds",
+        "0,1",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(results),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        "--tuned-dir",
+        str(tuned),
+        "--tune-budget",
+        "2",
+        "--tune-epochs",
+        "2",
+        "--tune-grace",
+        "1",
+        "--tune-cpus",
+        "1",
+        "--tune-storage",
+        str(tmp_path / "tune"),
+        "--epochs=2",
+        *TINY,
+    ]
     assert main(args) == 0
     search = json.loads((results / "tuning" / "tiny" / "BPR.json").read_text())
     assert len(search["rows"]) == 2 and search["request"]["max_t"] == 2 and search["request"]["samples"] == 2
@@ -230,8 +314,12 @@ def test_a_real_two_trial_search_then_its_seed_runs(tiny_data, tmp_path, capsys)
 def test_a_search_takes_its_gpus_and_cluster_from_the_budget_and_keeps_the_same_name(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
-    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned",
-                "log": lambda line: None}
+    settings = {
+        "results": tmp_path / "results",
+        "data_path": "dataset",
+        "folder": tmp_path / "tuned",
+        "log": lambda line: None,
+    }
     budget = TuneBudget(trials=4, epochs=3, grace=1, gpus=0.25, address="auto", storage=str(tmp_path / "tune"))
     ensure_search("BPR", {}, "ml-100k", budget, **settings)
     (call,) = calls
@@ -242,10 +330,13 @@ def test_a_search_takes_its_gpus_and_cluster_from_the_budget_and_keeps_the_same_
     assert len(calls) == 1
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--tune-gpus", "-1"], "--tune-gpus -1.0: a trial's share of a GPU is 0"),
-    (["--tune-address", "auto", "--tune-cpus", "2"], "with --tune-address the cluster's own CPUs count"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--tune-gpus", "-1"], "--tune-gpus -1.0: a trial's share of a GPU is 0"),
+        (["--tune-address", "auto", "--tune-cpus", "2"], "with --tune-address the cluster's own CPUs count"),
+    ],
+)
 def test_impossible_tuning_resources_are_an_error_before_any_run(tmp_path, capsys, flags, message):
     with pytest.raises(SystemExit):
         main(["--models", "BPR", "--datasets", "ml-100k", "--results", str(tmp_path), "--tune-budget", "2", *flags])
@@ -253,8 +344,14 @@ def test_impossible_tuning_resources_are_an_error_before_any_run(tmp_path, capsy
 
 
 def test_a_budget_matches_its_record_where_the_search_capped_the_grace_at_its_evaluations():
-    request = {"samples": 2, "overrides": {"epochs": 2}, "grace_period": 2, "max_t": 2, "search_seed": 0,
-               "search": "random"}
+    request = {
+        "samples": 2,
+        "overrides": {"epochs": 2},
+        "grace_period": 2,
+        "max_t": 2,
+        "search_seed": 0,
+        "search": "random",
+    }
     assert TuneBudget(trials=2, epochs=2, grace=5).matches(request)
     assert not TuneBudget(trials=3, epochs=2, grace=5).matches(request)
     assert not TuneBudget(trials=2, epochs=4, grace=5).matches(request)
@@ -263,11 +360,21 @@ def test_a_budget_matches_its_record_where_the_search_capped_the_grace_at_its_ev
 def test_a_closed_form_models_search_states_the_budget_asked_so_its_rows_share_the_others_section():
     from recbole_mgformer.benchmark.tuning import budget_text
 
-    ease = {"samples": 16, "overrides": {"epochs": 30}, "grace_period": 1, "max_t": 1, "grace_asked": 5,
-            "search_seed": 0, "search": "random"}
+    ease = {
+        "samples": 16,
+        "overrides": {"epochs": 30},
+        "grace_period": 1,
+        "max_t": 1,
+        "grace_asked": 5,
+        "search_seed": 0,
+        "search": "random",
+    }
     mgformer = {**ease, "grace_period": 5, "max_t": 30}
-    assert budget_text(ease) == budget_text(mgformer) == (
-        "random search of 16 trials, search seed 0, ASHA grace 5 of at most 30 epochs")
+    assert (
+        budget_text(ease)
+        == budget_text(mgformer)
+        == ("random search of 16 trials, search seed 0, ASHA grace 5 of at most 30 epochs")
+    )
     assert TuneBudget(trials=16, epochs=30, grace=5).matches(ease)
     older = {key: value for key, value in ease.items() if key != "grace_asked"}  # records before grace_asked
     assert "ASHA grace 1 of at most 30 epochs" in budget_text(older)
@@ -276,24 +383,31 @@ def test_a_closed_form_models_search_states_the_budget_asked_so_its_rows_share_t
 def test_a_defaults_first_budget_is_its_own_search_and_its_record_and_rows_say_so(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
-    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned",
-                "log": lambda line: None}
+    settings = {
+        "results": tmp_path / "results",
+        "data_path": "dataset",
+        "folder": tmp_path / "tuned",
+        "log": lambda line: None,
+    }
     budget = TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune"), defaults_first=True)
     chosen = ensure_search("BPR", {}, "ml-100k", budget, **settings)
     (call,) = calls
     # the same N trials, the first of them the defaults: one flag to the search, a Ray folder of its own
     assert call["defaults_first"] is True and call["samples"] == 4
     assert call["name"] == "benchmark-ml-100k-BPR-n4-e3-g1-s0-d"
-    text = ("random search of 4 trials, search seed 0, ASHA grace 1 of at most 3 epochs, first trial: each model's "
-            "own defaults")
+    text = (
+        "random search of 4 trials, search seed 0, ASHA grace 1 of at most 3 epochs, first trial: each model's "
+        "own defaults"
+    )
     assert text in open(chosen).read()
     info = search_info(chosen, tmp_path / "results")
     assert info["defaults_first"] is True and info["text"] == text
     # a search that drew every trial is another budget, on record and in the rows' sections
     with pytest.raises(TuneSetupError, match="with another budget .*first trial: each model's own defaults"):
         ensure_search("BPR", {}, "ml-100k", TuneBudget(trials=4, epochs=3, grace=1), **settings)
-    ensure_search("LightGCN", {}, "ml-100k", TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune")),
-                  **settings)
+    ensure_search(
+        "LightGCN", {}, "ml-100k", TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune")), **settings
+    )
     assert calls[-1]["defaults_first"] is False and calls[-1]["name"] == "benchmark-ml-100k-LightGCN-n4-e3-g1-s0"
     drawn = search_info(tmp_path / "tuned" / "ml-100k" / "LightGCN.yaml", tmp_path / "results")
     assert "defaults_first" not in drawn and "defaults" not in drawn["text"]  # as a search before the option
@@ -302,18 +416,26 @@ def test_a_defaults_first_budget_is_its_own_search_and_its_record_and_rows_say_s
 def test_defaults_first_without_a_budget_is_an_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--models", "BPR", "--datasets", "ml-100k", "--results", str(tmp_path), "--tune-defaults-first"])
-    assert "--tune-defaults-first makes the first trial of each model's search its defaults; it needs a search: " \
-           "add --tune-budget N" in capsys.readouterr().err
+    assert (
+        "--tune-defaults-first makes the first trial of each model's search its defaults; it needs a search: "
+        "add --tune-budget N" in capsys.readouterr().err
+    )
 
 
 def test_a_page_says_plainly_when_its_rows_were_tuned_with_and_without_the_defaults_first():
     from recbole_mgformer.benchmark.general import defaults_first_note
 
     first = {"text": "budget, first trial: each model's own defaults", "defaults_first": True}
-    rows = [{"variant": "EAGPS", "tuning": first}, {"variant": "SASRec", "tuning": first},
-            {"variant": "GRU4Rec", "tuning": {"text": "budget"}}, {"variant": "Pop", "tuning": None}]
+    rows = [
+        {"variant": "EAGPS", "tuning": first},
+        {"variant": "SASRec", "tuning": first},
+        {"variant": "GRU4Rec", "tuning": {"text": "budget"}},
+        {"variant": "Pop", "tuning": None},
+    ]
     note = defaults_first_note(rows)
-    assert note.startswith("Not one protocol: the searches of EAGPS, SASRec ran each model's own defaults as their "
-                           "first trial (--tune-defaults-first), those of GRU4Rec drew every trial")
+    assert note.startswith(
+        "Not one protocol: the searches of EAGPS, SASRec ran each model's own defaults as their "
+        "first trial (--tune-defaults-first), those of GRU4Rec drew every trial"
+    )
     assert "not at equal budget" in note
     assert defaults_first_note(rows[:2]) is None and defaults_first_note(rows[2:]) is None

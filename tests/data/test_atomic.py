@@ -4,19 +4,28 @@ from recbole_mgformer import run_recommender
 from recbole_mgformer.data import AtomicFileError, validate_atomic_file
 
 
-@pytest.mark.parametrize("content, message", [
-    ("user_id:token\titem_id\n1\t2\n", r"bad.inter:1: column 2 header 'item_id' must be 'name:type'"),
-    ("user_id:token\titem_id:integer\n1\t2\n", r":1: column 2 header 'item_id:integer'"),
-    ("user_id:token\titem_id:token\n1\t2\n3\t4\t5\n", r"bad.inter:3: 3 columns where the header has 2"),
-    ("user_id:token item_id:token\n1 2\n", r":1: column 1 header 'user_id:token item_id:token'"),
-    ("user_id:token\titem_id:token\trating:float\n1\t2\t4\n1\t3\tfive\n", r":3: column 3 is declared float.*'five'"),
-    ("", r":1: the file is empty"),
-    # ' 196' and '196' would be two users: the old validator let them through
-    ("user_id:token\titem_id:token\n196\t2\n 196\t3\n", r"bad.inter:3: column 1 \(user_id\) holds ' 196', with "
-                                                          r"whitespace around the token.*apart from '196'"),
-    ("user_id:token\titem_id:token\n1\t2 \n", r":2: column 2 \(item_id\) holds '2 '"),
-    ("user_id:token\ttags:token_seq\n1\ta\u00a0 b\n", r":2: column 2 \(tags\) holds 'a\\xa0'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("user_id:token\titem_id\n1\t2\n", r"bad.inter:1: column 2 header 'item_id' must be 'name:type'"),
+        ("user_id:token\titem_id:integer\n1\t2\n", r":1: column 2 header 'item_id:integer'"),
+        ("user_id:token\titem_id:token\n1\t2\n3\t4\t5\n", r"bad.inter:3: 3 columns where the header has 2"),
+        ("user_id:token item_id:token\n1 2\n", r":1: column 1 header 'user_id:token item_id:token'"),
+        (
+            "user_id:token\titem_id:token\trating:float\n1\t2\t4\n1\t3\tfive\n",
+            r":3: column 3 is declared float.*'five'",
+        ),
+        ("", r":1: the file is empty"),
+        # ' 196' and '196' would be two users: the old validator let them through
+        (
+            "user_id:token\titem_id:token\n196\t2\n 196\t3\n",
+            r"bad.inter:3: column 1 \(user_id\) holds ' 196', with "
+            r"whitespace around the token.*apart from '196'",
+        ),
+        ("user_id:token\titem_id:token\n1\t2 \n", r":2: column 2 \(item_id\) holds '2 '"),
+        ("user_id:token\ttags:token_seq\n1\ta\u00a0 b\n", r":2: column 2 \(tags\) holds 'a\\xa0'"),
+    ],
+)
 def test_malformed_files_name_the_file_line_and_fix(tmp_path, content, message):
     path = tmp_path / "bad.inter"
     path.write_text(content)
@@ -46,24 +55,35 @@ def test_the_runner_explains_a_missing_dataset(tmp_path):
 def latin1_dataset(folder, name="latin"):
     """A dataset whose item names are latin-1 bytes (``café``), not UTF-8."""
     (folder / name).mkdir(parents=True)
-    lines = ["user_id:token\titem_id:token"] + [f"u{u}\t{item}{(u + k) % 12}" for u in range(20) for k in range(6)
-                                                for item in ("caf\xe9",)]
+    lines = ["user_id:token\titem_id:token"] + [
+        f"u{u}\t{item}{(u + k) % 12}" for u in range(20) for k in range(6) for item in ("caf\xe9",)
+    ]
     (folder / name / f"{name}.inter").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
     return folder
 
 
 def test_a_file_in_another_encoding_is_named_by_file_and_line(tmp_path):
     path = latin1_dataset(tmp_path) / "latin" / "latin.inter"
-    with pytest.raises(AtomicFileError, match=r"latin.inter:2: byte 7 of the line \(b'\\xe9'\) is not utf-8; set "
-                                              r"RecBole's encoding option .*--encoding=latin-1"):
+    with pytest.raises(
+        AtomicFileError,
+        match=r"latin.inter:2: byte 7 of the line \(b'\\xe9'\) is not utf-8; set "
+        r"RecBole's encoding option .*--encoding=latin-1",
+    ):
         validate_atomic_file(path)
     assert validate_atomic_file(path, encoding="latin-1").rows == 120
 
 
 def test_the_runner_honours_recboles_encoding_option(tmp_path):
     data = latin1_dataset(tmp_path / "data")
-    settings = {"data_path": str(data), "epochs": 1, "show_progress": False, "state": "WARNING",
-                "metrics": ["Recall"], "topk": [5], "valid_metric": "Recall@5"}
+    settings = {
+        "data_path": str(data),
+        "epochs": 1,
+        "show_progress": False,
+        "state": "WARNING",
+        "metrics": ["Recall"],
+        "topk": [5],
+        "valid_metric": "Recall@5",
+    }
     with pytest.raises(AtomicFileError, match="latin.inter:2: .* is not utf-8"):
         run_recommender("Pop", "latin", config_dict=settings, saved=False)
     result = run_recommender("Pop", "latin", config_dict={**settings, "encoding": "latin-1"}, saved=False)

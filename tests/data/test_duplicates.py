@@ -9,10 +9,19 @@ from recbole_mgformer import run_recommender
 from recbole_mgformer.data.duplicates import apply_duplicate_policy
 from recbole_mgformer.quick_start import build_config, prepare
 
-SETTINGS = {"eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "group_by": "user", "mode": "full"},
-            "metrics": ["Recall"], "topk": [10], "valid_metric": "Recall@10", "show_progress": False,
-            "epochs": 30, "stopping_step": 100, "embedding_size": 16, "train_batch_size": 128, "learning_rate": 0.01,
-            "state": "WARNING"}
+SETTINGS = {
+    "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "group_by": "user", "mode": "full"},
+    "metrics": ["Recall"],
+    "topk": [10],
+    "valid_metric": "Recall@10",
+    "show_progress": False,
+    "epochs": 30,
+    "stopping_step": 100,
+    "embedding_size": 16,
+    "train_batch_size": 128,
+    "learning_rate": 0.01,
+    "state": "WARNING",
+}
 
 
 def write_repeats(folder, name="rep", repeats=5):
@@ -57,8 +66,9 @@ def test_the_leak_inflates_recall_and_the_default_prevents_it(tmp_path):
 
 
 def test_keeping_them_on_purpose_is_warned_about(tmp_path, caplog):
-    config, _ = build_config("BPR", "rep", config_dict={**SETTINGS, "rm_dup_inter": None,
-                                                        "data_path": str(write_repeats(tmp_path))})
+    config, _ = build_config(
+        "BPR", "rep", config_dict={**SETTINGS, "rm_dup_inter": None, "data_path": str(write_repeats(tmp_path))}
+    )
     with caplog.at_level(logging.WARNING):
         apply_duplicate_policy(config, 7)
     assert "7 repeated (user, item) interactions kept, as rm_dup_inter: ~ asks" in caplog.text
@@ -83,6 +93,9 @@ def test_repeats_across_benchmark_files_are_an_error_that_says_how_to_choose(tmp
     for part, body in (("train", "u1\ti1\nu1\ti2\nu2\ti1\n"), ("valid", "u2\ti2\n"), ("test", "u1\ti1\n")):
         (folder / f"split.{part}.inter").write_text("user_id:token\titem_id:token\n" + body)
     settings = {"data_path": str(tmp_path), "benchmark_filename": ["train", "valid", "test"], "state": "WARNING"}
-    with pytest.raises(ValueError, match=r"1 repeated .* benchmark_filename files: .*remove the repeated lines .*"
-                                         r"rm_dup_inter: ~"):
+    with pytest.raises(
+        ValueError,
+        match=r"1 repeated .* benchmark_filename files: .*remove the repeated lines .*"
+        r"rm_dup_inter: ~",
+    ):
         prepare(build_config("BPR", "split", config_dict=settings)[0])

@@ -40,7 +40,8 @@ def test_carve_moves_a_rounded_tenth_of_each_users_items_seeded():
     assert entries(again_valid) == entries(valid) and entries(again_kept) == entries(kept)
     assert entries(carve_validation(train, 0.1, seed=4)[1]) != entries(valid)
     assert np.diff(carve_validation(train, 0.5, seed=3)[1].indptr).tolist() == [
-        0 if n < 2 else min(max(1, int(np.floor(0.5 * n + 0.5))), n - 1) for n in counts]
+        0 if n < 2 else min(max(1, int(np.floor(0.5 * n + 0.5))), n - 1) for n in counts
+    ]
 
 
 @pytest.mark.parametrize("share", [0, 1, -0.1, 1.5])
@@ -84,8 +85,16 @@ def test_import_refuses_mismatched_or_unreadable_matrices(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"is 30 x 50 but .*other.npz is 3 x 4"):
         import_npz(tmp_path / "src" / "train.npz", tmp_path / "src" / "other.npz", "toy", tmp_path / "out")
     (tmp_path / "src" / "bad.npz").write_text("not a matrix")
-    args = ["--format", "npz", "--name", "toy", "--output", str(tmp_path / "out"), "--test",
-            str(tmp_path / "src" / "test.npz")]
+    args = [
+        "--format",
+        "npz",
+        "--name",
+        "toy",
+        "--output",
+        str(tmp_path / "out"),
+        "--test",
+        str(tmp_path / "src" / "test.npz"),
+    ]
     assert main(args + ["--train", str(tmp_path / "src" / "bad.npz")]) == 2
     assert "bad.npz: not a scipy sparse .npz matrix" in capsys.readouterr().err
     assert main(args + ["--train", str(tmp_path / "src" / "train.npz"), "--valid-share", "0.2"]) == 0
@@ -102,8 +111,9 @@ def shared_toy(tmp_path, monkeypatch):
 
 
 def recbole_splits(name, data_path):
-    config, _ = build_config("Pop", name, None, {"data_path": str(data_path), "state": "WARNING",
-                                                 "show_progress": False})
+    config, _ = build_config(
+        "Pop", name, None, {"data_path": str(data_path), "state": "WARNING", "show_progress": False}
+    )
     _, trainer, data = prepare(config)
     splits = []
     for part in data:
@@ -127,7 +137,8 @@ def test_recbole_reads_exactly_the_published_test_set_and_a_disjoint_validation(
 def test_the_full_variant_trains_on_all_of_train_and_selects_on_test(tmp_path, shared_toy):
     train, test = shared_toy
     config, trainer, (train_data, valid_data, test_data), (fit, valid, tested) = recbole_splits(
-        "gowalla-full", tmp_path / "dataset")
+        "gowalla-full", tmp_path / "dataset"
+    )
     assert fit == entries(train) and valid == tested == entries(test)
     assert config["benchmark_page"] == "gowalla"
     trainer.fit(train_data, valid_data, saved=False, show_progress=False)

@@ -14,8 +14,20 @@ from recbole_mgformer.defaults import properties_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "experiments" / "amazon_beauty_campaign.sh"
-BUDGET = ["--datasets", "amazon-beauty", "--seeds", "0,1,2", "--tune-budget", "8", "--tune-epochs", "100",
-          "--tune-grace", "10", "--tune-cpus", "1"]
+BUDGET = [
+    "--datasets",
+    "amazon-beauty",
+    "--seeds",
+    "0,1,2",
+    "--tune-budget",
+    "8",
+    "--tune-epochs",
+    "100",
+    "--tune-grace",
+    "10",
+    "--tune-cpus",
+    "1",
+]
 
 
 def commands(tmp_path, *args):
@@ -23,11 +35,16 @@ def commands(tmp_path, *args):
     tmp_path.mkdir(parents=True, exist_ok=True)
     log = tmp_path / "commands.jsonl"
     fake_python = tmp_path / "python"
-    fake_python.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                           f"open({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n")
+    fake_python.write_text(
+        f"#!{sys.executable}\nimport json, sys\nopen({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+    )
     fake_python.chmod(0o755)
-    done = subprocess.run(["bash", str(SCRIPT), *args], env={"PYTHON": str(fake_python), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        env={"PYTHON": str(fake_python), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert all(line[:2] == ["-m", "recbole_mgformer.benchmark"] for line in lines)
@@ -55,11 +72,18 @@ def test_the_streams_run_every_issue_row_once_with_the_same_budget(tmp_path):
     assert set(models_of(stream_a)) & set(models_of(stream_b)) == set(split_models("MGFormer-ablations")) | {"SGL"}
     entries = models_of(stream_a[:-1]) + models_of(stream_b[:-1])
     assert len(entries) == len(set(entries))
-    assert {parse_entry(entry)[0] for entry in entries} == {"MGFormer", "DirectAU", "XSimGCL", "SimGCL", "SGL",
-                                                            "LightGCN", "BPR"}
+    assert {parse_entry(entry)[0] for entry in entries} == {
+        "MGFormer",
+        "DirectAU",
+        "XSimGCL",
+        "SimGCL",
+        "SGL",
+        "LightGCN",
+        "BPR",
+    }
     assert "MGFormer[attention=False]" in entries and "MGFormer[feature_map=focused]" in entries
     for command in stream_a + stream_b:
-        assert command[:len(BUDGET)] == BUDGET
+        assert command[: len(BUDGET)] == BUDGET
 
 
 def test_fp32_goes_to_the_models_with_a_precision_option_and_no_other(tmp_path):

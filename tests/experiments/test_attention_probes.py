@@ -14,20 +14,41 @@ TINY = ["--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--s
 
 
 def probe_args(tiny_data, tmp_path, models, epochs=2):
-    return ["--dataset", "tiny", "--models", models, "--seeds", "0", "--epochs", str(epochs), "--stopping_step", "5",
-            "--data_path", str(tiny_data), "--results", str(tmp_path / "results"),
-            "--checkpoint_dir", str(tmp_path / "saved"), *TINY]
+    return [
+        "--dataset",
+        "tiny",
+        "--models",
+        models,
+        "--seeds",
+        "0",
+        "--epochs",
+        str(epochs),
+        "--stopping_step",
+        "5",
+        "--data_path",
+        str(tiny_data),
+        "--results",
+        str(tmp_path / "results"),
+        "--checkpoint_dir",
+        str(tmp_path / "saved"),
+        *TINY,
+    ]
 
 
 def test_probes_write_records_a_table_and_resume(tiny_data, tmp_path, capsys):
-    args = probe_args(tiny_data, tmp_path,
-                      "MGFormer[attention=False],MGFormer[degree_gate=True; learn_temperature=True]")
+    args = probe_args(
+        tiny_data, tmp_path, "MGFormer[attention=False],MGFormer[degree_gate=True; learn_temperature=True]"
+    )
     assert main(args) == 0
     runs = tmp_path / "results" / "exploration" / "runs" / "tiny"
     control = json.loads((runs / "probe-mgformer-attention-false-seed0.json").read_text())
     gated = json.loads((runs / "probe-mgformer-degree-gate-true-learn-temperature-true-seed0.json").read_text())
-    assert gated["probe_schedule"] == {"epochs": 2, "stopping_step": 5, "learning_rate": 0.005,
-                                       "train_batch_size": 1024}
+    assert gated["probe_schedule"] == {
+        "epochs": 2,
+        "stopping_step": 5,
+        "learning_rate": 0.005,
+        "train_batch_size": 1024,
+    }
     assert gated["config"]["learning_rate"] == 0.005 and gated["epochs"] == 2
     assert set(gated["test_popularity"]) == {"Unpopular", "Normal", "Popular"}
     learned = gated["attention_diagnostics"]
@@ -66,9 +87,13 @@ def test_a_variant_is_compared_with_its_own_tokens_without_attention():
     def group(overrides, model="MGFormer"):
         return [{"model": model, "overrides": overrides}]
 
-    groups = {"plain": group({"attention": False}), "propagated": group({"token_propagation": 2, "attention": False}),
-              "propagated attention": group({"attention_temperature": 0.5, "token_propagation": 2}),
-              "attention": group({"degree_gate": True}), "DirectAU": group({}, "DirectAU")}
+    groups = {
+        "plain": group({"attention": False}),
+        "propagated": group({"token_propagation": 2, "attention": False}),
+        "propagated attention": group({"attention_temperature": 0.5, "token_propagation": 2}),
+        "attention": group({"degree_gate": True}),
+        "DirectAU": group({}, "DirectAU"),
+    }
     assert control_of(groups["propagated attention"], groups) == "propagated"
     assert control_of(groups["attention"], groups) == "plain"
     assert control_of(groups["plain"], groups) is None and control_of(groups["DirectAU"], groups) is None
@@ -77,8 +102,11 @@ def test_a_variant_is_compared_with_its_own_tokens_without_attention():
 
 def test_the_paired_delta_matches_seeds():
     control = [{"seed": 0, "test": {"ndcg@20": 0.10}}, {"seed": 1, "test": {"ndcg@20": 0.20}}]
-    variant = [{"seed": 1, "test": {"ndcg@20": 0.23}}, {"seed": 0, "test": {"ndcg@20": 0.11}}, {"seed": 7,
-               "test": {"ndcg@20": 0.9}}]
+    variant = [
+        {"seed": 1, "test": {"ndcg@20": 0.23}},
+        {"seed": 0, "test": {"ndcg@20": 0.11}},
+        {"seed": 7, "test": {"ndcg@20": 0.9}},
+    ]
     assert paired_delta(variant, control) == "+0.0200 ± 0.0141 (2)"
     assert paired_delta(variant, []) == ""
 

@@ -24,8 +24,23 @@ def test_measure_times_steps_and_evaluation_and_renders_ratios(tiny_data):
 def test_main_takes_variants_in_brackets_and_names_their_rows(tiny_data, tmp_path):
     from experiments.epoch_time import main
 
-    main(["--dataset", "tiny", "--models", "LightGCN,MGFormer[key_sample_size=16]", "--batch_sizes", "32",
-          "--repeats", "1", "--max_steps", "2", "--results", str(tmp_path), f"--data_path={tiny_data}",
-          "--embedding_size=8"])
+    main(
+        [
+            "--dataset",
+            "tiny",
+            "--models",
+            "LightGCN,MGFormer[key_sample_size=16]",
+            "--batch_sizes",
+            "32",
+            "--repeats",
+            "1",
+            "--max_steps",
+            "2",
+            "--results",
+            str(tmp_path),
+            f"--data_path={tiny_data}",
+            "--embedding_size=8",
+        ]
+    )
     table = (tmp_path / "epoch_time-tiny.md").read_text()
     assert "| MGFormer key_sample_size=16 | 32 | " in table and "| LightGCN | 32 | " in table

@@ -10,8 +10,21 @@ from experiments.fit_time import main, table_lines, verdict  # noqa: E402
 
 
 def test_each_model_fits_in_a_one_thread_process_of_its_own_and_the_table_is_written(tiny_data, tmp_path):
-    assert main(["--models", "EASE,ItemKNN", "--datasets", "tiny", "--data_path", str(tiny_data),
-                 "--results", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "--models",
+                "EASE,ItemKNN",
+                "--datasets",
+                "tiny",
+                "--data_path",
+                str(tiny_data),
+                "--results",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     table = (tmp_path / "fit_time.md").read_text()
     assert "| dataset | model | users x items | settings | fit s | CPU s | peak RSS MB |" in table
     assert "| tiny | EASE | 41 x 61 | reg_weight 250.0 |" in table  # RecBole counts the padding id 0
@@ -25,17 +38,31 @@ def test_each_model_fits_in_a_one_thread_process_of_its_own_and_the_table_is_wri
         assert r["blas_threads"] in (None, [1])  # OMP/MKL/OpenBLAS set to one thread before numpy loaded
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--models", "NoSuchModel"], "unknown model 'NoSuchModel'"),
-    (["--models", "LightGCN"], "LightGCN is not a closed-form model"),
-    (["--datasets", "no-such-set"], "dataset 'no-such-set' is not available"),
-    (["--models", ","], "--models and --datasets each need at least one name"),
-    (["--timeout", "0"], "--timeout must be positive"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--models", "NoSuchModel"], "unknown model 'NoSuchModel'"),
+        (["--models", "LightGCN"], "LightGCN is not a closed-form model"),
+        (["--datasets", "no-such-set"], "dataset 'no-such-set' is not available"),
+        (["--models", ","], "--models and --datasets each need at least one name"),
+        (["--timeout", "0"], "--timeout must be positive"),
+    ],
+)
 def test_bad_arguments_are_refused_before_any_fit(tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as stop:
-        main(["--models", "EASE", "--datasets", "tiny", "--data_path", str(tmp_path / "empty"),
-              "--results", str(tmp_path), *args])
+        main(
+            [
+                "--models",
+                "EASE",
+                "--datasets",
+                "tiny",
+                "--data_path",
+                str(tmp_path / "empty"),
+                "--results",
+                str(tmp_path),
+                *args,
+            ]
+        )
     assert stop.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "fit_time.md").exists()
 
@@ -60,13 +87,26 @@ def test_a_fit_over_its_time_is_stopped_and_reported_with_its_memory(tiny_data, 
 def test_a_run_of_a_few_models_adds_to_the_table_and_replaces_only_its_own_rows():
     from experiments.fit_time import latest_records
 
-    first = {"provenance": "Commit a.", "records": [{"model": "EASE", "dataset": "gowalla", "seconds": 9.0},
-                                                   {"model": "GFCF", "dataset": "gowalla", "seconds": 80.0}]}
-    second = {"provenance": "Commit b.", "records": [{"model": "GFCF", "dataset": "gowalla", "seconds": 70.0},
-                                                    {"model": "GFCF", "dataset": "amazon-beauty", "seconds": 5.0}]}
+    first = {
+        "provenance": "Commit a.",
+        "records": [
+            {"model": "EASE", "dataset": "gowalla", "seconds": 9.0},
+            {"model": "GFCF", "dataset": "gowalla", "seconds": 80.0},
+        ],
+    }
+    second = {
+        "provenance": "Commit b.",
+        "records": [
+            {"model": "GFCF", "dataset": "gowalla", "seconds": 70.0},
+            {"model": "GFCF", "dataset": "amazon-beauty", "seconds": 5.0},
+        ],
+    }
     records, provenances = latest_records([first, second])
     assert [(r["dataset"], r["model"], r["seconds"]) for r in records] == [
-        ("amazon-beauty", "GFCF", 5.0), ("gowalla", "EASE", 9.0), ("gowalla", "GFCF", 70.0)]
+        ("amazon-beauty", "GFCF", 5.0),
+        ("gowalla", "EASE", 9.0),
+        ("gowalla", "GFCF", 70.0),
+    ]
     assert provenances == ["Commit b.", "Commit a."]
 
 

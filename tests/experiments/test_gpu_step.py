@@ -9,8 +9,26 @@ from experiments.gpu_step import main  # noqa: E402
 
 def test_the_cpu_smoke_run_times_every_variant_eager_and_graphed_and_counts_the_epochs_syncs(tmp_path):
     """The CUDA-only rows (one CUDA graph, compiled loss) wait for a GPU; the rest must run anywhere."""
-    main(["--device", "cpu", "--users", "120", "--items", "80", "--interactions", "900", "--batch_size", "32",
-          "--repeats", "1", "--steps", "2", "--out", str(tmp_path)])
+    main(
+        [
+            "--device",
+            "cpu",
+            "--users",
+            "120",
+            "--items",
+            "80",
+            "--interactions",
+            "900",
+            "--batch_size",
+            "32",
+            "--repeats",
+            "1",
+            "--steps",
+            "2",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     record = json.loads((tmp_path / "gpu_step.json").read_text())
     rows = {row["variant"]: row for row in record["rows"]}
     assert all("error" not in row for row in rows.values()), rows

@@ -26,24 +26,49 @@ def test_the_grid_trains_once_a_seed_and_scores_every_weight_from_it(tiny_data, 
     (tmp_path / "experiments").mkdir()
     shutil.copy(ROOT / "experiments" / "hybrid_grid.sh", tmp_path / "experiments")
     (tmp_path / "GFCF.yaml").write_text("k: 8\nalpha: 0.3\n")
-    env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "DATASET": "tiny",
-           "RESULTS": str(tmp_path / "results"), "CHECKPOINTS": str(tmp_path / "saved"),
-           "GFCF_SETTINGS": str(tmp_path / "GFCF.yaml")}
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "PYTHONPATH": str(ROOT),
+        "DATASET": "tiny",
+        "RESULTS": str(tmp_path / "results"),
+        "CHECKPOINTS": str(tmp_path / "saved"),
+        "GFCF_SETTINGS": str(tmp_path / "GFCF.yaml"),
+    }
     done = subprocess.run(
-        ["bash", str(tmp_path / "experiments" / "hybrid_grid.sh"), "--data_path", str(tiny_data), "--epochs=2",
-         "--embedding_size=8", "--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]",
-         "--valid_metric=NDCG@20"], env=env, capture_output=True, text=True, timeout=900)
+        [
+            "bash",
+            str(tmp_path / "experiments" / "hybrid_grid.sh"),
+            "--data_path",
+            str(tiny_data),
+            "--epochs=2",
+            "--embedding_size=8",
+            "--state=WARNING",
+            "--metrics=[Recall,NDCG]",
+            "--topk=[20]",
+            "--valid_metric=NDCG@20",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "tiny: GF-CF residual from" in done.stdout and "--filter_residual_k=8 --filter_residual_alpha=0.3" in \
-        done.stdout
+    assert (
+        "tiny: GF-CF residual from" in done.stdout
+        and "--filter_residual_k=8 --filter_residual_alpha=0.3" in done.stdout
+    )
     grid = tmp_path / "results" / "exploration" / "hybrid-grid" / "runs" / "tiny"
-    valid = {w: json.loads((grid / f"{hybrid(w)}-seed0.json").read_text())["valid"]["ndcg@20"]
-             for w in ("0.25", "0.5", "1", "2")}
+    valid = {
+        w: json.loads((grid / f"{hybrid(w)}-seed0.json").read_text())["valid"]["ndcg@20"]
+        for w in ("0.25", "0.5", "1", "2")
+    }
     chosen = max(valid, key=valid.get)
     assert f"weight chosen on validation NDCG@20 at seed 0: {chosen}" in done.stdout
     board = tmp_path / "results" / "runs" / "tiny"
     assert sorted(p.name for p in board.glob("*.json")) == sorted(
-        [f"{TRAINED}-seed{s}.json" for s in range(3)] + [f"{hybrid(chosen)}-seed{s}.json" for s in range(3)])
+        [f"{TRAINED}-seed{s}.json" for s in range(3)] + [f"{hybrid(chosen)}-seed{s}.json" for s in range(3)]
+    )
     for seed in range(3):  # each scored from the one training of its seed
         trained = json.loads((board / f"{TRAINED}-seed{seed}.json").read_text())
         scored = json.loads((board / f"{hybrid(chosen)}-seed{seed}.json").read_text())
@@ -52,4 +77,5 @@ def test_the_grid_trains_once_a_seed_and_scores_every_weight_from_it(tiny_data, 
         assert (board / f"{hybrid(chosen)}-seed{seed}.users.json.gz").exists()
     assert not list(grid.glob(f"{TRAINED}-seed*"))  # the trained entry's records are on the board, not in the grid
     assert sorted(p.name for p in (tmp_path / "saved" / "tiny").glob("*.pth")) == [
-        f"{TRAINED}-seed{s}.pth" for s in range(3)]
+        f"{TRAINED}-seed{s}.pth" for s in range(3)
+    ]

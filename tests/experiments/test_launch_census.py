@@ -38,13 +38,31 @@ def test_the_gpu_configuration_of_a_step_launches_at_most_the_target_and_fewer_t
     assert blocked.total > one_block.total + 50
 
 
-@pytest.mark.parametrize("model_name, settings", [
-    ("MGFormer", GPU_CONFIGURATION), ("MGFormer", BLOCKED), ("MGFormer", {**GPU_CONFIGURATION, "attention": False}),
-    ("DirectAU", {"precision": "fp32", "uniformity_block_size": 1 << 30}),
-    ("DirectAU", {"precision": "fp32", "uniformity_block_size": 16}),
-    ("SimGCL", {}), ("XSimGCL", {}), ("SGL", {"type": "ED"}), ("SGL", {"type": "RW"}),
-], ids=["MGFormer one chunk and block", "MGFormer blocks", "MGFormer attention=False", "DirectAU one block",
-        "DirectAU blocks", "SimGCL", "XSimGCL", "SGL edge dropout", "SGL random walk"])
+@pytest.mark.parametrize(
+    "model_name, settings",
+    [
+        ("MGFormer", GPU_CONFIGURATION),
+        ("MGFormer", BLOCKED),
+        ("MGFormer", {**GPU_CONFIGURATION, "attention": False}),
+        ("DirectAU", {"precision": "fp32", "uniformity_block_size": 1 << 30}),
+        ("DirectAU", {"precision": "fp32", "uniformity_block_size": 16}),
+        ("SimGCL", {}),
+        ("XSimGCL", {}),
+        ("SGL", {"type": "ED"}),
+        ("SGL", {"type": "RW"}),
+    ],
+    ids=[
+        "MGFormer one chunk and block",
+        "MGFormer blocks",
+        "MGFormer attention=False",
+        "DirectAU one block",
+        "DirectAU blocks",
+        "SimGCL",
+        "XSimGCL",
+        "SGL edge dropout",
+        "SGL random walk",
+    ],
+)
 def test_calculate_loss_compiles_without_graph_breaks(model_name, settings):
     model, _ = build(model_name, settings, GRAPH, BATCH)
     graphs, breaks, reasons = graph_breaks(model, GRAPH, BATCH)
@@ -65,8 +83,10 @@ def test_a_contrastive_baseline_s_loss_compiles_whole_to_the_eager_loss_and_grad
     model, _ = build(model_name, {}, GRAPH, BATCH)
     batch, generators = GRAPH.batch(BATCH, 3), getattr(model, "cuda_graph_generators", list)()
     results = []
-    for loss_function in (model.calculate_loss, torch.compile(model.calculate_loss, backend="aot_eager",
-                                                                  fullgraph=True)):
+    for loss_function in (
+        model.calculate_loss,
+        torch.compile(model.calculate_loss, backend="aot_eager", fullgraph=True),
+    ):
         for generator in generators:
             generator.manual_seed(1)
         loss = loss_function(batch)
@@ -116,8 +136,10 @@ def test_a_whole_step_traces_in_fake_mode_with_the_eager_gradients(settings):
 
     batch = GRAPH.batch(BATCH, 5)
     traced = make_fx(loss_and_gradients, tracing_mode="fake")(state, batch["user_id"], batch["item_id"])
-    assert any(node.target == torch.ops.aten.exp_.default or node.target == torch.ops.aten.exp.default
-               for node in traced.graph.nodes)
+    assert any(
+        node.target == torch.ops.aten.exp_.default or node.target == torch.ops.aten.exp.default
+        for node in traced.graph.nodes
+    )
     model.training_steps = 0
     traced_loss, traced_gradients = traced(state, batch["user_id"], batch["item_id"])
     model.training_steps = 0
@@ -128,11 +150,31 @@ def test_a_whole_step_traces_in_fake_mode_with_the_eager_gradients(settings):
 
 
 def test_main_writes_the_census_table(tmp_path):
-    main(["--users", "300", "--items", "200", "--interactions", "3000", "--batch_size", "64", "--no_explain",
-          "--results", str(tmp_path)])
+    main(
+        [
+            "--users",
+            "300",
+            "--items",
+            "200",
+            "--interactions",
+            "3000",
+            "--batch_size",
+            "64",
+            "--no_explain",
+            "--results",
+            str(tmp_path),
+        ]
+    )
     table = (tmp_path / "launch_census.md").read_text()
-    for label in ("MGFormer, GPU configuration", "MGFormer attention=False, GPU configuration", "DirectAU, CPU default",
-                  "SimGCL", "XSimGCL", "SGL, edge dropout", "RecBole LightGCN"):
+    for label in (
+        "MGFormer, GPU configuration",
+        "MGFormer attention=False, GPU configuration",
+        "DirectAU, CPU default",
+        "SimGCL",
+        "XSimGCL",
+        "SGL, edge dropout",
+        "RecBole LightGCN",
+    ):
         assert f"| {label}" in table
     assert "Commit " in table and "torch " in table
     records = list((tmp_path / "runs" / "performance").glob("launch-census-*.json"))

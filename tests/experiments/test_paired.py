@@ -14,8 +14,18 @@ TUNED = {"tuning": {"text": "random search of 8 trials"}}
 
 def write_record(path, seed, extra):
     """A run record as the benchmark writes it, as far as the leaderboard's grouping reads it."""
-    path.write_text(json.dumps({"model": "M", "seed": seed, "valid": {"ndcg@20": 0.1}, "test": {"ndcg@20": 0.1},
-                                "per_user": {"file": "x", "metric": "ndcg@20"}, **extra}))
+    path.write_text(
+        json.dumps(
+            {
+                "model": "M",
+                "seed": seed,
+                "valid": {"ndcg@20": 0.1},
+                "test": {"ndcg@20": 0.1},
+                "per_user": {"file": "x", "metric": "ndcg@20"},
+                **extra,
+            }
+        )
+    )
 
 
 def write_row(folder, stem, seeds, values_of, record=TUNED):

@@ -17,14 +17,17 @@ from experiments.robustness_sweep import (  # noqa: E402
 )
 
 
-@pytest.mark.parametrize("outcome, verdict", [
-    (Outcome(2, "", "error: --dataset '../x' is not a dataset name\n"), "clear error"),
-    (Outcome(1, "", "Traceback (most recent call last):\n  File ...\nKeyError: 'user_id'\n"), "traceback"),
-    (Outcome(1, "", "", "Traceback (most recent call last):\nValueError\n"), "traceback"),
-    (Outcome(1, "", ""), "traceback"),  # a failure without a word is no clear error
-    (Outcome(None, "half", ""), "hang"),
-    (Outcome(0, "BPR on tiny\n", "a warning\n"), "accepted"),
-])
+@pytest.mark.parametrize(
+    "outcome, verdict",
+    [
+        (Outcome(2, "", "error: --dataset '../x' is not a dataset name\n"), "clear error"),
+        (Outcome(1, "", "Traceback (most recent call last):\n  File ...\nKeyError: 'user_id'\n"), "traceback"),
+        (Outcome(1, "", "", "Traceback (most recent call last):\nValueError\n"), "traceback"),
+        (Outcome(1, "", ""), "traceback"),  # a failure without a word is no clear error
+        (Outcome(None, "half", ""), "hang"),
+        (Outcome(0, "BPR on tiny\n", "a warning\n"), "accepted"),
+    ],
+)
 def test_commands_are_classified_by_outcome_not_by_their_words(outcome, verdict):
     assert classify(outcome) == verdict
 
@@ -36,8 +39,11 @@ def test_the_wrong_value_replaces_the_option_in_either_spelling():
 
 
 def test_the_page_counts_every_outcome_and_lists_the_bad_ones():
-    results = [Result("g", "a", "clear error"), Result("g", "b", "traceback", "KeyError: 'x'"),
-               Result("h", "c", "recovery")]
+    results = [
+        Result("g", "a", "clear error"),
+        Result("g", "b", "traceback", "KeyError: 'x'"),
+        Result("h", "c", "recovery"),
+    ]
     page = render(results, ["# Robustness sweep"])
     assert "3 cases: 1 clear error, 1 recovery, 0 accepted, 1 traceback" in page
     assert "- g, b: **traceback** (KeyError: 'x')" in page and "| h | 1 |  | 1 |" in page
@@ -45,8 +51,9 @@ def test_the_page_counts_every_outcome_and_lists_the_bad_ones():
 
 def test_a_quick_sweep_of_names_and_outputs_writes_its_page_with_no_bad_outcome(tmp_path):
     output = tmp_path / "robustness.md"
-    results = main(["--quick", "--cases", "dataset,output", "--output", str(output), "--workdir",
-                    str(tmp_path / "work")])
+    results = main(
+        ["--quick", "--cases", "dataset,output", "--output", str(output), "--workdir", str(tmp_path / "work")]
+    )
     page = output.read_text()
     assert "`python experiments/robustness_sweep.py --quick --seed 0 --cases dataset,output` at commit" in page
     assert "torch " in page and "CPUs" in page  # versions and machine

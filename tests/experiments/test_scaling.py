@@ -17,7 +17,7 @@ def test_power_law_graph_has_the_requested_size_and_a_heavy_tail():
 
 
 def test_slope_recovers_a_known_power():
-    records = [{"nodes": n, "t": 3 * n ** 1.5} for n in (10, 100, 1000)]
+    records = [{"nodes": n, "t": 3 * n**1.5} for n in (10, 100, 1000)]
     assert slope(records, "t") == pytest.approx(1.5)
 
 

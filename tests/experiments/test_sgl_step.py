@@ -11,14 +11,33 @@ from experiments.sgl_step import main, thread_counts  # noqa: E402
 
 
 def test_main_times_both_sgls_from_the_same_start_at_each_thread_count_and_writes_their_table(tiny_data, tmp_path):
-    main(["--dataset", "tiny", "--batch_size", "32", "--repeats", "1", "--steps", "1", "--threads", "1,2",
-          "--results", str(tmp_path), f"--data_path={tiny_data}"])
+    main(
+        [
+            "--dataset",
+            "tiny",
+            "--batch_size",
+            "32",
+            "--repeats",
+            "1",
+            "--steps",
+            "1",
+            "--threads",
+            "1,2",
+            "--results",
+            str(tmp_path),
+            f"--data_path={tiny_data}",
+        ]
+    )
     table = (tmp_path / "sgl_step-tiny.md").read_text()
     for threads in (1, 2):
         assert f"| {threads} | RecBole's SGL |" in table and f"| {threads} | this project's SGL |" in table
     record = json.loads(next((tmp_path / "runs" / "performance").glob("sgl-step-tiny-*.json")).read_text())
     assert [(r["threads"], r["model"]) for r in record["records"]] == [
-        (1, "RecBole's SGL"), (1, "this project's SGL"), (2, "RecBole's SGL"), (2, "this project's SGL")]
+        (1, "RecBole's SGL"),
+        (1, "this project's SGL"),
+        (2, "RecBole's SGL"),
+        (2, "this project's SGL"),
+    ]
     recbole, project = record["records"][:2]
     assert recbole["ratio_to_recbole"] == 1.0 and project["steps_timed"] == 1
     assert abs(recbole["first_loss"] - project["first_loss"]) <= 1e-5 * abs(recbole["first_loss"])

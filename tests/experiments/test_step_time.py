@@ -15,8 +15,9 @@ def first_batch(trainer, train_data):
     return next(iter(train_data)).to(trainer.device)
 
 
-@pytest.mark.parametrize("options", [{}, {"value_projection": True}, {"degree_gate": True, "n_layers": 2},
-                                     {"degree_mask": "adjacency"}])
+@pytest.mark.parametrize(
+    "options", [{}, {"value_projection": True}, {"degree_gate": True, "n_layers": 2}, {"degree_mask": "adjacency"}]
+)
 def test_step_flops_count_the_eager_step_of_every_layer_kind(tiny_setup, options):
     # value_projection and degree_gate wrap each layer in an AttentionBlock: its inner layer is the one to count
     _, model, trainer, (train_data, _, _) = tiny_setup(compile=False, **options)
@@ -27,8 +28,10 @@ def test_step_flops_count_the_eager_step_of_every_layer_kind(tiny_setup, options
         layer.mix, layer.mix_edges = functools.partial(layer._mix), functools.partial(layer._mix_edges)
     kept = [(layer.mix, layer.mix_edges, layer.chunk_functions) for layer in inner]
     counted = step_flops(model, optimizer, batch)
-    assert all(layer.mix is mix and layer.mix_edges is mix_edges and layer.chunk_functions is functions
-               for layer, (mix, mix_edges, functions) in zip(inner, kept))
+    assert all(
+        layer.mix is mix and layer.mix_edges is mix_edges and layer.chunk_functions is functions
+        for layer, (mix, mix_edges, functions) in zip(inner, kept)
+    )
     with FlopCounterMode(display=False) as counter:
         train_step(model, optimizer, batch)
     assert counted == counter.get_total_flops() > 0

@@ -41,7 +41,8 @@ def test_beauty_matrix_reads_the_imported_atomic_file(tmp_path):
     folder.mkdir()
     pairs = [(f"u{u}", f"i{(u * 7 + k) % 13}") for u in range(40) for k in range(5)]
     (folder / "amazon-beauty.inter").write_text(
-        "user_id:token\titem_id:token\n" + "".join(f"{u}\t{i}\n" for u, i in pairs))
+        "user_id:token\titem_id:token\n" + "".join(f"{u}\t{i}\n" for u, i in pairs)
+    )
     matrix = beauty_matrix(tmp_path)
     assert matrix.shape == (40, 13)
     assert 0.7 * len(pairs) < matrix.nnz < 0.9 * len(pairs)  # about 80% of the interactions kept

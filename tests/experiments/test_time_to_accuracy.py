@@ -10,11 +10,24 @@ from experiments.time_to_accuracy import epochs_needed, main, trained_settings, 
 
 
 def record(variant, seed, history, best_epoch, batch=32, eval_step=1, overrides=None, **config):
-    return {"variant": variant, "seed": seed, "valid_history": history, "best_epoch": best_epoch,
-            "valid": {"ndcg@20": max((s for _, s in history), default=0.1)}, "commit": "abc1234",
-            "machine": "test machine", "overrides": overrides or {}, "tuned_config": None,
-            "config": {"train_batch_size": batch, "embedding_size": 8, "eval_step": eval_step,
-                       "learning_rate": 0.001, **config}}
+    return {
+        "variant": variant,
+        "seed": seed,
+        "valid_history": history,
+        "best_epoch": best_epoch,
+        "valid": {"ndcg@20": max((s for _, s in history), default=0.1)},
+        "commit": "abc1234",
+        "machine": "test machine",
+        "overrides": overrides or {},
+        "tuned_config": None,
+        "config": {
+            "train_batch_size": batch,
+            "embedding_size": 8,
+            "eval_step": eval_step,
+            "learning_rate": 0.001,
+            **config,
+        },
+    }
 
 
 def test_epochs_needed_counts_epochs_and_validations_to_target_and_best():
@@ -32,8 +45,9 @@ def test_wall_seconds_adds_warm_up_once_and_each_epoch_and_validation():
 
 
 def test_trained_settings_take_the_records_values_of_sizes_and_entry_overrides():
-    settings = trained_settings(record("M", 0, [], 1, batch=64, overrides={"attention": False}, attention=False,
-                                       compile=True))
+    settings = trained_settings(
+        record("M", 0, [], 1, batch=64, overrides={"attention": False}, attention=False, compile=True)
+    )
     assert settings == {"attention": False, "embedding_size": 8, "train_batch_size": 64}  # compile: speed only
 
 
@@ -47,9 +61,25 @@ def test_main_joins_records_with_measured_costs(tiny_data, tmp_path):
     below = record("LightGCN", 1, [], 4)
     below["valid"]["ndcg@20"] = 0.04  # never reached the target, history or not
     (runs / "lightgcn-seed1.json").write_text(json.dumps(below))
-    rows = main(["--dataset", "tiny", "--models", "MGFormer,LightGCN", "--target", "0.05", "--max_steps", "2",
-                 "--repeats", "1", "--runs", str(runs), "--results", str(tmp_path / "out"),
-                 f"--data_path={tiny_data}"])
+    rows = main(
+        [
+            "--dataset",
+            "tiny",
+            "--models",
+            "MGFormer,LightGCN",
+            "--target",
+            "0.05",
+            "--max_steps",
+            "2",
+            "--repeats",
+            "1",
+            "--runs",
+            str(runs),
+            "--results",
+            str(tmp_path / "out"),
+            f"--data_path={tiny_data}",
+        ]
+    )
     mgformer, lightgcn = rows
     assert mgformer["seeds"] == [0, 1] and [c[0] for c in mgformer["target_counts"]] == [3, 3]
     assert [c[0] for c in mgformer["best_counts"]] == [3, 4]
@@ -69,11 +99,26 @@ def test_costs_of_an_earlier_run_are_reused_and_new_records_re_render(tiny_data,
     runs = tmp_path / "runs"
     runs.mkdir()
     (runs / "mgformer-seed0.json").write_text(json.dumps(record("MGFormer", 0, [[0, 0.01], [1, 0.07]], 1)))
-    common = ["--dataset", "tiny", "--models", "MGFormer", "--target", "0.05", "--max_steps", "2", "--repeats", "1",
-              "--runs", str(runs), "--results", str(tmp_path / "out"), f"--data_path={tiny_data}"]
-    first, = main(common)
+    common = [
+        "--dataset",
+        "tiny",
+        "--models",
+        "MGFormer",
+        "--target",
+        "0.05",
+        "--max_steps",
+        "2",
+        "--repeats",
+        "1",
+        "--runs",
+        str(runs),
+        "--results",
+        str(tmp_path / "out"),
+        f"--data_path={tiny_data}",
+    ]
+    (first,) = main(common)
     (runs / "mgformer-seed1.json").write_text(json.dumps(record("MGFormer", 1, [[0, 0.06]], 0)))
     saved = tmp_path / "out" / "runs" / "performance" / "time-to-accuracy-tiny.json"
-    again, = main(common + ["--costs", str(saved), "--data_path=/nonexistent"])  # nothing is measured
+    (again,) = main(common + ["--costs", str(saved), "--data_path=/nonexistent"])  # nothing is measured
     assert again["measurements"] == first["measurements"] and again["seeds"] == [0, 1]
     assert again["cost_provenance"] == first["cost_provenance"]

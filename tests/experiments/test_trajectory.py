@@ -7,9 +7,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from experiments.trajectory import main, token_parts  # noqa: E402
 
-TINY = ["--eval_args={split: {RS: [0.8, 0.1, 0.1]}, order: RO, group_by: user, mode: full}",
-        "--metrics=[Recall, NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--embedding_size=8",
-        "--train_batch_size=64"]
+TINY = [
+    "--eval_args={split: {RS: [0.8, 0.1, 0.1]}, order: RO, group_by: user, mode: full}",
+    "--metrics=[Recall, NDCG]",
+    "--topk=[20]",
+    "--valid_metric=NDCG@20",
+    "--embedding_size=8",
+    "--train_batch_size=64",
+]
 
 
 def run(tiny_data, tmp_path, *extra):

@@ -81,8 +81,7 @@ def test_weight_zero_gives_the_plain_models_scores_exactly_and_trains_the_same(t
 @pytest.mark.parametrize("attention", [False, True])
 def test_full_sort_adds_w_times_the_scaled_scores_of_the_filter_model(tiny_setup, attention):
     _, plain, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32")
-    _, hybrid, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32", filter_residual_weight=0.7,
-                                 **RESIDUAL)
+    _, hybrid, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32", filter_residual_weight=0.7, **RESIDUAL)
     _, gfcf, _, _ = tiny_setup("GFCF", seed=3, k=8, alpha=0.3)  # the same split: the same seed draws it
     plain_scores, filtered = full_sort(plain), full_sort(gfcf)
     expected = plain_scores + 0.7 * expected_residual(plain_scores, filtered)
@@ -135,22 +134,26 @@ def test_the_scores_cache_is_cleared_by_a_training_step(tiny_setup):
     assert np.abs(full_sort(model) - before).max() > 1e-4
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"filter_residual": "ease"}, r"MGFormer: unknown filter_residual 'ease'; choose one of none, gfcf"),
-    ({"filter_residual": True}, r"unknown filter_residual True"),
-    ({**RESIDUAL, "filter_residual_weight": -0.5}, r"MGFormer: filter_residual_weight must be a number >= 0"),
-    ({**RESIDUAL, "filter_residual_weight": "high"}, r"filter_residual_weight must be a number >= 0, got 'high'"),
-    ({**RESIDUAL, "filter_residual_k": 0}, r"filter_residual_k must be a positive integer"),
-    ({**RESIDUAL, "filter_residual_k": 41}, r"ARPACK needs filter_residual_k <= 40.*--filter_residual_k="),
-    ({**RESIDUAL, "filter_residual_alpha": -1.0}, r"filter_residual_alpha must be a number >= 0"),
-    ({**RESIDUAL, "filter_residual_batch_size": 0}, r"filter_residual_batch_size must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"filter_residual": "ease"}, r"MGFormer: unknown filter_residual 'ease'; choose one of none, gfcf"),
+        ({"filter_residual": True}, r"unknown filter_residual True"),
+        ({**RESIDUAL, "filter_residual_weight": -0.5}, r"MGFormer: filter_residual_weight must be a number >= 0"),
+        ({**RESIDUAL, "filter_residual_weight": "high"}, r"filter_residual_weight must be a number >= 0, got 'high'"),
+        ({**RESIDUAL, "filter_residual_k": 0}, r"filter_residual_k must be a positive integer"),
+        ({**RESIDUAL, "filter_residual_k": 41}, r"ARPACK needs filter_residual_k <= 40.*--filter_residual_k="),
+        ({**RESIDUAL, "filter_residual_alpha": -1.0}, r"filter_residual_alpha must be a number >= 0"),
+        ({**RESIDUAL, "filter_residual_batch_size": 0}, r"filter_residual_batch_size must be a positive integer"),
+    ],
+)
 def test_bad_values_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup(attention=False, **overrides)
 
 
 def test_without_the_low_pass_filter_any_k_is_accepted(tiny_setup):
-    _, model, _, _ = tiny_setup(attention=False, **{**RESIDUAL, "filter_residual_alpha": 0.0,
-                                                    "filter_residual_k": 10_000})
+    _, model, _, _ = tiny_setup(
+        attention=False, **{**RESIDUAL, "filter_residual_alpha": 0.0, "filter_residual_k": 10_000}
+    )
     assert model.residual_filter.ideal is None

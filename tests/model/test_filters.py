@@ -24,7 +24,7 @@ def test_degree_power_gives_zero_for_zero_degree_whatever_the_sign():
 
 def test_normalized_interactions_scale_rows_and_columns():
     r = sp.csr_matrix(np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
-    expected = np.array([[2 ** -0.7 * 1 ** -0.3, 2 ** -0.7 * 2 ** -0.3, 0], [0, 1 * 2 ** -0.3, 0], [0, 0, 0]])
+    expected = np.array([[2**-0.7 * 1**-0.3, 2**-0.7 * 2**-0.3, 0], [0, 1 * 2**-0.3, 0], [0, 0, 0]])
     np.testing.assert_allclose(normalized_interactions(r, 0.7, 0.3).toarray(), expected)
 
 
@@ -57,8 +57,11 @@ def checkpoints(tmp_path_factory):
     data = write_interactions(folder / "data")
     found = {}
     for name, settings in FILTERS.items():
-        result = run_recommender(name, "tiny", config_dict={**TINY_CONFIG, **settings, "data_path": str(data),
-                                                            "checkpoint_dir": str(folder / "saved")})
+        result = run_recommender(
+            name,
+            "tiny",
+            config_dict={**TINY_CONFIG, **settings, "data_path": str(data), "checkpoint_dir": str(folder / "saved")},
+        )
         (path,) = (folder / "saved").glob(f"{name}-*.pth")
         found[name] = (path, result)
     return found

@@ -125,8 +125,9 @@ def test_generator_rand_draws_from_its_generator_eagerly_and_compiled_without_a_
     generator = torch.Generator().manual_seed(7)
     eager = generator_rand((3, 4), generator, like)
     assert eager.dtype == torch.float64
-    torch.testing.assert_close(eager, torch.rand(3, 4, generator=torch.Generator().manual_seed(7), dtype=torch.float64),
-                               rtol=0, atol=0)
+    torch.testing.assert_close(
+        eager, torch.rand(3, 4, generator=torch.Generator().manual_seed(7), dtype=torch.float64), rtol=0, atol=0
+    )
 
     def draw(x):
         return x + generator_rand((3, 4), generator, x)

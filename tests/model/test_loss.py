@@ -81,19 +81,25 @@ def test_masked_info_nce_equals_the_loss_over_unique_ids_with_its_gradients():
     g = torch.Generator().manual_seed(4)
     nodes1 = torch.randn(12, 5, generator=g, dtype=torch.float64, requires_grad=True)
     nodes2 = torch.randn(12, 5, generator=g, dtype=torch.float64, requires_grad=True)
-    for ids in (torch.tensor([3, 3, 3, 3]), torch.tensor([0, 5, 2, 5, 11, 0, 5, 7, 2]), torch.arange(12).flip(0),
-                torch.randint(0, 12, (40,), generator=g)):
+    for ids in (
+        torch.tensor([3, 3, 3, 3]),
+        torch.tensor([0, 5, 2, 5, 11, 0, 5, 7, 2]),
+        torch.arange(12).flip(0),
+        torch.randint(0, 12, (40,), generator=g),
+    ):
         sorted_ids, repeats = distinct_ids(ids)
         masked = info_nce_loss(nodes1[sorted_ids], nodes2[sorted_ids], 0.3, repeats)
         reference = unique_info_nce(nodes1, nodes2, ids, 0.3)
         torch.testing.assert_close(masked, reference, rtol=1e-12, atol=0)
-        for got, want in zip(torch.autograd.grad(masked, (nodes1, nodes2)),
-                             torch.autograd.grad(reference, (nodes1, nodes2))):
+        for got, want in zip(
+            torch.autograd.grad(masked, (nodes1, nodes2)), torch.autograd.grad(reference, (nodes1, nodes2))
+        ):
             torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-14)
     ids = torch.tensor([0, 5, 2, 5, 11, 0])
     assert torch.autograd.gradcheck(
         lambda a, b: info_nce_loss(a[distinct_ids(ids)[0]], b[distinct_ids(ids)[0]], 0.3, distinct_ids(ids)[1]),
-        (nodes1, nodes2))
+        (nodes1, nodes2),
+    )
 
 
 def test_info_nce_loss_is_lowest_when_views_agree():
@@ -112,19 +118,19 @@ def autograd_uniformity(x, t=2.0):
 
 def test_uniformity_gradient_equals_autograd_and_gradcheck():
     x = torch.randn(30, 6, dtype=torch.float64, requires_grad=True)
-    expected, = torch.autograd.grad(autograd_uniformity(x) * 1.7, x)
-    got, = torch.autograd.grad(uniformity_loss(x) * 1.7, x)
+    (expected,) = torch.autograd.grad(autograd_uniformity(x) * 1.7, x)
+    (got,) = torch.autograd.grad(uniformity_loss(x) * 1.7, x)
     torch.testing.assert_close(got, expected)
-    in_blocks, = torch.autograd.grad(uniformity_loss(x, block_rows=7) * 1.7, x)  # the symmetric halves
+    (in_blocks,) = torch.autograd.grad(uniformity_loss(x, block_rows=7) * 1.7, x)  # the symmetric halves
     torch.testing.assert_close(in_blocks, expected)
     assert torch.autograd.gradcheck(uniformity_loss, (torch.randn(12, 4, dtype=torch.float64, requires_grad=True),))
 
 
 def test_bf16_uniformity_is_within_bf16_rounding():
     x = torch.nn.functional.normalize(torch.randn(512, 32), dim=-1).requires_grad_()
-    exact, = torch.autograd.grad(uniformity_loss(x), x)
+    (exact,) = torch.autograd.grad(uniformity_loss(x), x)
     rounded_loss = uniformity_loss(x, dtype=torch.bfloat16)
-    rounded, = torch.autograd.grad(rounded_loss, x)
+    (rounded,) = torch.autograd.grad(rounded_loss, x)
     assert abs(float(rounded_loss.detach()) - float(uniformity_loss(x.detach()))) < 1e-3
     assert float((rounded - exact).norm() / exact.norm()) < 2e-2
 
@@ -149,20 +155,22 @@ def test_uniformity_of_stacked_matrices_equals_each_alone_in_one_block_and_in_bl
         leaf = x.clone().requires_grad_()
         losses = uniformity_loss(leaf, block_rows=block_rows)
         assert losses.shape == (2,)
-        grad, = torch.autograd.grad((losses * weights).sum(), leaf)
+        (grad,) = torch.autograd.grad((losses * weights).sum(), leaf)
         for i in range(2):
             alone = x[i].clone().requires_grad_()
             loss = autograd_uniformity(alone)
             torch.testing.assert_close(losses[i].detach(), loss.detach(), rtol=1e-12, atol=0)
-            torch.testing.assert_close(grad[i], torch.autograd.grad(loss * weights[i], alone)[0], rtol=1e-10,
-                                       atol=1e-14)
+            torch.testing.assert_close(
+                grad[i], torch.autograd.grad(loss * weights[i], alone)[0], rtol=1e-10, atol=1e-14
+            )
 
 
 def test_directau_loss_of_pairs_is_directau_loss_of_both_sides():
     users, items = torch.randn(9, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
     expected = directau_loss(users, items, 0.4, block_rows=2)
-    torch.testing.assert_close(directau_loss_of_pairs(torch.stack([users, items]), 0.4, block_rows=9), expected,
-                               rtol=1e-12, atol=0)
+    torch.testing.assert_close(
+        directau_loss_of_pairs(torch.stack([users, items]), 0.4, block_rows=9), expected, rtol=1e-12, atol=0
+    )
 
 
 def test_uniformity_rejects_empty_blocks():
@@ -181,10 +189,14 @@ def test_info_nce_over_all_nodes_equals_its_formula_written_out_with_its_gradien
     def cos(a, b):
         return a @ b / (a.norm() * b.norm())
 
-    expected = sum(torch.log(sum(torch.exp(cos(anchors[k], candidates[j]) / tau) for j in range(7)))
-                   - cos(anchors[k], candidates[node]) / tau for k, node in enumerate(batch))
+    expected = sum(
+        torch.log(sum(torch.exp(cos(anchors[k], candidates[j]) / tau) for j in range(7)))
+        - cos(anchors[k], candidates[node]) / tau
+        for k, node in enumerate(batch)
+    )
     loss = info_nce_over_all_nodes(anchors, candidates[batch], candidates, tau)
     torch.testing.assert_close(loss, expected)
-    for got, want in zip(torch.autograd.grad(loss, [anchors, candidates]),
-                         torch.autograd.grad(expected, [anchors, candidates])):
+    for got, want in zip(
+        torch.autograd.grad(loss, [anchors, candidates]), torch.autograd.grad(expected, [anchors, candidates])
+    ):
         torch.testing.assert_close(got, want)

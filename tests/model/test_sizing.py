@@ -30,11 +30,16 @@ def test_block_size_reads_integers_and_resolves_auto_by_device_and_logs(caplog):
     assert "M: size auto -> 100 (one block of 100 rows" in caplog.text
 
 
-@pytest.mark.parametrize("value, zero_means, message", [
-    (0, None, "M: size must be a positive integer or auto, got 0"),
-    (-1, "off", r"M: size must be a non-negative integer \(off with 0\) or auto, got -1"),
-    ("big", None, "got 'big'"), (True, None, "got True"), (2.5, None, "got 2.5"),
-])
+@pytest.mark.parametrize(
+    "value, zero_means, message",
+    [
+        (0, None, "M: size must be a positive integer or auto, got 0"),
+        (-1, "off", r"M: size must be a non-negative integer \(off with 0\) or auto, got -1"),
+        ("big", None, "got 'big'"),
+        (True, None, "got True"),
+        (2.5, None, "got 2.5"),
+    ],
+)
 def test_block_size_rejects_other_values_naming_the_option(value, zero_means, message):
     with pytest.raises(ValueError, match=message + r".*--size=\.\.\."):
         block_size(Config(size=value), "size", "M", 100, 8, 16, zero_means=zero_means)
@@ -55,8 +60,10 @@ def test_models_take_the_cpu_sizes_on_auto_and_explicit_ones_as_given(tiny_setup
     torch.testing.assert_close(one_block.calculate_loss(batch), small_blocks.calculate_loss(batch))
 
 
-@pytest.mark.parametrize("model, key", [("MGFormer", "uniformity_block_size"), ("DirectAU", "uniformity_block_size"),
-                                        ("MGFormer", "key_chunk_size")])
+@pytest.mark.parametrize(
+    "model, key",
+    [("MGFormer", "uniformity_block_size"), ("DirectAU", "uniformity_block_size"), ("MGFormer", "key_chunk_size")],
+)
 def test_models_reject_a_bad_size_naming_it(tiny_setup, model, key):
     with pytest.raises(ValueError, match=f"{model}: {key} must be .* or auto, got 'many'"):
         tiny_setup(model, **{key: "many"})

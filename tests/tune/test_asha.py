@@ -10,8 +10,9 @@ from recbole_mgformer.tune.trials import PROGRESS
 
 
 def scheduler():
-    return ResumableASHA(time_attr=PROGRESS, metric="best_valid_score", mode="max", max_t=16,
-                         grace_period=1, reduction_factor=4)  # rungs at 1, 4 and 16 evaluations
+    return ResumableASHA(
+        time_attr=PROGRESS, metric="best_valid_score", mode="max", max_t=16, grace_period=1, reduction_factor=4
+    )  # rungs at 1, 4 and 16 evaluations
 
 
 def trial(tmp_path, trial_id, scores):
@@ -47,6 +48,7 @@ def test_a_resumed_trial_below_the_rung_is_stopped_as_it_would_have_been(tmp_pat
 
 class UnnamedTrial:
     """A new trial on today's Ray, which raises until it names the trial's folder."""
+
     trial_id = "unnamed"
 
     @property

@@ -22,9 +22,11 @@ from recbole_mgformer.tune.trials import STATES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TINY_YAML = ("eval_args: {split: {RS: [0.8, 0.1, 0.1]}, order: RO, group_by: user, mode: full}\n"
-             "metrics: [Recall, NDCG]\ntopk: [20]\nvalid_metric: NDCG@20\nstate: WARNING\n"
-             "train_batch_size: 64\nepochs: 2\nembedding_size: 8\n")
+TINY_YAML = (
+    "eval_args: {split: {RS: [0.8, 0.1, 0.1]}, order: RO, group_by: user, mode: full}\n"
+    "metrics: [Recall, NDCG]\ntopk: [20]\nvalid_metric: NDCG@20\nstate: WARNING\n"
+    "train_batch_size: 64\nepochs: 2\nembedding_size: 8\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +56,9 @@ def write_space(folder, text, name="space.yaml"):
 
 def run_py(cwd, *args):
     cwd.mkdir()
-    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
-                               check=True, cwd=cwd)
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, check=True, cwd=cwd
+    )
     values = {}
     for split in ("valid", "test"):
         line = next(row for row in completed.stdout.splitlines() if row.strip().startswith(split))
@@ -66,9 +69,25 @@ def run_py(cwd, *args):
 def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_data, tiny_yaml, tmp_path, capsys):
     space = write_space(tmp_path, "learning_rate: {grid: [0.001, 0.01]}\nuniformity_weight: {choice: [0.5]}\n")
     results = tmp_path / "results" / "tuning"
-    arguments = ["--model", "MGFormer", "--dataset", "tiny", "--space", str(space), "--search", "grid",
-                 f"--data_path={tiny_data}", f"--config_files={tiny_yaml}", "--results", str(results),
-                 "--storage", str(tmp_path / "saved" / "tune"), "--verbose", "0", "--stopping_step=5"]
+    arguments = [
+        "--model",
+        "MGFormer",
+        "--dataset",
+        "tiny",
+        "--space",
+        str(space),
+        "--search",
+        "grid",
+        f"--data_path={tiny_data}",
+        f"--config_files={tiny_yaml}",
+        "--results",
+        str(results),
+        "--storage",
+        str(tmp_path / "saved" / "tune"),
+        "--verbose",
+        "0",
+        "--stopping_step=5",
+    ]
     assert main(arguments) == 0
     assert "best valid ndcg@20" in capsys.readouterr().out
     table = (results / "MGFormer-tiny.md").read_text()
@@ -131,12 +150,36 @@ def epochs_since_last_start(storage, trial_id):
 def test_a_killed_search_resumes_its_trials_at_their_last_epoch(ray_session, tiny_data, tiny_yaml, tmp_path):
     space = write_space(tmp_path, "learning_rate: {grid: [0.001, 0.01]}\n")
     storage = tmp_path / "saved"
-    arguments = ["--model", "MGFormer", "--dataset", "tiny", "--space", str(space), "--search", "grid",
-                 f"--data_path={tiny_data}", f"--config_files={tiny_yaml}", "--results", str(tmp_path / "results"),
-                 "--storage", str(storage), "--verbose", "0", "--no-retrain", "--grace-period", "20",
-                 "--epochs=8", "--stopping_step=100"]
-    search = subprocess.Popen([sys.executable, "-m", "recbole_mgformer.tune", *arguments, "--num-cpus", "2"],
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    arguments = [
+        "--model",
+        "MGFormer",
+        "--dataset",
+        "tiny",
+        "--space",
+        str(space),
+        "--search",
+        "grid",
+        f"--data_path={tiny_data}",
+        f"--config_files={tiny_yaml}",
+        "--results",
+        str(tmp_path / "results"),
+        "--storage",
+        str(storage),
+        "--verbose",
+        "0",
+        "--no-retrain",
+        "--grace-period",
+        "20",
+        "--epochs=8",
+        "--stopping_step=100",
+    ]
+    search = subprocess.Popen(
+        [sys.executable, "-m", "recbole_mgformer.tune", *arguments, "--num-cpus", "2"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 300
     while max(saved_epochs(storage).values(), default=0) < 2 and search.poll() is None:
         assert time.monotonic() < deadline, "no trial saved its second epoch in 5 minutes"
@@ -154,8 +197,10 @@ def test_a_killed_search_resumes_its_trials_at_their_last_epoch(ray_session, tin
 
 
 def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
-    too_many_gpus = (r"--gpus-per-trial 0.25 asks for more than the Ray cluster has \(0 GPUs\); "
-                     r"lower --gpus-per-trial \(the benchmark's --tune-gpus\) or set it to 0")
+    too_many_gpus = (
+        r"--gpus-per-trial 0.25 asks for more than the Ray cluster has \(0 GPUs\); "
+        r"lower --gpus-per-trial \(the benchmark's --tune-gpus\) or set it to 0"
+    )
     with pytest.raises(TuneSetupError, match=too_many_gpus):
         _check_resources(1, 0.25)
     with pytest.raises(TuneSetupError, match=r"--cpus-per-trial 3 asks for more"):
@@ -165,9 +210,18 @@ def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
 def test_a_failing_trial_is_recorded_and_the_others_complete(ray_session, tiny_data, tiny_yaml, tmp_path):
     """One trial the model rejects at construction, one whose loss turns NaN, and one that trains."""
     space = {"feature_map": {"grid": ["simrf", "not_a_map"]}, "learning_rate": {"grid": [0.001, 1.0e30]}}
-    summary = tune_recommender("MGFormer", "tiny", space, config_files=[str(tiny_yaml)], data_path=str(tiny_data),
-                               samples=1, results_dir=tmp_path / "results", storage_dir=tmp_path / "tune",
-                               retrain_best=False, verbose=0)
+    summary = tune_recommender(
+        "MGFormer",
+        "tiny",
+        space,
+        config_files=[str(tiny_yaml)],
+        data_path=str(tiny_data),
+        samples=1,
+        results_dir=tmp_path / "results",
+        storage_dir=tmp_path / "tune",
+        retrain_best=False,
+        verbose=0,
+    )
     rows = summary["rows"]
     assert [r["status"] for r in rows] == ["completed", "failed", "failed", "failed"]
     assert rows[0]["params"] == {"feature_map": "simrf", "learning_rate": 0.001} and summary["best"] == rows[0]
@@ -183,8 +237,18 @@ def test_a_failing_trial_is_recorded_and_the_others_complete(ray_session, tiny_d
 
 
 def test_samples_below_one_is_an_error_and_leaves_nothing_behind(tiny_data, tiny_yaml, tmp_path, capsys):
-    arguments = ["--model", "BPR", "--dataset", "tiny", f"--data_path={tiny_data}", f"--config_files={tiny_yaml}",
-                 "--storage", str(tmp_path / "tune"), "--results", str(tmp_path / "results")]
+    arguments = [
+        "--model",
+        "BPR",
+        "--dataset",
+        "tiny",
+        f"--data_path={tiny_data}",
+        f"--config_files={tiny_yaml}",
+        "--storage",
+        str(tmp_path / "tune"),
+        "--results",
+        str(tmp_path / "results"),
+    ]
     for samples in ("0", "-2"):
         assert main(arguments + ["--samples", samples]) == 2
         assert f"--samples {samples}: a search draws at least 1 sample" in capsys.readouterr().err
@@ -194,9 +258,17 @@ def test_samples_below_one_is_an_error_and_leaves_nothing_behind(tiny_data, tiny
 def test_a_bad_address_or_data_path_is_an_error_before_any_trial(tiny_data, tiny_yaml, tmp_path, capsys):
     # Both ended in tracebacks: Ray's "Port is not specified", and each trial's missing-dataset error inside Ray.
     (tmp_path / "a-file").write_text("")
-    arguments = ["--model", "BPR", "--dataset", "tiny", f"--config_files={tiny_yaml}", "--storage",
-                 str(tmp_path / "tune"),
-                 "--results", str(tmp_path / "results")]
+    arguments = [
+        "--model",
+        "BPR",
+        "--dataset",
+        "tiny",
+        f"--config_files={tiny_yaml}",
+        "--storage",
+        str(tmp_path / "tune"),
+        "--results",
+        str(tmp_path / "results"),
+    ]
     assert main(arguments + [f"--data_path={tiny_data}", "--address", str(tmp_path / "a-file")]) == 2
     assert "give auto (a Ray started with `ray start` on this machine), host:port" in capsys.readouterr().err
     assert main(arguments + [f"--data_path={tmp_path / 'a-file' / 'sub'}"]) == 2
@@ -217,20 +289,42 @@ def small_search(tmp_path, tiny_data, tiny_yaml, *extra, storage="tune", epochs=
     space = tmp_path / "bpr-space.yaml"
     if not space.exists():
         space.write_text("learning_rate: {choice: [0.01, 0.001]}\n")
-    return main(["--model", "BPR", "--dataset", "tiny", "--space", str(space), f"--data_path={tiny_data}",
-                 f"--config_files={tiny_yaml}", "--storage", str(tmp_path / storage), "--results",
-                 str(tmp_path / "results"), "--verbose", "0", "--no-retrain", f"--epochs={epochs}", *extra])
+    return main(
+        [
+            "--model",
+            "BPR",
+            "--dataset",
+            "tiny",
+            "--space",
+            str(space),
+            f"--data_path={tiny_data}",
+            f"--config_files={tiny_yaml}",
+            "--storage",
+            str(tmp_path / storage),
+            "--results",
+            str(tmp_path / "results"),
+            "--verbose",
+            "0",
+            "--no-retrain",
+            f"--epochs={epochs}",
+            *extra,
+        ]
+    )
 
 
-def test_each_search_writes_its_own_report_and_never_another_searchs(ray_session, tiny_data, tiny_yaml, tmp_path,
-                                                                     capsys):
+def test_each_search_writes_its_own_report_and_never_another_searchs(
+    ray_session, tiny_data, tiny_yaml, tmp_path, capsys
+):
     results = tmp_path / "results"
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1") == 0
     first = {path.name: path.read_text() for path in results.iterdir()}
     assert set(first) == {"BPR-tiny.md", "BPR-tiny.json", "BPR-tiny.yaml"}
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "2", "--name", "BPR-tiny-wide") == 0
-    assert {path.name for path in results.iterdir()} == set(first) | {"BPR-tiny-wide.md", "BPR-tiny-wide.json",
-                                                                      "BPR-tiny-wide.yaml"}
+    assert {path.name for path in results.iterdir()} == set(first) | {
+        "BPR-tiny-wide.md",
+        "BPR-tiny-wide.json",
+        "BPR-tiny-wide.yaml",
+    }
     assert {name: (results / name).read_text() for name in first} == first  # the first search's report is intact
     assert "Search: random, 2 sample(s)" in (results / "BPR-tiny-wide.md").read_text()
     # a search of the same name kept elsewhere (another --storage) does not take over the report either
@@ -242,16 +336,22 @@ def test_each_search_writes_its_own_report_and_never_another_searchs(ray_session
     assert {name: (results / name).read_text() for name in first} == first
 
 
-def test_resume_refuses_a_changed_space_sample_count_or_setting_and_names_it(ray_session, tiny_data, tiny_yaml,
-                                                                            tmp_path, capsys):
+def test_resume_refuses_a_changed_space_sample_count_or_setting_and_names_it(
+    ray_session, tiny_data, tiny_yaml, tmp_path, capsys
+):
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1") == 0
     capsys.readouterr()
     other_space = tmp_path / "other-space.yaml"
     other_space.write_text("learning_rate: {choice: [0.1]}\n")
     for extra, epochs, option, before, now in [
         (["--samples", "3"], 1, "--samples", "1", "3"),
-        (["--space", str(other_space)], 1, "--space", "{'learning_rate': {'choice': [0.01, 0.001]}}",
-         "{'learning_rate': {'choice': [0.1]}}"),
+        (
+            ["--space", str(other_space)],
+            1,
+            "--space",
+            "{'learning_rate': {'choice': [0.01, 0.001]}}",
+            "{'learning_rate': {'choice': [0.1]}}",
+        ),
         ([], 2, "--key=value settings", "{'epochs': 1}", "{'epochs': 2}"),
         (["--search-seed", "7"], 1, "--search-seed", "0", "7"),
         (["--defaults-first"], 1, "--defaults-first", "False", "True"),
@@ -262,26 +362,57 @@ def test_resume_refuses_a_changed_space_sample_count_or_setting_and_names_it(ray
         assert f"Drop {option} to resume it as it started, or start a new search with another --name" in error
     # the same command, or one that leaves the settings out, resumes (the search is finished: nothing to train)
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1", "--resume") == 0
-    assert main(["--model", "BPR", "--dataset", "tiny", "--storage", str(tmp_path / "tune"), "--results",
-                 str(tmp_path / "results"), "--verbose", "0", "--no-retrain", "--resume"]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                "BPR",
+                "--dataset",
+                "tiny",
+                "--storage",
+                str(tmp_path / "tune"),
+                "--results",
+                str(tmp_path / "results"),
+                "--verbose",
+                "0",
+                "--no-retrain",
+                "--resume",
+            ]
+        )
+        == 0
+    )
 
 
-@pytest.mark.skipif(__import__("importlib").util.find_spec("hyperopt") is None,
-                    reason="hyperopt is not installed (pip install hyperopt==0.2.5, or make test installs it)")
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("hyperopt") is None,
+    reason="hyperopt is not installed (pip install hyperopt==0.2.5, or make test installs it)",
+)
 def test_hyperopt_search_draws_inside_the_space(ray_session, tiny_data, tiny_yaml, tmp_path):
     space = {"uniformity_weight": {"loguniform": [0.2, 2.0]}, "embedding_size": {"choice": [8, 16]}}
-    summary = tune_recommender("MGFormer", "tiny", space, config_files=[str(tiny_yaml)], data_path=str(tiny_data),
-                               search="hyperopt", samples=3, results_dir=tmp_path / "results",
-                               storage_dir=tmp_path / "tune", retrain_best=False, verbose=0)
+    summary = tune_recommender(
+        "MGFormer",
+        "tiny",
+        space,
+        config_files=[str(tiny_yaml)],
+        data_path=str(tiny_data),
+        search="hyperopt",
+        samples=3,
+        results_dir=tmp_path / "results",
+        storage_dir=tmp_path / "tune",
+        retrain_best=False,
+        verbose=0,
+    )
     rows = summary["rows"]
     assert len(rows) == 3 and all(r["status"] in ("completed", "stopped early") for r in rows)
-    assert all(0.2 <= r["params"]["uniformity_weight"] <= 2.0 and r["params"]["embedding_size"] in (8, 16)
-               for r in rows)
+    assert all(
+        0.2 <= r["params"]["uniformity_weight"] <= 2.0 and r["params"]["embedding_size"] in (8, 16) for r in rows
+    )
     assert "Search: hyperopt" in Path(summary["markdown"]).read_text()
 
 
-@pytest.mark.parametrize("model, dataset, metric",
-                         [("CSA", "ml-100k-ctx-0.8", "auc"), ("EAGPS", "ml-100k-seq", "ndcg@10")])
+@pytest.mark.parametrize(
+    "model, dataset, metric", [("CSA", "ml-100k-ctx-0.8", "auc"), ("EAGPS", "ml-100k-seq", "ndcg@10")]
+)
 def test_spaces_of_the_other_papers_fit_their_models_under_their_protocols(model, dataset, metric, tmp_path):
     request = make_request(model, dataset, data_path=str(tmp_path / "data"), storage_dir=tmp_path / "tune")
     assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
@@ -298,8 +429,11 @@ def test_a_resumed_searchs_stored_settings_are_checked_as_a_new_ones(tmp_path):
     marker = tmp_path / "pwned"
     experiment = tmp_path / "tune" / "BPR-tiny"
     experiment.mkdir(parents=True)
-    request = {"experiment": str(experiment), "space": {"learning_rate": {"choice": [0.01]}},
-               "overrides": {"epochs": 1, "learning_rate": eval_payload(marker)}}
+    request = {
+        "experiment": str(experiment),
+        "space": {"learning_rate": {"choice": [0.01]}},
+        "overrides": {"epochs": 1, "learning_rate": eval_payload(marker)},
+    }
     (experiment / REQUEST_FILE).write_text(json.dumps(request))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("ray.tune.Tuner.can_restore", staticmethod(lambda path: True))
@@ -315,8 +449,14 @@ def test_a_resumed_searchs_stored_settings_are_checked_as_a_new_ones(tmp_path):
 
 @pytest.mark.parametrize("model", ["EASE", "SLIMElastic", "ItemKNN"])
 def test_a_closed_form_models_trial_is_one_fit_and_its_shipped_space_fits_it(model, tiny_data, tmp_path):
-    request = make_request(model, "tiny", data_path=str(tiny_data), storage_dir=tmp_path / "tune",
-                           config_dict={"epochs": 30}, grace_period=5)
+    request = make_request(
+        model,
+        "tiny",
+        data_path=str(tiny_data),
+        storage_dir=tmp_path / "tune",
+        config_dict={"epochs": 30},
+        grace_period=5,
+    )
     # RecBole's traditional trainer fits once whatever epochs says: one evaluation, and ASHA's grace shrinks to it
     assert request["max_t"] == 1 and request["grace_period"] == 1 and request["grace_asked"] == 5
     assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
@@ -326,39 +466,76 @@ def test_a_closed_form_models_trial_is_one_fit_and_its_shipped_space_fits_it(mod
 def test_defaults_first_takes_the_searched_keys_values_a_plain_run_merges(tiny_data, tiny_yaml, tmp_path):
     from recbole_mgformer.quick_start import build_config
 
-    space = {"learning_rate": {"choice": [0.01, 0.05]}, "embedding_size": {"choice": [16, 32]},
-             "uniformity_weight": {"loguniform": [0.1, 1.0]}, "structural_size": {"choice": [None, 8]}}
-    request = make_request("MGFormer", "tiny", space, config_files=[str(tiny_yaml)], data_path=str(tiny_data),
-                           config_dict={"uniformity_weight": 0.7}, storage_dir=tmp_path / "tune", defaults_first=True)
-    config, _ = build_config("MGFormer", "tiny", [str(tiny_yaml)], {"uniformity_weight": 0.7,
-                                                                   "data_path": str(tiny_data)})
+    space = {
+        "learning_rate": {"choice": [0.01, 0.05]},
+        "embedding_size": {"choice": [16, 32]},
+        "uniformity_weight": {"loguniform": [0.1, 1.0]},
+        "structural_size": {"choice": [None, 8]},
+    }
+    request = make_request(
+        "MGFormer",
+        "tiny",
+        space,
+        config_files=[str(tiny_yaml)],
+        data_path=str(tiny_data),
+        config_dict={"uniformity_weight": 0.7},
+        storage_dir=tmp_path / "tune",
+        defaults_first=True,
+    )
+    config, _ = build_config(
+        "MGFormer", "tiny", [str(tiny_yaml)], {"uniformity_weight": 0.7, "data_path": str(tiny_data)}
+    )
     assert request["defaults_first"] is True
     assert request["first_trial"] == {key: config[key] for key in space}
     # RecBole's learning rate, the config file's d (over MGFormer.yaml's 64), the fixed setting's weight, the YAML's ~
-    assert request["first_trial"] == {"learning_rate": 0.001, "embedding_size": 8, "uniformity_weight": 0.7,
-                                      "structural_size": None}
+    assert request["first_trial"] == {
+        "learning_rate": 0.001,
+        "embedding_size": 8,
+        "uniformity_weight": 0.7,
+        "structural_size": None,
+    }
     assert request["first_trial_outside"] == ["learning_rate", "embedding_size"]  # run anyway by a random search
-    plain = make_request("MGFormer", "tiny", space, config_files=[str(tiny_yaml)], data_path=str(tiny_data),
-                         storage_dir=tmp_path / "tune")
+    plain = make_request(
+        "MGFormer",
+        "tiny",
+        space,
+        config_files=[str(tiny_yaml)],
+        data_path=str(tiny_data),
+        storage_dir=tmp_path / "tune",
+    )
     assert plain["defaults_first"] is False and "first_trial" not in plain
 
 
 def test_defaults_first_names_a_key_without_a_default_or_one_the_search_cannot_take(tiny_data, tmp_path):
     def request(space, **settings):
-        return make_request("BPR", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune",
-                            defaults_first=True, **settings)
+        return make_request(
+            "BPR",
+            "tiny",
+            space,
+            data_path=str(tiny_data),
+            storage_dir=tmp_path / "tune",
+            defaults_first=True,
+            **settings,
+        )
 
-    with pytest.raises(TuneSetupError, match=r"the space: BPR has no default for 'double_tower' .*set double_tower "
-                                             r"in a --config_files file, or drop --defaults-first"):
+    with pytest.raises(
+        TuneSetupError,
+        match=r"the space: BPR has no default for 'double_tower' .*set double_tower "
+        r"in a --config_files file, or drop --defaults-first",
+    ):
         request({"double_tower": {"choice": [True, False]}})
     with pytest.raises(TuneSetupError, match="--defaults-first needs --search random or hyperopt"):
         request({"learning_rate": {"choice": [0.01]}}, search="grid")
     if __import__("importlib").util.find_spec("hyperopt") is not None:
-        with pytest.raises(TuneSetupError, match=r"BPR's default learning_rate=0.001 lies outside learning_rate: "
-                                                 r"\{choice: \[0.01, 0.05\]\}, and --search hyperopt cannot"):
+        with pytest.raises(
+            TuneSetupError,
+            match=r"BPR's default learning_rate=0.001 lies outside learning_rate: "
+            r"\{choice: \[0.01, 0.05\]\}, and --search hyperopt cannot",
+        ):
             request({"learning_rate": {"choice": [0.01, 0.05]}}, search="hyperopt")
         assert request({"learning_rate": {"choice": [0.01, 0.001]}}, search="hyperopt")["first_trial"] == {
-            "learning_rate": 0.001}
+            "learning_rate": 0.001
+        }
 
 
 def test_the_first_trial_is_the_point_and_the_others_are_drawn_as_without_it(ray_session, tmp_path):
@@ -369,15 +546,25 @@ def test_the_first_trial_is_the_point_and_the_others_are_drawn_as_without_it(ray
     from recbole_mgformer.tune.search import _search_algorithm
     from recbole_mgformer.tune.trials import _item
 
-    parsed = parse_space({"mlp_hidden_size": {"choice": [[64], [128, 128]]}, "size": {"choice": [None, 8]},
-                          "weight": {"loguniform": [1.0e-5, 0.1]}, "layers": {"randint": [1, 4]}})
+    parsed = parse_space(
+        {
+            "mlp_hidden_size": {"choice": [[64], [128, 128]]},
+            "size": {"choice": [None, 8]},
+            "weight": {"loguniform": [1.0e-5, 0.1]},
+            "layers": {"randint": [1, 4]},
+        }
+    )
     point = {"mlp_hidden_size": [256, 256], "size": None, "weight": 0.0, "layers": 2}
 
     def trials(first_trial, name):
-        tuner = tune.Tuner(lambda config: {"score": 0.0}, param_space=ray_space(parsed, "random"),
-                           tune_config=tune.TuneConfig(num_samples=3, metric="score", mode="max",
-                                                       search_alg=_search_algorithm("random", 0, first_trial)),
-                           run_config=air.RunConfig(name=name, storage_path=str(tmp_path), verbose=0))
+        tuner = tune.Tuner(
+            lambda config: {"score": 0.0},
+            param_space=ray_space(parsed, "random"),
+            tune_config=tune.TuneConfig(
+                num_samples=3, metric="score", mode="max", search_alg=_search_algorithm("random", 0, first_trial)
+            ),
+            run_config=air.RunConfig(name=name, storage_path=str(tmp_path), verbose=0),
+        )
         return [{key: _item(value) for key, value in result.config.items()} for result in tuner.fit()]
 
     with_point, drawn = trials(point, "first"), trials(None, "plain")
@@ -385,8 +572,9 @@ def test_the_first_trial_is_the_point_and_the_others_are_drawn_as_without_it(ray
     assert with_point[1:] == drawn[:2]
 
 
-def test_a_defaults_first_search_runs_the_defaults_as_one_of_its_samples(ray_session, tiny_data, tiny_yaml, tmp_path,
-                                                                        capsys):
+def test_a_defaults_first_search_runs_the_defaults_as_one_of_its_samples(
+    ray_session, tiny_data, tiny_yaml, tmp_path, capsys
+):
     (tmp_path / "bpr-space.yaml").write_text("learning_rate: {choice: [0.01, 0.05]}\n")  # RecBole's 0.001 is not
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "2", "--defaults-first") == 0
     record = json.loads((tmp_path / "results" / "BPR-tiny.json").read_text())
@@ -397,8 +585,10 @@ def test_a_defaults_first_search_runs_the_defaults_as_one_of_its_samples(ray_ses
     assert other["params"]["learning_rate"] in (0.01, 0.05)
     page = (tmp_path / "results" / "BPR-tiny.md").read_text()
     rank = 1 + record["rows"].index(first)
-    assert (f"First trial: the model's defaults (`learning_rate=0.001`), one of the 2 trials; outside the space, "
-            f"run anyway: `learning_rate`; it ranked {rank} of 2.") in page
+    assert (
+        f"First trial: the model's defaults (`learning_rate=0.001`), one of the 2 trials; outside the space, "
+        f"run anyway: `learning_rate`; it ranked {rank} of 2."
+    ) in page
     assert "| completed (the defaults) |" in page or "| stopped early (the defaults) |" in page
     # resumed as it started; a resume that would drop the first trial is refused
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--resume") == 0

@@ -23,31 +23,45 @@ def write_space(folder, text, name="space.yaml"):
 def test_space_distributions_become_ray_domains():
     from ray.tune.search.sample import Categorical, Float, Integer
 
-    parsed = parse_space({"embedding_size": {"choice": [32, 64, 128]}, "uniformity_weight": {"loguniform": [0.1, 5.0]},
-                          "n_layers": {"grid": [1, 2]}, "attention_weight": {"uniform": [0.5, 1.0]},
-                          "n_heads": {"randint": [1, 3]}})
+    parsed = parse_space(
+        {
+            "embedding_size": {"choice": [32, 64, 128]},
+            "uniformity_weight": {"loguniform": [0.1, 5.0]},
+            "n_layers": {"grid": [1, 2]},
+            "attention_weight": {"uniform": [0.5, 1.0]},
+            "n_heads": {"randint": [1, 3]},
+        }
+    )
     space = ray_space(parsed, "random")
     assert isinstance(space["embedding_size"], Categorical) and space["embedding_size"].categories == [32, 64, 128]
-    assert isinstance(space["uniformity_weight"], Float) and (space["uniformity_weight"].lower,
-                                                              space["uniformity_weight"].upper) == (0.1, 5.0)
+    assert isinstance(space["uniformity_weight"], Float) and (
+        space["uniformity_weight"].lower,
+        space["uniformity_weight"].upper,
+    ) == (0.1, 5.0)
     assert space["n_layers"] == {"grid_search": [1, 2]}
     assert isinstance(space["attention_weight"], Float) and isinstance(space["n_heads"], Integer)
     grid = ray_space(parse_space({"embedding_size": {"choice": [32, 64]}, "n_layers": {"grid": [1, 2]}}), "grid")
     assert grid == {"embedding_size": {"grid_search": [32, 64]}, "n_layers": {"grid_search": [1, 2]}}
 
 
-@pytest.mark.parametrize("raw, message", [
-    ({"uniformity_weight": {"normal": [0, 1]}}, "unknown distribution 'normal'; choose one of choice, grid, uniform"),
-    ({"uniformity_weight": {"loguniform": [0.0, 5.0]}}, "loguniform takes [low, high] numbers with 0 < low < high"),
-    ({"uniformity_weight": {"uniform": [5.0, 0.1]}}, "uniform takes [low, high] numbers with low < high"),
-    ({"uniformity_weight": {"uniform": [0.1]}}, "uniform takes [low, high]"),
-    ({"n_heads": {"randint": [1.5, 4]}}, "randint takes [low, high] integers"),
-    ({"embedding_size": {"choice": []}}, "choice takes a non-empty list"),
-    ({"embedding_size": 64}, "embedding_size must be one distribution, e.g. `embedding_size: {choice: [...]}`"),
-    ({"embedding_size": {"choice": [32], "grid": [64]}}, "must be one distribution"),
-    ({}, "must be a non-empty mapping"),
-    ([1, 2], "must be a non-empty mapping"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (
+            {"uniformity_weight": {"normal": [0, 1]}},
+            "unknown distribution 'normal'; choose one of choice, grid, uniform",
+        ),
+        ({"uniformity_weight": {"loguniform": [0.0, 5.0]}}, "loguniform takes [low, high] numbers with 0 < low < high"),
+        ({"uniformity_weight": {"uniform": [5.0, 0.1]}}, "uniform takes [low, high] numbers with low < high"),
+        ({"uniformity_weight": {"uniform": [0.1]}}, "uniform takes [low, high]"),
+        ({"n_heads": {"randint": [1.5, 4]}}, "randint takes [low, high] integers"),
+        ({"embedding_size": {"choice": []}}, "choice takes a non-empty list"),
+        ({"embedding_size": 64}, "embedding_size must be one distribution, e.g. `embedding_size: {choice: [...]}`"),
+        ({"embedding_size": {"choice": [32], "grid": [64]}}, "must be one distribution"),
+        ({}, "must be a non-empty mapping"),
+        ([1, 2], "must be a non-empty mapping"),
+    ],
+)
 def test_malformed_spaces_are_rejected_with_what_is_allowed(raw, message):
     with pytest.raises(TuneSetupError, match=re.escape(message)):
         parse_space(raw, "space.yaml")
@@ -81,8 +95,11 @@ def test_mgformer_space_holds_the_papers_and_directaus_for_the_same_loss():
 
 def test_a_key_the_model_lacks_fails_before_any_trial_with_close_matches(tiny_data, tmp_path):
     space = write_space(tmp_path, "uniformty_weight: {loguniform: [0.1, 5.0]}\n")
-    with pytest.raises(TuneSetupError, match=r"MGFormer has no config key 'uniformty_weight'; did you mean "
-                                             r"uniformity_weight"):
+    with pytest.raises(
+        TuneSetupError,
+        match=r"MGFormer has no config key 'uniformty_weight'; did you mean "
+        r"uniformity_weight",
+    ):
         make_request("MGFormer", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
     with pytest.raises(TuneSetupError, match=r"BPR has no config key 'uniformity_weight'"):
         make_request("BPR", "tiny", {"uniformity_weight": {"choice": [1.0]}}, data_path=str(tiny_data))
@@ -90,8 +107,21 @@ def test_a_key_the_model_lacks_fails_before_any_trial_with_close_matches(tiny_da
 
 def test_the_command_reports_an_invalid_space_and_starts_nothing(tiny_data, tmp_path, capsys):
     space = write_space(tmp_path, "embedding_size: {normal: [64, 8]}\n")
-    code = main(["--model", "MGFormer", "--dataset", "tiny", "--space", str(space), f"--data_path={tiny_data}",
-                        "--storage", str(tmp_path / "tune"), "--results", str(tmp_path / "results")])
+    code = main(
+        [
+            "--model",
+            "MGFormer",
+            "--dataset",
+            "tiny",
+            "--space",
+            str(space),
+            f"--data_path={tiny_data}",
+            "--storage",
+            str(tmp_path / "tune"),
+            "--results",
+            str(tmp_path / "results"),
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "error: " in err and "embedding_size uses unknown distribution 'normal'" in err
@@ -105,8 +135,13 @@ def test_the_command_reports_an_invalid_space_and_starts_nothing(tiny_data, tmp_
 @pytest.mark.skipif(__import__("importlib").util.find_spec("hyperopt") is not None, reason="hyperopt is installed")
 def test_hyperopt_without_the_package_names_the_pip_command(tiny_data, tmp_path):
     with pytest.raises(TuneSetupError, match=re.escape("pip install hyperopt==0.2.5")):
-        make_request("MGFormer", "tiny", {"uniformity_weight": {"loguniform": [0.1, 5.0]}}, data_path=str(tiny_data),
-                     search="hyperopt")
+        make_request(
+            "MGFormer",
+            "tiny",
+            {"uniformity_weight": {"loguniform": [0.1, 5.0]}},
+            data_path=str(tiny_data),
+            search="hyperopt",
+        )
 
 
 def test_ray_temp_dir_stays_short_enough_for_its_sockets(tmp_path):
@@ -137,9 +172,16 @@ def test_a_dataset_with_its_own_space_searches_it_and_the_others_the_common_one(
     assert space_file("BPR", "amazon-beauty") == space_file("BPR") == properties_dir() / "hyper" / "BPR.yaml"
 
 
-@pytest.mark.parametrize("model, key, floor", [("MGFormer", "uniformity_weight", 0.1), ("DirectAU", "gamma", 0.1),
-                                               ("SimGCL", "lambda", 0.01), ("XSimGCL", "lambda", 0.01),
-                                               ("SGL", "ssl_weight", 0.005)])
+@pytest.mark.parametrize(
+    "model, key, floor",
+    [
+        ("MGFormer", "uniformity_weight", 0.1),
+        ("DirectAU", "gamma", 0.1),
+        ("SimGCL", "lambda", 0.01),
+        ("XSimGCL", "lambda", 0.01),
+        ("SGL", "ssl_weight", 0.005),
+    ],
+)
 def test_sparse_beauty_keeps_each_loss_weights_floor_from_before_the_dense_widening(model, key, floor):
     # on Beauty MGFormer's draws below 0.1 failed (valid NDCG@20 0.013); every weight keeps its earlier floor alike,
     # the rest of each space is the common one
@@ -149,12 +191,20 @@ def test_sparse_beauty_keeps_each_loss_weights_floor_from_before_the_dense_widen
     common, _ = load_space(None, model)
     assert beauty[key]["loguniform"][0] == floor and common[key]["loguniform"][0] < floor
     assert list(beauty) == list(common)
-    assert {k: v for k, v in beauty.items() if k not in (key, "structural_size")} == \
-        {k: v for k, v in common.items() if k not in (key, "structural_size")}
+    assert {k: v for k, v in beauty.items() if k not in (key, "structural_size")} == {
+        k: v for k, v in common.items() if k not in (key, "structural_size")
+    }
 
 
-@pytest.mark.parametrize("model, key, floor", [("DirectAU", "gamma", 0.01), ("SimGCL", "lambda", 0.001),
-                                               ("XSimGCL", "lambda", 0.001), ("SGL", "ssl_weight", 0.001)])
+@pytest.mark.parametrize(
+    "model, key, floor",
+    [
+        ("DirectAU", "gamma", 0.01),
+        ("SimGCL", "lambda", 0.001),
+        ("XSimGCL", "lambda", 0.001),
+        ("SGL", "ssl_weight", 0.001),
+    ],
+)
 def test_spaces_reach_the_weak_regularisation_dense_data_needs(model, key, floor):
     # the contrastive weights' first ml-100k searches chose values at a floor of 0.01 or 0.005
     # (results/exploration/tuning-narrow/ml-100k/): a space that ends there decides the search, not the model
@@ -164,11 +214,16 @@ def test_spaces_reach_the_weak_regularisation_dense_data_needs(model, key, floor
     assert raw[key]["loguniform"][0] <= floor
 
 
-@pytest.mark.parametrize("text", ["uniformity_weight: {uniform: [0.1, .inf]}\n",
-                                  "uniformity_weight: {loguniform: [0.1, .inf]}\n",
-                                  "uniformity_weight: {uniform: [-.inf, 1.0]}\n",
-                                  "uniformity_weight: {uniform: [.nan, 1.0]}\n",
-                                  "n_heads: {randint: [1, .inf]}\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "uniformity_weight: {uniform: [0.1, .inf]}\n",
+        "uniformity_weight: {loguniform: [0.1, .inf]}\n",
+        "uniformity_weight: {uniform: [-.inf, 1.0]}\n",
+        "uniformity_weight: {uniform: [.nan, 1.0]}\n",
+        "n_heads: {randint: [1, .inf]}\n",
+    ],
+)
 def test_a_non_finite_bound_is_an_error_naming_the_key(text, tmp_path):
     from recbole_mgformer.tune.space import load_space
 
@@ -191,8 +246,24 @@ def test_a_space_value_that_is_code_fails_before_any_trial_and_never_runs(tiny_d
     space = write_space(tmp_path, yaml.safe_dump({"learning_rate": {"choice": [eval_payload(marker)]}}))
     with pytest.raises(TuneSetupError, match=rf"{re.escape(str(space))}: setting learning_rate: .*never run as Python"):
         make_request("MGFormer", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
-    assert main(["--model", "MGFormer", "--dataset", "tiny", "--space", str(space), f"--data_path={tiny_data}",
-                 "--storage", str(tmp_path / "tune"), "--results", str(tmp_path / "results")]) == 2
+    assert (
+        main(
+            [
+                "--model",
+                "MGFormer",
+                "--dataset",
+                "tiny",
+                "--space",
+                str(space),
+                f"--data_path={tiny_data}",
+                "--storage",
+                str(tmp_path / "tune"),
+                "--results",
+                str(tmp_path / "results"),
+            ]
+        )
+        == 2
+    )
     assert "never run as Python" in capsys.readouterr().err
     assert not marker.exists() and not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
     # legitimate strings (RecBole's own values, a list written as a string) still search

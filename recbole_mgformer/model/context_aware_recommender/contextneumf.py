@@ -27,10 +27,15 @@ from recbole_mgformer.model.options import non_negative_float, positive_int
 
 def hidden_sizes(config, name):
     sizes = config["mlp_hidden_size"]
-    if (not isinstance(sizes, (list, tuple)) or not sizes
-            or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes)):
-        raise ValueError(f"{name}: mlp_hidden_size must be a non-empty list of positive integers, got {sizes!r} "
-                         "(set it in a config file or with --mlp_hidden_size='[64,32]')")
+    if (
+        not isinstance(sizes, (list, tuple))
+        or not sizes
+        or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes)
+    ):
+        raise ValueError(
+            f"{name}: mlp_hidden_size must be a non-empty list of positive integers, got {sizes!r} "
+            "(set it in a config file or with --mlp_hidden_size='[64,32]')"
+        )
     return list(sizes)
 
 

@@ -52,8 +52,9 @@ class TransformerBlock(nn.Module):
         if d % n_heads:
             raise ValueError(f"embedding size {d} is not divisible by {n_heads} heads")
         if attention_scale not in ATTENTION_SCALES:
-            raise ValueError(f"unknown attention_scale {attention_scale!r}; "
-                             f"choose one of {', '.join(ATTENTION_SCALES)}")
+            raise ValueError(
+                f"unknown attention_scale {attention_scale!r}; choose one of {', '.join(ATTENTION_SCALES)}"
+            )
         self.n_heads, self.head_size = n_heads, d // n_heads
         self.scale = 1 / math.sqrt(d if attention_scale == "d" else self.head_size)
         self.query = nn.Linear(d, d, bias=False)
@@ -72,8 +73,9 @@ class TransformerBlock(nn.Module):
     def forward(self, x, mask):
         """x (b, n, d), mask (b, n) bool -> (b, n, d)."""
         x = self.dropout(x)
-        heads = masked_attention(self._heads(self.query(x)), self._heads(self.key(x)), self._heads(self.value(x)),
-                                 mask, self.scale)
+        heads = masked_attention(
+            self._heads(self.query(x)), self._heads(self.key(x)), self._heads(self.value(x)), mask, self.scale
+        )
         attended = heads.transpose(1, 2).reshape(x.shape)  # Concat(U_1, ..., U_h)
         x = self.attention_norm(x + self.out(attended))  # Eq. (2) + residual
         x = self.dropout(x)
@@ -98,8 +100,12 @@ class FieldTokens(nn.Module):
     or float-seq field (each genre of a movie is its own feature). All fields share one table,
     each at its own offset."""
 
-    KINDS = {FeatureType.TOKEN: "token", FeatureType.TOKEN_SEQ: "token_seq",
-             FeatureType.FLOAT: "float", FeatureType.FLOAT_SEQ: "float_seq"}
+    KINDS = {
+        FeatureType.TOKEN: "token",
+        FeatureType.TOKEN_SEQ: "token_seq",
+        FeatureType.FLOAT: "float",
+        FeatureType.FLOAT_SEQ: "float_seq",
+    }
 
     def __init__(self, fields, kinds, sizes, d):
         super().__init__()
@@ -126,8 +132,12 @@ class FieldTokens(nn.Module):
         return value_weighted_tokens(self.table, torch.cat(indices, dim=1), torch.cat(values, dim=1))
 
 
-_BASE_TABLES = ("token_embedding_table", "float_embedding_table", "token_seq_embedding_table",
-                "float_seq_embedding_table")
+_BASE_TABLES = (
+    "token_embedding_table",
+    "float_embedding_table",
+    "token_seq_embedding_table",
+    "float_seq_embedding_table",
+)
 
 
 def drop_base_tables(model, keep_first_order=False):
@@ -188,8 +198,10 @@ class CSA(ContextRecommender):
         d = positive_int(config, "embedding_size", "CSA")
         n_heads = positive_int(config, "n_heads", "CSA")
         if d % n_heads:
-            raise ValueError(f"CSA: embedding_size ({d}) must be divisible by n_heads ({n_heads}) "
-                             "(set them in a config file or with --embedding_size=... --n_heads=...)")
+            raise ValueError(
+                f"CSA: embedding_size ({d}) must be divisible by n_heads ({n_heads}) "
+                "(set them in a config file or with --embedding_size=... --n_heads=...)"
+            )
         d_ff = positive_int(config, "d_ff", "CSA")
         n_layers = positive_int(config, "n_layers", "CSA")
         dropout = non_negative_float(config, "dropout_prob", "CSA")

@@ -36,8 +36,9 @@ class IMC(ContextRecommender):
         d = positive_int(config, "embedding_size", "IMC")
         self.reg_weight = non_negative_float(config, "reg_weight", "IMC")
         if not isinstance(config["bias"], bool):
-            raise ValueError(f"IMC: bias must be True or False, got {config['bias']!r} "
-                             "(set it in a config file or with --bias=...)")
+            raise ValueError(
+                f"IMC: bias must be True or False, got {config['bias']!r} (set it in a config file or with --bias=...)"
+            )
         self.user_tokens, self.item_tokens = user_and_item_tokens(self, dataset, d, "IMC")  # U, V
         self.bias = nn.Parameter(torch.zeros(())) if config["bias"] else None
         for tokens in (self.user_tokens, self.item_tokens):

@@ -11,5 +11,15 @@ from recbole_mgformer.model.general_recommender.turbocf import TurboCF
 from recbole_mgformer.model.general_recommender.xsimgcl import XSimGCL
 
 __all__ = [
-    "BSPM", "ChebyCF", "DirectAU", "EASE", "GFCF", "MGFormer", "SGL", "SimGCL", "SLIMElastic", "TurboCF", "XSimGCL",
+    "BSPM",
+    "ChebyCF",
+    "DirectAU",
+    "EASE",
+    "GFCF",
+    "MGFormer",
+    "SGL",
+    "SimGCL",
+    "SLIMElastic",
+    "TurboCF",
+    "XSimGCL",
 ]

@@ -56,13 +56,21 @@ class BSPM(ClosedFormRecommender):
         self.final_sharpening = choice(config, "final_sharpening", (True, False), "BSPM")
         self.sharpening = choice(config, "sharpening", (True, False), "BSPM")
         self.t_point_combination = choice(config, "t_point_combination", (True, False), "BSPM")
-        self.schedule = {process: (choice(config, f"solver_{process}", SOLVERS, "BSPM"),
-                                   positive_float(config, horizon, "BSPM"), positive_int(config, steps, "BSPM"))
-                         for process, horizon, steps in PROCESSES}
+        self.schedule = {
+            process: (
+                choice(config, f"solver_{process}", SOLVERS, "BSPM"),
+                positive_float(config, horizon, "BSPM"),
+                positive_int(config, steps, "BSPM"),
+            )
+            for process, horizon, steps in PROCESSES
+        }
         normalized = normalized_interactions(interactions, 0.5, 0.5)  # R~
         self.linear = ItemGraph(factor=normalized)
-        self.ideal = ideal_low_pass(normalized, item_degrees(interactions), self.k, config["seed"], "BSPM",
-                                    key="factor_dim") if self.idl_beta > 0 else None
+        self.ideal = (
+            ideal_low_pass(normalized, item_degrees(interactions), self.k, config["seed"], "BSPM", key="factor_dim")
+            if self.idl_beta > 0
+            else None
+        )
 
     def solve(self, process, derivative, start):
         solver, horizon, steps = self.schedule[process]

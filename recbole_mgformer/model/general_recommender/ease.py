@@ -27,8 +27,10 @@ def symmetric_inverse(gram):
     potrf, potri = lapack.get_lapack_funcs(("potrf", "potri"), (gram,))
     factor, info = potrf(gram, lower=False, overwrite_a=True, clean=False)
     if info != 0:
-        raise ValueError(f"EASE: the regularised Gram matrix is not positive definite (LAPACK potrf info {info}); "
-                         "raise reg_weight (it must be > 0)")
+        raise ValueError(
+            f"EASE: the regularised Gram matrix is not positive definite (LAPACK potrf info {info}); "
+            "raise reg_weight (it must be > 0)"
+        )
     inverse, info = potri(factor, lower=False, overwrite_c=True)
     if info != 0:
         raise ValueError(f"EASE: the Cholesky inverse failed (LAPACK potri info {info}); raise reg_weight")
@@ -50,8 +52,9 @@ def fill_lower_from_upper(matrix):
 def ease_weights(interactions, reg_weight):
     """EASE's item weights ``B`` (items, items) from the user x item ``interactions`` (sparse), in float32."""
     if not reg_weight > 0:
-        raise ValueError(f"EASE: reg_weight must be > 0 (the ridge that makes X^T X + reg_weight I invertible), "
-                         f"got {reg_weight!r}")
+        raise ValueError(
+            f"EASE: reg_weight must be > 0 (the ridge that makes X^T X + reg_weight I invertible), got {reg_weight!r}"
+        )
     gram = (interactions.T @ interactions).astype(np.float32)
     weights = np.asfortranarray(gram.toarray())  # Fortran order: LAPACK works on it in place, without a copy
     del gram

@@ -36,8 +36,11 @@ class GFCF(ClosedFormRecommender):
         self.alpha = non_negative_float(config, "alpha", "GFCF")
         normalized = normalized_interactions(interactions, 0.5, 0.5)  # R~
         self.linear = ItemGraph(factor=normalized)
-        self.ideal = ideal_low_pass(normalized, item_degrees(interactions), self.k, config["seed"], "GFCF") \
-            if self.alpha > 0 else None
+        self.ideal = (
+            ideal_low_pass(normalized, item_degrees(interactions), self.k, config["seed"], "GFCF")
+            if self.alpha > 0
+            else None
+        )
 
     def filter_rows(self, rows):  # (block, items) -> (block, items)
         scores = self.linear(rows)

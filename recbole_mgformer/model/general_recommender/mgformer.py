@@ -45,8 +45,9 @@ def graph_inputs(interactions, options):
     (users, items), the training split only. Draws from no torch generator (the SVD's from ``options.seed``)."""
     structural = adjacency = propagated = edges = None
     if options.structural_encoding == "svd":
-        users_p, items_p = svd_structural_encodings(interactions, options.structural_size, options.seed,
-                                                    options.svd_solver)
+        users_p, items_p = svd_structural_encodings(
+            interactions, options.structural_size, options.seed, options.svd_solver
+        )
         structural = options.structural_scale * torch.from_numpy(np.concatenate([users_p, items_p]))
     if options.token_propagation:
         adjacency = normalized_adjacency(interactions)
@@ -76,8 +77,11 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
         self.n_nodes = self.n_users + self.n_items
         self.options = options = MGFormerOptions.from_config(config, self.n_nodes)
         # read by the methods below, by experiments/ and by tests
-        self.embedding_size, self.structural_encoding, self.width = (options.embedding_size,
-                                                                     options.structural_encoding, options.width)
+        self.embedding_size, self.structural_encoding, self.width = (
+            options.embedding_size,
+            options.structural_encoding,
+            options.width,
+        )
         self.use_attention, self.degree_mask, self.score = options.attention, options.degree_mask, options.score
         self.uniformity_weight, self.uniformity_block_rows = options.uniformity_weight, options.uniformity_block_rows
         self.feature_redraw_interval, self.key_sample_size = options.feature_redraw_interval, options.key_sample_size
@@ -96,17 +100,18 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
             if graph.propagated_structural is not None:
                 self.register_buffer("propagated_structural", graph.propagated_structural, persistent=False)
         self.register_buffer("degree_bucket", torch.from_numpy(degree_buckets(graph.degrees, options.max_exact_degree)))
-        self.degree_embedding = nn.Embedding(n_degree_buckets(int(graph.degrees.max(initial=0)),
-                                                              options.max_exact_degree),
-                                             options.degree_embedding_size)
+        self.degree_embedding = nn.Embedding(
+            n_degree_buckets(int(graph.degrees.max(initial=0)), options.max_exact_degree), options.degree_embedding_size
+        )
         self.degree_projection = nn.Linear(self.degree_embedding.embedding_dim, 1)
         if graph.edges is not None:  # rebuilt from the data, not saved
             self.register_buffer("edge_row_pointers", graph.edges[0], persistent=False)
             self.register_buffer("edge_columns", graph.edges[1], persistent=False)
 
         self.generator = torch.Generator().manual_seed(self.seed)
-        self.layers = attention_layers(options, generator=self.generator,
-                                       log_degree=torch.log1p(torch.from_numpy(graph.degrees).float()))
+        self.layers = attention_layers(
+            options, generator=self.generator, log_degree=torch.log1p(torch.from_numpy(graph.degrees).float())
+        )
         self.register_buffer("feature_draws", torch.zeros((), dtype=torch.long))
         self.training_steps = 0
         self.key_generator = torch.Generator().manual_seed(self.seed)
@@ -185,11 +190,14 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
     def cuda_graph_blocker(self):
         """Why this configuration's training step cannot be one CUDA graph, or None."""
         if self.key_sample_size and self.key_sample_size < self.n_nodes:
-            return ("key_sample_size draws each step's keys on the host, which a graph would freeze; set "
-                    "key_sample_size: 0")
+            return (
+                "key_sample_size draws each step's keys on the host, which a graph would freeze; set key_sample_size: 0"
+            )
         if self.use_attention and self.degree_mask == "adjacency":
-            return ("degree_mask: adjacency gathers the edges leaving each batch, a number that changes from batch "
-                    "to batch; use degree_mask: sin or none")
+            return (
+                "degree_mask: adjacency gathers the edges leaving each batch, a number that changes from batch "
+                "to batch; use degree_mask: sin or none"
+            )
         return None
 
     def before_step(self):
@@ -212,8 +220,9 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
         users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
         outputs = self.forward(torch.cat([users, items + self.n_users]), self.sample_keys())
         # (2b, w) -> (2, b, w): users then items, one normalisation and one uniformity call for both
-        return directau_loss_of_pairs(outputs.view(2, len(users), -1), self.uniformity_weight, self.matmul_dtype,
-                                      self.uniformity_block_rows)
+        return directau_loss_of_pairs(
+            outputs.view(2, len(users), -1), self.uniformity_weight, self.matmul_dtype, self.uniformity_block_rows
+        )
 
     def _scoring(self, outputs):
         return nn.functional.normalize(outputs, dim=-1) if self.score == "cosine" else outputs

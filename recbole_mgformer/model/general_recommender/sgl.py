@@ -46,16 +46,19 @@ class SGL(RecBoleSGL):
 
     def __init__(self, config, dataset):
         if config["type"] not in VIEW_TYPES:
-            raise ValueError(f"SGL: type={config['type']!r} must be one of {', '.join(VIEW_TYPES)} (edge dropout, "
-                             "node dropout, random walk)")
+            raise ValueError(
+                f"SGL: type={config['type']!r} must be one of {', '.join(VIEW_TYPES)} (edge dropout, "
+                "node dropout, random walk)"
+            )
         super().__init__(config, dataset)  # RecBole's: sets train_graph, the structure every view shares
         crow, col = self.graph_crow_indices.cpu().numpy(), self.graph_col_indices.cpu().numpy()
         users, items = np.asarray(self._user), np.asarray(self._item) + self.n_users
         # the structure on the host, where the views are drawn: each entry's row and column, (nnz,) each
         self.entry_rows, self.entry_columns = np.repeat(np.arange(len(crow) - 1), np.diff(crow)), col
         # each interaction's two entries, (u, i) and (i, u): (2, interactions)
-        self.interaction_entries = np.stack([entry_positions(crow, col, users, items),
-                                             entry_positions(crow, col, items, users)])
+        self.interaction_entries = np.stack(
+            [entry_positions(crow, col, users, items), entry_positions(crow, col, items, users)]
+        )
         views = 2 * (self.n_layers if self.type == "RW" else 1)  # two views, RW's a graph per layer
         self.register_buffer("view_values", self.graph_values.new_zeros(views, len(col)), persistent=False)
 
@@ -82,7 +85,7 @@ class SGL(RecBoleSGL):
     def views(self):
         """The two views: one graph each (ED, ND), or RW's list of one per layer."""
         graphs = [self.graph(values) for values in self.view_values]
-        return (graphs[:self.n_layers], graphs[self.n_layers:]) if self.type == "RW" else tuple(graphs)
+        return (graphs[: self.n_layers], graphs[self.n_layers :]) if self.type == "RW" else tuple(graphs)
 
     def interaction_weights(self):
         """Each training interaction's weight (interactions,) in one view: 1 kept, 0 dropped, drawn as RecBole's
@@ -129,12 +132,12 @@ class SGL(RecBoleSGL):
         view1, view2 = self.views()
         user_sub1, item_sub1 = self.forward(view1)
         user_sub2, item_sub2 = self.forward(view2)
-        return (self.calc_bpr_loss(*self.forward(self.train_graph), users, positives, interaction[self.NEG_ITEM_ID])
-                + self.calc_ssl_loss(users, positives, user_sub1, user_sub2, item_sub1, item_sub2))
+        return self.calc_bpr_loss(
+            *self.forward(self.train_graph), users, positives, interaction[self.NEG_ITEM_ID]
+        ) + self.calc_ssl_loss(users, positives, user_sub1, user_sub2, item_sub1, item_sub2)
 
     def calc_ssl_loss(self, user_list, pos_item_list, user_sub1, user_sub2, item_sub1, item_sub2):
         """``ssl_weight`` times the InfoNCE of the batch's users (against all users) and items (all items)."""
         ssl_user = info_nce_over_all_nodes(user_sub1[user_list], user_sub2[user_list], user_sub2, self.ssl_tau)
-        ssl_item = info_nce_over_all_nodes(item_sub1[pos_item_list], item_sub2[pos_item_list], item_sub2,
-                                           self.ssl_tau)
+        ssl_item = info_nce_over_all_nodes(item_sub1[pos_item_list], item_sub2[pos_item_list], item_sub2, self.ssl_tau)
         return (ssl_item + ssl_user) * self.ssl_weight

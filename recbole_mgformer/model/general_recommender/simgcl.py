@@ -50,8 +50,9 @@ class SimGCL(GraphRecommender):
         """The uniform draws behind ``views`` perturbed propagations, (views, L, n, d), in one draw: layer by layer,
         view by view, the numbers separate draws per layer would give on a CPU."""
         ego = self.user_embedding.weight
-        return generator_rand((views, self.n_layers, self.n_users + self.n_items, ego.shape[1]),
-                              self.noise_generator, ego)
+        return generator_rand(
+            (views, self.n_layers, self.n_users + self.n_items, ego.shape[1]), self.noise_generator, ego
+        )
 
     def layer_outputs(self, uniform=None):
         """``[E_1, ..., E_L]``, each (n, d); with ``uniform`` (L, n, d) draws, noise after every layer."""
@@ -66,8 +67,9 @@ class SimGCL(GraphRecommender):
         """InfoNCE on the batch's distinct users and items; views are (users, items) pairs. Repeated ids are masked
         out, not dropped: the shapes stay the batch's, and nothing is read on the host."""
         (users, user_repeats), (items, item_repeats) = distinct_ids(users), distinct_ids(items)
-        return (info_nce_loss(view1[0][users], view2[0][users], self.tau, user_repeats)
-                + info_nce_loss(view1[1][items], view2[1][items], self.tau, item_repeats))
+        return info_nce_loss(view1[0][users], view2[0][users], self.tau, user_repeats) + info_nce_loss(
+            view1[1][items], view2[1][items], self.tau, item_repeats
+        )
 
     def recommendation_loss(self, interaction, user_all, item_all):
         """BPR on the batch's triples plus L2 on the ego embeddings they touch."""
@@ -75,8 +77,9 @@ class SimGCL(GraphRecommender):
         positives, negatives = interaction[self.ITEM_ID], interaction[self.NEG_ITEM_ID]
         user_e = user_all[users]
         loss = bpr_loss((user_e * item_all[positives]).sum(-1), (user_e * item_all[negatives]).sum(-1))
-        regulariser = self.reg_loss(self.user_embedding(users), self.item_embedding(positives),
-                                    self.item_embedding(negatives), require_pow=True)
+        regulariser = self.reg_loss(
+            self.user_embedding(users), self.item_embedding(positives), self.item_embedding(negatives), require_pow=True
+        )
         return loss + self.reg_weight * regulariser.squeeze()
 
     def calculate_loss(self, interaction):

@@ -44,8 +44,9 @@ def _check_options(alpha, l1_ratio, positive_only, hide_item):
             raise ValueError(f"SLIMElastic: {name} must be true or false, got {value!r}")
 
 
-def slim_weights(interactions, alpha, l1_ratio, positive_only=True, hide_item=True, max_iter=100, tol=1e-4,
-                 random_state=None):
+def slim_weights(
+    interactions, alpha, l1_ratio, positive_only=True, hide_item=True, max_iter=100, tol=1e-4, random_state=None
+):
     """SLIMElastic's item weights (items, items) as a CSC matrix: column ``j`` holds item ``j``'s ElasticNet fit."""
     _check_options(alpha, l1_ratio, positive_only, hide_item)
     x = sp.csc_matrix(interactions, dtype=np.float32)  # (users, items)
@@ -54,14 +55,24 @@ def slim_weights(interactions, alpha, l1_ratio, positive_only=True, hide_item=Tr
     # items sharing a user with each item (the Gram matrix's sparsity pattern), only needed under positive_only
     cooccurrence = sp.csc_matrix(x.T @ x) if positive_only else None
     everything = np.arange(n_items)
-    model = ElasticNet(alpha=alpha, l1_ratio=l1_ratio, positive=positive_only, fit_intercept=False, copy_X=False,
-                       precompute=False, selection="random", max_iter=max_iter, tol=tol, random_state=random_state)
+    model = ElasticNet(
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        positive=positive_only,
+        fit_intercept=False,
+        copy_X=False,
+        precompute=False,
+        selection="random",
+        max_iter=max_iter,
+        tol=tol,
+        random_state=random_state,
+    )
     rows, cols, values = [], [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=ConvergenceWarning)
         for j in range(n_items):
             if positive_only:
-                candidates = cooccurrence.indices[cooccurrence.indptr[j]:cooccurrence.indptr[j + 1]]
+                candidates = cooccurrence.indices[cooccurrence.indptr[j] : cooccurrence.indptr[j + 1]]
             else:
                 candidates = everything
             if hide_item:
@@ -94,8 +105,9 @@ class SLIMElastic(ItemSimilarityScores, RecBoleSLIMElastic):
         self.positive_only = config["positive_only"]
         self.dummy_param = torch.nn.Parameter(torch.zeros(1))
         interactions = sp.csr_matrix(dataset.inter_matrix(form="csr"), dtype=np.float32)
-        self.item_similarity = slim_weights(interactions, self.alpha, self.l1_ratio, self.positive_only,
-                                            self.hide_item, random_state=config["seed"]).tocsr()
+        self.item_similarity = slim_weights(
+            interactions, self.alpha, self.l1_ratio, self.positive_only, self.hide_item, random_state=config["seed"]
+        ).tocsr()
         self.interaction_matrix = interactions
         self.other_parameter_name = ["interaction_matrix", "item_similarity"]
         self.device = config.device

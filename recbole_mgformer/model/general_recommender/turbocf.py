@@ -34,8 +34,10 @@ FILTERS = ("linear", "second_order", "ideal_approx")
 def _alpha(config):
     value = config["alpha"]
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
-        raise ValueError(f"TurboCF: alpha must be a number in [0, 1] (the user side's share of the normalisation), "
-                         f"got {value!r} (set it in a config file or with --alpha=...)")
+        raise ValueError(
+            f"TurboCF: alpha must be a number in [0, 1] (the user side's share of the normalisation), "
+            f"got {value!r} (set it in a config file or with --alpha=...)"
+        )
     return float(value)
 
 

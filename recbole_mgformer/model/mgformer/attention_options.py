@@ -78,14 +78,26 @@ class AttentionBlock(nn.Module):
     identity, or none. Same call as the layer: learned, fixed, z, query_index, edges, key_index -> (b, w).
     """
 
-    def __init__(self, attention, width, n_heads, residual=True, attention_weight=1.0, residual_scale="fixed",
-                 value_projection=False, log_degree=None, layer_norm=False):
+    def __init__(
+        self,
+        attention,
+        width,
+        n_heads,
+        residual=True,
+        attention_weight=1.0,
+        residual_scale="fixed",
+        value_projection=False,
+        log_degree=None,
+        layer_norm=False,
+    ):
         super().__init__()
         if residual_scale not in RESIDUAL_SCALES:
             raise ValueError(f"unknown residual_scale {residual_scale!r}; choose one of {', '.join(RESIDUAL_SCALES)}")
         if not residual and (residual_scale == "learned" or log_degree is not None):
-            raise ValueError("MGFormer: residual_scale: learned and degree_gate: True weigh the attention against "
-                             "the residual branch; set residual: True (or leave them at fixed and False)")
+            raise ValueError(
+                "MGFormer: residual_scale: learned and degree_gate: True weigh the attention against "
+                "the residual branch; set residual: True (or leave them at fixed and False)"
+            )
         self.attention, self.residual = attention, residual
         scale = torch.tensor(float(attention_weight))
         if residual_scale == "learned":
@@ -93,8 +105,7 @@ class AttentionBlock(nn.Module):
         else:
             self.register_buffer("residual_scale", scale, persistent=False)
         head_size = width // n_heads
-        self.value_weight = (nn.Parameter(torch.eye(head_size).repeat(n_heads, 1, 1)) if value_projection
-                             else None)
+        self.value_weight = nn.Parameter(torch.eye(head_size).repeat(n_heads, 1, 1)) if value_projection else None
         if log_degree is not None:
             self.register_buffer("log_degree", log_degree, persistent=False)  # from the data, not saved
             self.gate_slope, self.gate_bias = nn.Parameter(torch.zeros(())), nn.Parameter(torch.zeros(()))
@@ -167,13 +178,17 @@ class AttentionOptions:
 
     def __post_init__(self):
         if self.has_temperature and self.feature_map not in RANDOM_FEATURE_MAPS:
-            raise ValueError(f"MGFormer: attention_temperature and learn_temperature apply to the random feature maps "
-                             f"({', '.join(RANDOM_FEATURE_MAPS)}); feature_map {self.feature_map} has no temperature "
-                             "(relu and focused ignore a scale of the queries): leave attention_temperature: 1.0 "
-                             "and learn_temperature: False, or pick a random feature map")
+            raise ValueError(
+                f"MGFormer: attention_temperature and learn_temperature apply to the random feature maps "
+                f"({', '.join(RANDOM_FEATURE_MAPS)}); feature_map {self.feature_map} has no temperature "
+                "(relu and focused ignore a scale of the queries): leave attention_temperature: 1.0 "
+                "and learn_temperature: False, or pick a random feature map"
+            )
         if not self.residual and (self.residual_scale == "learned" or self.degree_gate):
-            raise ValueError("MGFormer: residual_scale: learned and degree_gate: True weigh the attention against the "
-                             "residual branch; set residual: True (or residual_scale: fixed, degree_gate: False)")
+            raise ValueError(
+                "MGFormer: residual_scale: learned and degree_gate: True weigh the attention against the "
+                "residual branch; set residual: True (or residual_scale: fixed, degree_gate: False)"
+            )
 
     @property
     def has_temperature(self):

@@ -31,8 +31,11 @@ class CompiledOrEager:
             try:
                 return self.compiled(*args, **kwargs)
             except Exception as error:  # torch._dynamo / inductor errors come in many types
-                warnings.warn(f"{self.name}: torch.compile failed ({type(error).__name__}: "
-                              f"{str(error).splitlines()[0] if str(error) else ''}); running in eager mode",
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"{self.name}: torch.compile failed ({type(error).__name__}: "
+                    f"{str(error).splitlines()[0] if str(error) else ''}); running in eager mode",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
                 self.compiled = None
         return self.eager(*args, **kwargs)

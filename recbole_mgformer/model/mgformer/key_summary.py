@@ -114,8 +114,9 @@ def gradients_of_chunk(tokens_and_ones, weight, projection, gates, shift, grad_s
     accumulate = features.dtype
     # S = gated^T [V | 1]  =>  d gated = [V | 1] dS^T,  dV = gated dS[..., :k]
     grad_gated = values @ grad_summary.transpose(-2, -1)  # (h, r, g m), the matmul format
-    grad_values = _learned_value_gradients(_gated(features, gates, matmul_dtype), grad_summary,
-                                           learned_columns).to(accumulate)
+    grad_values = _learned_value_gradients(_gated(features, gates, matmul_dtype), grad_summary, learned_columns).to(
+        accumulate
+    )
     if gates is None:
         grad_features, grad_angle = grad_gated.to(accumulate), None
     else:  # the products read the matmul format and write fp32: no separate cast
@@ -184,16 +185,20 @@ class ChunkedKeySummary(torch.autograd.Function):
     @staticmethod
     def forward(ctx, embeddings, structural, key_weight, projection, key_z, dtype, chunk_size, functions):
         heads, n_features, head_size = projection.shape
-        weight = (key_weight * head_size ** -0.25).to(dtype)  # the k^-1/4 of apply_feature_map, folded into W_K
+        weight = (key_weight * head_size**-0.25).to(dtype)  # the k^-1/4 of apply_feature_map, folded into W_K
         projection_mm = projection.to(dtype)
         tokens = _tokens_and_ones(embeddings.detach(), structural, dtype)
         gates = _gates(key_z)
         chunk_sums, maxima, kept = [], [], []
         for start in range(0, len(embeddings), chunk_size):
             stop = start + chunk_size
-            sums, maximum, chunk_kept = functions.summary(tokens[start:stop], weight, projection_mm,
-                                                          _chunk_gates(gates, start, stop),
-                                                          keep=functions.keep and any(ctx.needs_input_grad))
+            sums, maximum, chunk_kept = functions.summary(
+                tokens[start:stop],
+                weight,
+                projection_mm,
+                _chunk_gates(gates, start, stop),
+                keep=functions.keep and any(ctx.needs_input_grad),
+            )
             chunk_sums.append(sums)
             maxima.append(maximum)
             kept.append(chunk_kept)
@@ -215,8 +220,15 @@ class ChunkedKeySummary(torch.autograd.Function):
         for index, start in enumerate(range(0, len(embeddings), chunk_size)):
             stop = start + chunk_size
             grad_chunk, grad_scaled_weight, grad_angle = ctx.functions.gradients(
-                ctx.tokens[start:stop], weight, projection_mm, _chunk_gates(gates, start, stop),
-                shift, grad_summary, embeddings.shape[1], ctx.kept[index])
+                ctx.tokens[start:stop],
+                weight,
+                projection_mm,
+                _chunk_gates(gates, start, stop),
+                shift,
+                grad_summary,
+                embeddings.shape[1],
+                ctx.kept[index],
+            )
             grad_tokens.append(grad_chunk)
             grad_weights.append(grad_scaled_weight)
             grad_angles.append(grad_angle)
@@ -243,8 +255,16 @@ def _merge(chunk_sums, maxima):
     return (torch.stack(chunk_sums) * scales[:, :, None, None]).sum(dim=0), shift
 
 
-def chunked_key_summary(embeddings, structural, key_weight, projection, key_z=None, dtype=None,
-                        chunk_size=DEFAULT_CHUNK_SIZE, functions=EAGER):
+def chunked_key_summary(
+    embeddings,
+    structural,
+    key_weight,
+    projection,
+    key_z=None,
+    dtype=None,
+    chunk_size=DEFAULT_CHUNK_SIZE,
+    functions=EAGER,
+):
     """Key-side sums of Eq. (12) for the random feature maps (``prf``, ``orf``, ``simrf``), fused.
 
     embeddings (n, d) the learned token columns; structural (n, d') the fixed ones, or None; key_weight (w, w) as
@@ -257,8 +277,9 @@ def chunked_key_summary(embeddings, structural, key_weight, projection, key_z=No
     if structural is not None and structural.requires_grad:
         raise ValueError("chunked_key_summary: the structural columns are fixed and get no gradient")
     dtype = dtype or embeddings.dtype
-    return ChunkedKeySummary.apply(embeddings, structural, key_weight, projection, key_z, dtype, int(chunk_size),
-                                   functions)
+    return ChunkedKeySummary.apply(
+        embeddings, structural, key_weight, projection, key_z, dtype, int(chunk_size), functions
+    )
 
 
 # ``compile: True`` compiles the attention with dynamic shapes around the fused Function, which runs eagerly (a

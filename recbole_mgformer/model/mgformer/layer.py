@@ -26,9 +26,24 @@ class MaskedAttentionLayer(nn.Module):
     (else ``Attn(X)`` alone, for an :class:`AttentionBlock` to wrap); the rest as in ``MGFormerOptions``.
     ``generator`` draws the random features."""
 
-    def __init__(self, *, width, n_heads, feature_map, n_features, focusing_factor, residual, attention_weight,
-                 layer_norm, qk_init, generator, compile=False, matmul_dtype=torch.float32, key_chunk_size=0,
-                 keep_key_features=False):
+    def __init__(
+        self,
+        *,
+        width,
+        n_heads,
+        feature_map,
+        n_features,
+        focusing_factor,
+        residual,
+        attention_weight,
+        layer_norm,
+        qk_init,
+        generator,
+        compile=False,
+        matmul_dtype=torch.float32,
+        key_chunk_size=0,
+        keep_key_features=False,
+    ):
         super().__init__()  # n_heads divides width: MGFormerOptions checks it
         self.n_heads, self.head_size = n_heads, width // n_heads
         self.feature_map, self.focusing_factor = feature_map, focusing_factor
@@ -52,8 +67,11 @@ class MaskedAttentionLayer(nn.Module):
         self.mix = CompiledOrEager(self._mix, "MGFormer attention", dynamic=True) if compile else self._mix
         # compiled, the adjacency mask's per-edge products are fused into their sums instead of materialising
         # (edges, m) and (edges, w) tensors: a faster Beauty step (the figure: results/performance/performance.md)
-        self.mix_edges = (CompiledOrEager(self._mix_edges, "MGFormer adjacency attention", dynamic=True) if compile
-                          else self._mix_edges)
+        self.mix_edges = (
+            CompiledOrEager(self._mix_edges, "MGFormer adjacency attention", dynamic=True)
+            if compile
+            else self._mix_edges
+        )
 
     def reset_qk(self, temperature=None, learn_temperature=False):
         """``W_Q`` and ``W_K`` initialised (``identity`` starts the attention as a kernel on token similarity
@@ -69,8 +87,10 @@ class MaskedAttentionLayer(nn.Module):
 
     def redraw_features(self, generator):
         if self.feature_map in RANDOM_FEATURE_MAPS:
-            draws = [draw_projection(self.feature_map, self.n_features, self.head_size, generator)
-                     for _ in range(self.n_heads)]
+            draws = [
+                draw_projection(self.feature_map, self.n_features, self.head_size, generator)
+                for _ in range(self.n_heads)
+            ]
             self.projection.copy_(torch.stack(draws))
 
     def split_heads(self, x):  # (b, w) -> (h, b, w/h)
@@ -84,6 +104,7 @@ class MaskedAttentionLayer(nn.Module):
         encodings, which get no gradient); z (n,) degree centralities or None; query_index (b,) or None for all
         nodes; edges (row_pointers, columns): the adjacency mask in CSR form; key_index (s,) keys to attend to, or
         None for all n. Returns (b, w)."""
+
         def tokens(index=None):
             rows = learned if index is None else learned[index]
             return rows if fixed is None else torch.cat([rows, fixed if index is None else fixed[index]], dim=1)
@@ -114,13 +135,20 @@ class MaskedAttentionLayer(nn.Module):
         phi_q = self.features(self.split_heads(matmul(x_query, self.query.weight.T, self.matmul_dtype)), is_query=True)
         if self.key_chunk_size:
             key_summary = eager_region_key_summary if self.chunk_functions.compiled else chunked_key_summary
-            summary = key_summary(key_learned, key_fixed, self.key.weight, self.projection, key_z, self.matmul_dtype,
-                                  self.key_chunk_size, self.chunk_functions)
+            summary = key_summary(
+                key_learned,
+                key_fixed,
+                self.key.weight,
+                self.projection,
+                key_z,
+                self.matmul_dtype,
+                self.key_chunk_size,
+                self.chunk_functions,
+            )
             mixed = query_readout(phi_q, summary, query_z)
         else:
             x_key = key_learned if key_fixed is None else torch.cat([key_learned, key_fixed], dim=1)
-            phi_k = self.features(self.split_heads(matmul(x_key, self.key.weight.T, self.matmul_dtype)),
-                                  is_query=False)
+            phi_k = self.features(self.split_heads(matmul(x_key, self.key.weight.T, self.matmul_dtype)), is_query=False)
             mixed = masked_kernel_attention(phi_q, phi_k, self.split_heads(x_key), query_z, key_z)
         return self._combine(x_query, mixed)
 
@@ -141,17 +169,33 @@ def attention_layers(options, *, generator, log_degree=None):
 
     def layer():
         attention = MaskedAttentionLayer(
-            width=options.width, n_heads=options.n_heads, feature_map=options.feature_map,
-            n_features=options.n_features, focusing_factor=options.focusing_factor,
-            residual=options.residual and not block, attention_weight=options.attention_weight,
-            layer_norm=options.layer_norm and not block, qk_init=options.qk_init, generator=generator,
-            compile=options.compile, matmul_dtype=options.matmul_dtype, key_chunk_size=options.key_chunk_size,
-            keep_key_features=options.keep_key_features)
+            width=options.width,
+            n_heads=options.n_heads,
+            feature_map=options.feature_map,
+            n_features=options.n_features,
+            focusing_factor=options.focusing_factor,
+            residual=options.residual and not block,
+            attention_weight=options.attention_weight,
+            layer_norm=options.layer_norm and not block,
+            qk_init=options.qk_init,
+            generator=generator,
+            compile=options.compile,
+            matmul_dtype=options.matmul_dtype,
+            key_chunk_size=options.key_chunk_size,
+            keep_key_features=options.keep_key_features,
+        )
         if not block:
             return attention
-        return AttentionBlock(attention, options.width, options.n_heads, residual=options.residual,
-                              attention_weight=options.attention_weight, residual_scale=options.residual_scale,
-                              value_projection=options.value_projection,
-                              log_degree=log_degree if options.degree_gate else None, layer_norm=options.layer_norm)
+        return AttentionBlock(
+            attention,
+            options.width,
+            options.n_heads,
+            residual=options.residual,
+            attention_weight=options.attention_weight,
+            residual_scale=options.residual_scale,
+            value_projection=options.value_projection,
+            log_degree=log_degree if options.degree_gate else None,
+            layer_norm=options.layer_norm,
+        )
 
     return nn.ModuleList(layer() for _ in range(options.n_layers))

@@ -4,8 +4,29 @@ rendering a table needs the names, not the model."""
 # Options that act only inside the attention layers: with ``attention: False`` none changes the model, so the
 # control of a variant (what its attention adds: the leaderboards' "Attention:" lines) drops them. Not
 # ``precision``: the DirectAU loss's Gram matrices run in it too.
-ATTENTION_OPTIONS = frozenset({
-    "n_layers", "n_heads", "feature_map", "n_features", "feature_redraw_interval", "focusing_factor",
-    "degree_mask", "degree_embedding_size", "max_exact_degree", "residual", "attention_weight", "layer_norm",
-    "qk_init", "key_sample_size", "attention_temperature", "learn_temperature", "value_projection",
-    "degree_gate", "residual_scale", "compile", "key_chunk_size", "key_features"})
+ATTENTION_OPTIONS = frozenset(
+    {
+        "n_layers",
+        "n_heads",
+        "feature_map",
+        "n_features",
+        "feature_redraw_interval",
+        "focusing_factor",
+        "degree_mask",
+        "degree_embedding_size",
+        "max_exact_degree",
+        "residual",
+        "attention_weight",
+        "layer_norm",
+        "qk_init",
+        "key_sample_size",
+        "attention_temperature",
+        "learn_temperature",
+        "value_projection",
+        "degree_gate",
+        "residual_scale",
+        "compile",
+        "key_chunk_size",
+        "key_features",
+    }
+)

@@ -31,8 +31,10 @@ COMPILE_MIN_NODES = 10_000
 def compile_choice(value, n_nodes):
     """The ``compile`` option: True, False, or ``auto`` (True from ``COMPILE_MIN_NODES`` nodes on)."""
     if not (isinstance(value, bool) or value == "auto"):
-        raise ValueError(f"MGFormer: unknown compile {value!r}; choose one of False, True, auto "
-                         f"(set it in a config file or with --compile=...)")
+        raise ValueError(
+            f"MGFormer: unknown compile {value!r}; choose one of False, True, auto "
+            f"(set it in a config file or with --compile=...)"
+        )
     return n_nodes >= COMPILE_MIN_NODES if value == "auto" else value
 
 
@@ -120,8 +122,10 @@ class MGFormerOptions(AttentionOptions):
         degree_mask = choice(config, "degree_mask", ("sin", "none", "adjacency"), MODEL)
         key_sample_size = non_negative_int(config, "key_sample_size", MODEL)
         if key_sample_size and degree_mask == "adjacency":
-            raise ValueError("MGFormer: key_sample_size applies to degree_mask sin or none; the adjacency mask is "
-                             "already sparse (set key_sample_size: 0)")
+            raise ValueError(
+                "MGFormer: key_sample_size applies to degree_mask sin or none; the adjacency mask is "
+                "already sparse (set key_sample_size: 0)"
+            )
         n_heads = positive_int(config, "n_heads", MODEL)
         width = embedding_size + structural_size
         if width % n_heads:
@@ -148,8 +152,9 @@ class MGFormerOptions(AttentionOptions):
             attention_weight=non_negative_float(config, "attention_weight", MODEL),
             layer_norm=choice(config, "layer_norm", (False, True), MODEL),
             uniformity_weight=non_negative_float(config, "uniformity_weight", MODEL),
-            feature_redraw_interval=(0 if redraw_interval is None
-                                     else non_negative_int(config, "feature_redraw_interval", MODEL)),
+            feature_redraw_interval=(
+                0 if redraw_interval is None else non_negative_int(config, "feature_redraw_interval", MODEL)
+            ),
             key_sample_size=key_sample_size,
             max_exact_degree=positive_int(config, "max_exact_degree", MODEL),
             degree_embedding_size=positive_int(config, "degree_embedding_size", MODEL),
@@ -158,12 +163,20 @@ class MGFormerOptions(AttentionOptions):
             precision=precision,
             matmul_dtype=resolve_precision(precision, config["device"]),
             # all n keys: evaluation attends to every node, with or without a training key sample
-            key_chunk_size=block_size(config, "key_chunk_size", MODEL, n_nodes,
-                                      chunk_bytes_per_row(width, features_width, degree_mask == "sin"),
-                                      CPU_KEY_CHUNK_SIZE, zero_means="the unfused autograd form"),
+            key_chunk_size=block_size(
+                config,
+                "key_chunk_size",
+                MODEL,
+                n_nodes,
+                chunk_bytes_per_row(width, features_width, degree_mask == "sin"),
+                CPU_KEY_CHUNK_SIZE,
+                zero_means="the unfused autograd form",
+            ),
             uniformity_block_rows=uniformity_block_rows(config, MODEL),
             # keys (n, w) and features (n, h m) of every layer, in fp32
-            keep_key_features=key_features_kept(choice(config, "key_features", ("recompute", "keep", "auto"), MODEL),
-                                                4 * n_layers * n_nodes * (width + features_width)),
+            keep_key_features=key_features_kept(
+                choice(config, "key_features", ("recompute", "keep", "auto"), MODEL),
+                4 * n_layers * n_nodes * (width + features_width),
+            ),
         )
         return cls(**fields)

@@ -41,6 +41,7 @@ DECODERS = ("prompt", "max_pool", "mean_pool")
 
 # ---------------------------------------------------------------- graph (Eq. 2-4)
 
+
 def sequential_adjacency(user_item, transitions, n_items, n_users):
     """``D^-1/2 (M + I) D^-1/2`` (Eq. 2, 4) as a scipy CSR (N, N) float32 matrix, items first then users.
 
@@ -54,8 +55,9 @@ def sequential_adjacency(user_item, transitions, n_items, n_users):
     binary.sum_duplicates()
     binary.data[:] = 1.0
     previous, following = np.asarray(transitions, dtype=np.int64)
-    item_item = sp.csr_matrix((np.ones(len(previous), dtype=np.float32), (following, previous)),
-                              shape=(n_items, n_items))
+    item_item = sp.csr_matrix(
+        (np.ones(len(previous), dtype=np.float32), (following, previous)), shape=(n_items, n_items)
+    )
     item_item.sum_duplicates()
     item_item.data[:] = 1.0
     m = sp.bmat([[item_item, binary.T], [binary, None]], format="csr", dtype=np.float32)
@@ -98,14 +100,15 @@ def training_transitions(dataset, item_seq_field, item_seq_len_field, item_field
 
 # ---------------------------------------------------------------- external attention (Eq. 13-15)
 
+
 def head_scores(x, memory_key, memory_value, n_heads):
     """Per head ``j`` (feature columns ``j*d/h ... (j+1)*d/h``): the scores ``x M_k^T / sqrt(d/h)`` and the
     value memory. x (N, d), memory_key and memory_value (alpha, d) -> scores (h, N, alpha), values (h, alpha, d/h)."""
     n, d = x.shape
     alpha, head = memory_key.shape[0], d // n_heads
-    queries = x.view(n, n_heads, head).transpose(0, 1)                    # (h, N, d/h)
-    keys = memory_key.view(alpha, n_heads, head).transpose(0, 1)          # (h, alpha, d/h)
-    values = memory_value.view(alpha, n_heads, head).transpose(0, 1)      # (h, alpha, d/h)
+    queries = x.view(n, n_heads, head).transpose(0, 1)  # (h, N, d/h)
+    keys = memory_key.view(alpha, n_heads, head).transpose(0, 1)  # (h, alpha, d/h)
+    values = memory_value.view(alpha, n_heads, head).transpose(0, 1)  # (h, alpha, d/h)
     return queries @ keys.transpose(1, 2) / math.sqrt(head), values
 
 
@@ -134,8 +137,8 @@ def token_external_attention(x, memory_key, memory_value, n_heads, valid):
     """
     scores, values = head_scores(x, memory_key, memory_value, n_heads)  # (h, N, alpha), (h, alpha, d/h)
     scores = scores.masked_fill(~valid.view(1, -1, 1), float("-inf"))
-    weights = scores.softmax(dim=1)                                       # over tokens
-    weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-9) # l1 over slots
+    weights = scores.softmax(dim=1)  # over tokens
+    weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-9)  # l1 over slots
     return (weights @ values).transpose(0, 1).reshape(x.shape)
 
 
@@ -154,12 +157,12 @@ class ExternalEncoder(nn.Module):
         self.memory_value = nn.Parameter(torch.empty(memory_size, embedding_size))
         nn.init.xavier_normal_(self.memory_key)
         nn.init.xavier_normal_(self.memory_value)
-        self.heads_out = nn.Linear(embedding_size, embedding_size, bias=False)   # W_1
+        self.heads_out = nn.Linear(embedding_size, embedding_size, bias=False)  # W_1
         self.layer_norm = nn.LayerNorm(embedding_size)
 
     def forward(self, items):  # (m, d) -> (m, d)
         if self.external_norm == "token":
-            valid = torch.arange(items.shape[0], device=items.device) > 0     # item 0 is RecBole's padding
+            valid = torch.arange(items.shape[0], device=items.device) > 0  # item 0 is RecBole's padding
             attended = token_external_attention(items, self.memory_key, self.memory_value, self.n_heads, valid)
         else:
             attended = external_attention(items, self.memory_key, self.memory_value, self.n_heads, self.norm)
@@ -178,7 +181,7 @@ def external_attentive_propagation(adjacency, adjacency_t, items, users, n_layer
     ``E_U^(l) = Ê_U^(l)``; layer 0 is the embeddings themselves.
     """
     m = items.shape[0]
-    x = torch.cat([items, users])                                           # (N, d)
+    x = torch.cat([items, users])  # (N, d)
     item_layers, user_layers = [items], [users]
     for _ in range(n_layers):
         x = sparse_matmul(adjacency, adjacency_t, x)
@@ -189,6 +192,7 @@ def external_attentive_propagation(adjacency, adjacency_t, items, users, n_layer
 
 # ---------------------------------------------------------------- decoder (Eq. 21-24)
 
+
 def sequential_mask(lengths, max_length, ratio, generator=None):
     """Eq. 21: (B, L) bool, True where a position's template is replaced by the mask token.
 
@@ -197,9 +201,9 @@ def sequential_mask(lengths, max_length, ratio, generator=None):
     soft attention's query (Eq. 23), so it is never masked. Padding is never masked.
     """
     positions = torch.arange(max_length, device=lengths.device)
-    candidates = positions.unsqueeze(0) < (lengths - 1).unsqueeze(1)       # (B, L)
+    candidates = positions.unsqueeze(0) < (lengths - 1).unsqueeze(1)  # (B, L)
     keys = torch.rand(lengths.shape[0], max_length, generator=generator, device=lengths.device)
-    keys = keys.masked_fill(~candidates, 2.0)                               # non-candidates rank last
+    keys = keys.masked_fill(~candidates, 2.0)  # non-candidates rank last
     ranks = keys.argsort(dim=1).argsort(dim=1)
     n_masked = torch.minimum(torch.floor(ratio * lengths.float()).long(), (lengths - 1).clamp(min=0))
     return ranks < n_masked.unsqueeze(1)
@@ -213,8 +217,8 @@ def soft_attention(templates, lengths):
     """
     valid = torch.arange(templates.shape[1], device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)
     last = templates.gather(1, (lengths - 1).view(-1, 1, 1).expand(-1, 1, templates.shape[-1]))  # (B, 1, d)
-    similarity = F.cosine_similarity(templates, last, dim=-1)              # (B, L), in [-1, 1]
-    scores = similarity.exp() * valid                                       # no overflow: exp(1) at most
+    similarity = F.cosine_similarity(templates, last, dim=-1)  # (B, L), in [-1, 1]
+    scores = similarity.exp() * valid  # no overflow: exp(1) at most
     weights = scores / scores.sum(dim=1, keepdim=True).sqrt()
     return (weights.unsqueeze(-1) * templates).sum(dim=1)
 
@@ -238,6 +242,7 @@ def fuse(pooled, user, norm):
 
 
 # ---------------------------------------------------------------- the model
+
 
 class EAGPS(SharedSparseBuffers, SequentialRecommender):
     r"""EA-GPS; see ``properties/model/EAGPS.yaml`` for its options and the readings of ambiguous points."""
@@ -264,18 +269,24 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
         if self.embedding_size % self.n_heads:
             raise ValueError(f"{name}: n_heads={self.n_heads} must divide embedding_size={self.embedding_size}")
         if self.mask_ratio > 1 or self.dropout_prob >= 1:
-            raise ValueError(f"{name}: mask_ratio must be in [0, 1] and dropout_prob in [0, 1), "
-                             f"got {self.mask_ratio} and {self.dropout_prob}")
+            raise ValueError(
+                f"{name}: mask_ratio must be in [0, 1] and dropout_prob in [0, 1), "
+                f"got {self.mask_ratio} and {self.dropout_prob}"
+            )
         negatives = config["train_neg_sample_args"]
         if negatives and negatives.get("distribution", "none") != "none":
-            raise ValueError(f"{name}: the cross-entropy over all items (Eq. 28) takes no sampled negatives; "
-                             "set train_neg_sample_args: ~")
+            raise ValueError(
+                f"{name}: the cross-entropy over all items (Eq. 28) takes no sampled negatives; "
+                "set train_neg_sample_args: ~"
+            )
         self.n_users = dataset.user_num
 
         adjacency = sequential_adjacency(
             dataset.inter_matrix(form="coo"),
             training_transitions(dataset, self.ITEM_SEQ, self.ITEM_SEQ_LEN, self.ITEM_ID),
-            self.n_items, self.n_users)
+            self.n_items,
+            self.n_users,
+        )
         # rebuilt from the data, never saved
         self.register_buffer("adjacency", to_torch_csr(adjacency), persistent=False)
         self.register_buffer("adjacency_t", to_torch_csr(adjacency.T), persistent=False)
@@ -287,16 +298,17 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
         if self.item_weighting == "occurrences":  # Eq. 16: one term per training sequence holding the item
             user_item = dataset.inter_matrix(form="csr").astype(bool)
             item_weights = torch.from_numpy(np.asarray(user_item.sum(axis=0), dtype=np.float32).reshape(-1, 1))
-        self.external = ExternalEncoder(d, self.memory_size, self.n_heads, self.ea_norm, self.delta,
-                                        self.external_norm, item_weights)
+        self.external = ExternalEncoder(
+            d, self.memory_size, self.n_heads, self.ea_norm, self.delta, self.external_norm, item_weights
+        )
         self.position_prompt = nn.Embedding(self.max_seq_length, self.prompt_size)  # Ê_P, one row per position
-        self.prompt_conv = nn.Conv1d(self.prompt_size, d, kernel_size=1)           # Eq. 19: W_c, b_c
-        self.template = nn.Linear(2 * d, d)                                         # Eq. 20: W_2, b_2
-        self.mask_token = nn.Parameter(torch.empty(d))                              # [mask] of Eq. 22
+        self.prompt_conv = nn.Conv1d(self.prompt_size, d, kernel_size=1)  # Eq. 19: W_c, b_c
+        self.template = nn.Linear(2 * d, d)  # Eq. 20: W_2, b_2
+        self.mask_token = nn.Parameter(torch.empty(d))  # [mask] of Eq. 22
         self.dropout = nn.Dropout(self.dropout_prob)
-        self.output = nn.Linear(2 * d, self.n_items)                                # Eq. 27: W_6, b_6
+        self.output = nn.Linear(2 * d, self.n_items)  # Eq. 27: W_6, b_6
         self.apply(xavier_normal_initialization)
-        nn.init.normal_(self.mask_token, std=d ** -0.5)
+        nn.init.normal_(self.mask_token, std=d**-0.5)
         self._cached = None
 
     # Node representations depend on every parameter of the encoder, so they are recomputed for each
@@ -308,9 +320,14 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
     def encode(self):
         """Eq. 3-18: (items (m, d), users (n, d)) after external attentive propagation."""
         if self.training or self._cached is None:
-            encoded = external_attentive_propagation(self.adjacency, self.adjacency_t, self.item_embedding.weight,
-                                                     self.user_embedding.weight, self.n_layers,
-                                                     self.external if self.use_external else None)
+            encoded = external_attentive_propagation(
+                self.adjacency,
+                self.adjacency_t,
+                self.item_embedding.weight,
+                self.user_embedding.weight,
+                self.n_layers,
+                self.external if self.use_external else None,
+            )
             if self.training:
                 return encoded
             self._cached = encoded
@@ -323,21 +340,22 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
     def forward(self, item_seq, item_seq_len, user):
         """Eq. 20-25: (B, L) items, (B,) lengths, (B,) users -> H (B, 2d)."""
         items, users = self.encode()
-        sequence = items[item_seq]                                                   # (B, L, d)
-        if self.decoder != "prompt":                                                 # GPS_OPT ablation
+        sequence = items[item_seq]  # (B, L, d)
+        if self.decoder != "prompt":  # GPS_OPT ablation
             return fuse(plain_pool(sequence, item_seq_len, self.decoder), users[user], self.fusion_norm)
-        prompts = self.prompts()[: item_seq.shape[1]].expand_as(sequence)           # (B, L, d)
+        prompts = self.prompts()[: item_seq.shape[1]].expand_as(sequence)  # (B, L, d)
         templates = torch.relu(self.template(torch.cat([sequence, prompts], dim=-1)))  # Eq. 20
         templates = self.dropout(templates)
-        if self.training and self.mask_ratio > 0:                                    # Eq. 21-22
+        if self.training and self.mask_ratio > 0:  # Eq. 21-22
             masked = sequential_mask(item_seq_len, item_seq.shape[1], self.mask_ratio)
             templates = torch.where(masked.unsqueeze(-1), self.mask_token.to(templates.dtype), templates)
-        pooled = soft_attention(templates, item_seq_len)                             # Eq. 23-24
-        return fuse(pooled, users[user], self.fusion_norm)                           # Eq. 25
+        pooled = soft_attention(templates, item_seq_len)  # Eq. 23-24
+        return fuse(pooled, users[user], self.fusion_norm)  # Eq. 25
 
     def _logits(self, interaction):
-        return self.output(self.forward(interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN],
-                                        interaction[self.USER_ID]))                  # Eq. 27 (before softmax)
+        return self.output(
+            self.forward(interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN], interaction[self.USER_ID])
+        )  # Eq. 27 (before softmax)
 
     def calculate_loss(self, interaction):
         """Eq. 28: cross-entropy of the next item over all items, averaged over the batch's prefixes."""

@@ -85,6 +85,7 @@ def test_neumf_score_is_gmf_and_mlp_over_the_feature_representations(toy):
             p.normal_()
     logits = model(batch)
     for row in range(len(batch)):
+
         def rep(tokens, row=row):
             return feature_vector(tokens, batch, row) @ tokens.table.weight
 
@@ -122,14 +123,17 @@ def test_a_few_steps_reduce_the_loss(toy, name):
     assert model.calculate_loss(batch).item() < first - 0.05
 
 
-@pytest.mark.parametrize("name,overrides,message", [
-    ("IMC", {"embedding_size": 0}, "embedding_size"),
-    ("IMC", {"bias": "yes"}, "bias must be True or False"),
-    ("IMC", {"reg_weight": -1}, "reg_weight"),
-    ("ContextNeuMF", {"mlp_hidden_size": []}, "mlp_hidden_size must be a non-empty list"),
-    ("ContextNeuMF", {"mlp_hidden_size": [8, 0]}, "mlp_hidden_size"),
-    ("ContextNeuMF", {"dropout_prob": 1.0}, "dropout_prob"),
-])
+@pytest.mark.parametrize(
+    "name,overrides,message",
+    [
+        ("IMC", {"embedding_size": 0}, "embedding_size"),
+        ("IMC", {"bias": "yes"}, "bias must be True or False"),
+        ("IMC", {"reg_weight": -1}, "reg_weight"),
+        ("ContextNeuMF", {"mlp_hidden_size": []}, "mlp_hidden_size must be a non-empty list"),
+        ("ContextNeuMF", {"mlp_hidden_size": [8, 0]}, "mlp_hidden_size"),
+        ("ContextNeuMF", {"dropout_prob": 1.0}, "dropout_prob"),
+    ],
+)
 def test_bad_options_fail_with_a_clear_error(toy, name, overrides, message):
     with pytest.raises(ValueError, match=message):
         toy(name, **overrides)

@@ -13,6 +13,7 @@ from recbole_mgformer.registry import get_model
 
 # ---- direct, slow references -------------------------------------------------------------------------------
 
+
 def direct_layer_norm(x, norm):
     mean = x.mean()
     var = ((x - mean) ** 2).mean()
@@ -50,6 +51,7 @@ def direct_block(block, x, mask, scale):
 
 
 # ---- the block ------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("n_heads,attention_scale", [(1, "d"), (2, "d"), (4, "head"), (2, "head")])
 def test_block_equals_the_direct_reference(n_heads, attention_scale):
@@ -100,14 +102,24 @@ def test_all_masked_rows_attend_to_nothing_without_nan():
 # ---- the model on a small context dataset ---------------------------------------------------------------------
 
 CONTEXT_TOY = {
-    "load_col": {"inter": ["user_id", "item_id", "rating"], "user": ["user_id", "gender", "score"],
-                 "item": ["item_id", "genres", "year"]},
+    "load_col": {
+        "inter": ["user_id", "item_id", "rating"],
+        "user": ["user_id", "gender", "score"],
+        "item": ["item_id", "genres", "year"],
+    },
     "threshold": {"rating": 4},
     "numerical_features": ["score"],
     "normalize_all": False,
     "eval_args": {"split": {"RS": [0.6, 0.2, 0.2]}, "order": "RO", "group_by": None, "mode": "labeled"},
-    "metrics": ["AUC", "LogLoss"], "valid_metric": "AUC", "train_neg_sample_args": None,
-    "embedding_size": 8, "n_heads": 2, "d_ff": 16, "epochs": 1, "show_progress": False, "state": "WARNING",
+    "metrics": ["AUC", "LogLoss"],
+    "valid_metric": "AUC",
+    "train_neg_sample_args": None,
+    "embedding_size": 8,
+    "n_heads": 2,
+    "d_ff": 16,
+    "epochs": 1,
+    "show_progress": False,
+    "state": "WARNING",
 }
 
 
@@ -150,8 +162,8 @@ def test_each_feature_is_one_value_weighted_token(toy):
     torch.testing.assert_close(users[:, 2], score.unsqueeze(-1) * row)
     assert torch.equal(user_mask[:, 2], score != 0) and (score == 0).any() and (score != 0).any()
     # every genre of an item is its own token; padding is masked
-    assert torch.equal(item_mask[:, 1:1 + genres_len], batch["genres"] != 0)
-    assert item_mask[:, 1:1 + genres_len].sum(1).max() == 3 and (item_mask[:, 1:1 + genres_len].sum(1) == 0).any()
+    assert torch.equal(item_mask[:, 1 : 1 + genres_len], batch["genres"] != 0)
+    assert item_mask[:, 1 : 1 + genres_len].sum(1).max() == 3 and (item_mask[:, 1 : 1 + genres_len].sum(1) == 0).any()
 
 
 def test_absent_features_do_not_change_the_score(toy):
@@ -211,13 +223,16 @@ def test_l2_term_is_half_lambda_times_the_squared_norm(toy):
     assert model.calculate_loss(batch).item() == pytest.approx(logistic.item() + 0.15 * norm, rel=1e-5)
 
 
-@pytest.mark.parametrize("overrides,message", [
-    ({"embedding_size": 10, "n_heads": 4}, "divisible by n_heads"),
-    ({"attention_scale": "sqrt"}, "unknown attention_scale"),
-    ({"dropout_prob": 1.0}, "dropout_prob"),
-    ({"n_layers": 0}, "n_layers must be a positive integer"),
-    ({"reg_weight": -1}, "reg_weight"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        ({"embedding_size": 10, "n_heads": 4}, "divisible by n_heads"),
+        ({"attention_scale": "sqrt"}, "unknown attention_scale"),
+        ({"dropout_prob": 1.0}, "dropout_prob"),
+        ({"n_layers": 0}, "n_layers must be a positive integer"),
+        ({"reg_weight": -1}, "reg_weight"),
+    ],
+)
 def test_bad_options_fail_with_a_clear_error(toy, overrides, message):
     with pytest.raises(ValueError, match=message):
         toy(**overrides)

@@ -12,7 +12,7 @@ def dense_interactions(train):
 
 
 def scaled(degrees, power):
-    return np.array([d ** power if d > 0 else 0.0 for d in degrees])
+    return np.array([d**power if d > 0 else 0.0 for d in degrees])
 
 
 def normalized(r, user_power, item_power):

@@ -26,7 +26,10 @@ def direct_bpr_and_reg(model, batch, users_all, items_all):
     users, positives, negatives = batch[model.USER_ID], batch[model.ITEM_ID], batch[model.NEG_ITEM_ID]
     margin = (users_all[users] * (items_all[positives] - items_all[negatives])).sum(dim=1)
     bpr = -torch.sigmoid(margin).log().mean()
-    ego = [model.user_embedding.weight[users], model.item_embedding.weight[positives],
-           model.item_embedding.weight[negatives]]
+    ego = [
+        model.user_embedding.weight[users],
+        model.item_embedding.weight[positives],
+        model.item_embedding.weight[negatives],
+    ]
     reg = sum(e.pow(2).sum() for e in ego) / (2 * len(users))
     return bpr + model.reg_weight * reg

@@ -39,8 +39,9 @@ def reference(r, k, beta, solvers, times, final_sharpening=True, sharpening=True
 
 def settings(k, beta, solvers, times, **flags):
     keys = {"factor_dim": k, "idl_beta": beta, **flags}
-    for name, solver, (horizon, steps), (t_key, k_key) in zip(("idl", "blur", "sharpen"), solvers, times,
-                                                               (("T_idl", "K_idl"), ("T_b", "K_b"), ("T_s", "K_s"))):
+    for name, solver, (horizon, steps), (t_key, k_key) in zip(
+        ("idl", "blur", "sharpen"), solvers, times, (("T_idl", "K_idl"), ("T_b", "K_b"), ("T_s", "K_s"))
+    ):
         keys.update({f"solver_{name}": solver, t_key: horizon, k_key: steps})
     return keys
 
@@ -53,11 +54,21 @@ CASES = [
     # Amazon-Book's: no ideal filter, two rk4 steps, ideal added after the sharpening
     (8, 0.0, ("euler", "euler", "rk4"), ((1.0, 1), (1.0, 1), (2.2, 2)), {"final_sharpening": False}),
     # every process integrated over several steps, both solvers, ideal filter added after
-    (5, 0.5, ("rk4", "euler", "rk4"), ((0.7, 3), (1.3, 2), (0.9, 3)),
-     {"final_sharpening": False, "t_point_combination": True}),
+    (
+        5,
+        0.5,
+        ("rk4", "euler", "rk4"),
+        ((0.7, 3), (1.3, 2), (0.9, 3)),
+        {"final_sharpening": False, "t_point_combination": True},
+    ),
     (5, 0.4, ("rk4", "rk4", "euler"), ((1.0, 2), (0.8, 3), (1.0, 1)), {"sharpening": False}),
-    (5, 0.4, ("euler", "euler", "euler"), ((1.0, 1), (0.8, 3), (1.0, 1)),
-     {"sharpening": False, "t_point_combination": True}),
+    (
+        5,
+        0.4,
+        ("euler", "euler", "euler"),
+        ((1.0, 1), (0.8, 3), (1.0, 1)),
+        {"sharpening": False, "t_point_combination": True},
+    ),
 ]
 
 
@@ -76,13 +87,16 @@ def test_default_blurring_and_ideal_processes_are_one_filter_each(tiny_setup):
     assert_scores(model, r @ rn.T @ rn + 0.2 * r @ ideal_low_pass(r, 8))
 
 
-@pytest.mark.parametrize("setting,message", [
-    ({"solver_sharpen": "dopri5"}, "unknown solver_sharpen 'dopri5'; choose one of euler, rk4"),
-    ({"K_s": 0}, "K_s must be a positive integer"),
-    ({"T_b": 0.0}, "T_b must be a number > 0"),
-    ({"factor_dim": 1000}, "factor_dim = 1000 singular vectors is impossible"),
-    ({"final_sharpening": "yes"}, "unknown final_sharpening 'yes'"),
-])
+@pytest.mark.parametrize(
+    "setting,message",
+    [
+        ({"solver_sharpen": "dopri5"}, "unknown solver_sharpen 'dopri5'; choose one of euler, rk4"),
+        ({"K_s": 0}, "K_s must be a positive integer"),
+        ({"T_b": 0.0}, "T_b must be a number > 0"),
+        ({"factor_dim": 1000}, "factor_dim = 1000 singular vectors is impossible"),
+        ({"final_sharpening": "yes"}, "unknown final_sharpening 'yes'"),
+    ],
+)
 def test_bad_options_are_named(tiny_setup, setting, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup("BSPM", **{"factor_dim": 8, **setting})

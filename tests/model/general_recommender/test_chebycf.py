@@ -38,14 +38,16 @@ def test_filter_passes_low_and_stops_high_frequencies():
     assert poly(-1.0) == pytest.approx(1.0, abs=0.02) and poly(1.0) == pytest.approx(0.0, abs=0.02)
 
 
-@pytest.mark.parametrize("order,phi,eta,alpha,beta", [
-    (8, 1.5, 8, 0.2, 0.4),     # the authors' Gowalla setting (eta scaled down to the tiny graph)
-    (8, 10.0, 8, 0.2, 0.0),    # Amazon-Book's: no degree normalisation
-    (4, 3.0, 0, 0.0, 0.2),     # Chebyshev filter alone
-    (2, 1.0, 5, 1.0, 1.0),
-])
-def test_scores_are_the_spectral_filter_plus_ideal_pass_within_degree_scaling(tiny_setup, order, phi, eta, alpha,
-                                                                             beta):
+@pytest.mark.parametrize(
+    "order,phi,eta,alpha,beta",
+    [
+        (8, 1.5, 8, 0.2, 0.4),  # the authors' Gowalla setting (eta scaled down to the tiny graph)
+        (8, 10.0, 8, 0.2, 0.0),  # Amazon-Book's: no degree normalisation
+        (4, 3.0, 0, 0.0, 0.2),  # Chebyshev filter alone
+        (2, 1.0, 5, 1.0, 1.0),
+    ],
+)
+def test_scores_are_the_spectral_filter_plus_ideal_pass_within_degree_scaling(tiny_setup, order, phi, eta, alpha, beta):
     _, model, _, (train, _, _) = tiny_setup("ChebyCF", K=order, phi=phi, eta=eta, alpha=alpha, beta=beta)
     r = dense_interactions(train)
     degrees = r.sum(axis=0)
@@ -58,12 +60,15 @@ def test_scores_are_the_spectral_filter_plus_ideal_pass_within_degree_scaling(ti
     assert_scores(model, y * scaled(degrees, beta)[None, :])
 
 
-@pytest.mark.parametrize("setting,message", [
-    ({"K": 0}, "K must be a positive integer"),
-    ({"eta": 100}, "eta = 100 singular vectors is impossible"),
-    ({"phi": -1.0}, "phi must be a number > 0"),
-    ({"beta": -0.1}, "beta must be a number >= 0"),
-])
+@pytest.mark.parametrize(
+    "setting,message",
+    [
+        ({"K": 0}, "K must be a positive integer"),
+        ({"eta": 100}, "eta = 100 singular vectors is impossible"),
+        ({"phi": -1.0}, "phi must be a number > 0"),
+        ({"beta": -0.1}, "beta must be a number >= 0"),
+    ],
+)
 def test_bad_options_are_named(tiny_setup, setting, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup("ChebyCF", **{"eta": 8, **setting})

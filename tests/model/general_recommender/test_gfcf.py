@@ -45,12 +45,15 @@ def test_checkpoint_holds_no_fitted_matrices(tiny_setup):
     assert list(model.state_dict()) == ["fake_loss"]  # refitted from the data on load
 
 
-@pytest.mark.parametrize("setting,message", [
-    ({"k": 41}, "ARPACK needs 1 <= k <= 40"),  # 40 users + padding: 41 rows
-    ({"k": 0}, "k must be a positive integer"),
-    ({"alpha": -1.0}, "alpha must be a number >= 0"),
-    ({"filter_batch_size": 0}, "filter_batch_size must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "setting,message",
+    [
+        ({"k": 41}, "ARPACK needs 1 <= k <= 40"),  # 40 users + padding: 41 rows
+        ({"k": 0}, "k must be a positive integer"),
+        ({"alpha": -1.0}, "alpha must be a number >= 0"),
+        ({"filter_batch_size": 0}, "filter_batch_size must be a positive integer"),
+    ],
+)
 def test_bad_options_are_named(tiny_setup, setting, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup("GFCF", **{"k": 8, **setting})

@@ -21,7 +21,7 @@ def test_tokens_join_embeddings_and_encodings(tiny_setup):
     _, model, _, _ = tiny_setup()
     x = model.node_tokens()
     assert x.shape == (model.n_users + model.n_items, 2 * model.embedding_size)
-    torch.testing.assert_close(x[: model.n_users, model.embedding_size:], model.structural[: model.n_users])
+    torch.testing.assert_close(x[: model.n_users, model.embedding_size :], model.structural[: model.n_users])
 
 
 @pytest.mark.parametrize("degree_mask", ["sin", "adjacency"])
@@ -51,7 +51,7 @@ def test_adjacency_mask_equals_eq_8_with_the_training_graph_as_an_explicit_mask(
     _, model, _, (train, _, _) = tiny_setup(degree_mask="adjacency")
     binary = torch.from_numpy(train._dataset.inter_matrix(form="coo").toarray() > 0).float()
     mask = torch.eye(model.n_nodes)
-    mask[: model.n_users, model.n_users:], mask[model.n_users:, : model.n_users] = binary, binary.T
+    mask[: model.n_users, model.n_users :], mask[model.n_users :, : model.n_users] = binary, binary.T
     queries = torch.tensor([0, 3, 45, 3, 50])
     with torch.no_grad():
         x, layer = model.node_tokens(), model.layers[0]
@@ -96,21 +96,42 @@ def test_degree_centrality_is_in_the_open_unit_interval_and_learnable(tiny_setup
     assert model.degree_embedding.weight.grad.abs().sum() > 0
 
 
-@pytest.mark.parametrize("overrides", [
-    {}, {"attention": False}, {"structural_encoding": "none"}, {"degree_mask": "none"},
-    {"degree_mask": "adjacency"}, {"feature_map": "elu"}, {"feature_map": "focused"}, {"feature_map": "relu"},
-    {"feature_map": "orf"}, {"feature_map": "prf", "n_features": 24}, {"n_layers": 2, "n_heads": 2},
-    {"residual": False}, {"layer_norm": True, "qk_init": "identity", "score": "cosine"},
-    {"svd_solver": "randomized"}, {"key_sample_size": 16}, {"key_sample_size": 16, "degree_mask": "none"},
-    {"key_chunk_size": 0}, {"key_chunk_size": 7, "n_heads": 2}, {"precision": "bf16"}, {"key_features": "keep"},
-    # the options beyond the paper (model/mgformer/attention_options.py, token_propagation)
-    {"token_propagation": 2, "key_sample_size": 16}, {"token_propagation": 1, "degree_mask": "adjacency"},
-    {"token_propagation": 1, "structural_encoding": "none"}, {"token_propagation": 1, "key_chunk_size": 0},
-    {"attention_temperature": 0.5, "learn_temperature": True, "feature_map": "prf", "n_features": 24},
-    {"value_projection": True, "degree_gate": True, "residual_scale": "learned", "n_layers": 2, "n_heads": 2},
-    {"degree_gate": True, "degree_mask": "adjacency"}, {"value_projection": True, "residual": False},
-    {"value_projection": True, "precision": "bf16"},
-], ids=str)
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"attention": False},
+        {"structural_encoding": "none"},
+        {"degree_mask": "none"},
+        {"degree_mask": "adjacency"},
+        {"feature_map": "elu"},
+        {"feature_map": "focused"},
+        {"feature_map": "relu"},
+        {"feature_map": "orf"},
+        {"feature_map": "prf", "n_features": 24},
+        {"n_layers": 2, "n_heads": 2},
+        {"residual": False},
+        {"layer_norm": True, "qk_init": "identity", "score": "cosine"},
+        {"svd_solver": "randomized"},
+        {"key_sample_size": 16},
+        {"key_sample_size": 16, "degree_mask": "none"},
+        {"key_chunk_size": 0},
+        {"key_chunk_size": 7, "n_heads": 2},
+        {"precision": "bf16"},
+        {"key_features": "keep"},
+        # the options beyond the paper (model/mgformer/attention_options.py, token_propagation)
+        {"token_propagation": 2, "key_sample_size": 16},
+        {"token_propagation": 1, "degree_mask": "adjacency"},
+        {"token_propagation": 1, "structural_encoding": "none"},
+        {"token_propagation": 1, "key_chunk_size": 0},
+        {"attention_temperature": 0.5, "learn_temperature": True, "feature_map": "prf", "n_features": 24},
+        {"value_projection": True, "degree_gate": True, "residual_scale": "learned", "n_layers": 2, "n_heads": 2},
+        {"degree_gate": True, "degree_mask": "adjacency"},
+        {"value_projection": True, "residual": False},
+        {"value_projection": True, "precision": "bf16"},
+    ],
+    ids=str,
+)
 def test_every_option_trains_and_scores_consistently(tiny_setup, overrides):
     _, model, _, (train, _, test) = tiny_setup(**{"precision": "fp32", **overrides})
     batch = next(iter(train))
@@ -126,8 +147,9 @@ def test_every_option_trains_and_scores_consistently(tiny_setup, overrides):
         pairs = type(interaction)({model.USER_ID: users, model.ITEM_ID: positive_items[: len(users)]})
         # bf16 rounds a batch's matmuls apart from the full forward's: agreement to its 8 significant bits.
         tolerance = {"rtol": 2e-2, "atol": 2e-2} if model.precision == "bf16" else {"rtol": 1e-4, "atol": 1e-5}
-        torch.testing.assert_close(model.predict(pairs), scores[torch.arange(len(users)), pairs[model.ITEM_ID]],
-                                   **tolerance)
+        torch.testing.assert_close(
+            model.predict(pairs), scores[torch.arange(len(users)), pairs[model.ITEM_ID]], **tolerance
+        )
 
 
 def test_full_sort_cache_is_cleared_when_training_resumes(tiny_setup):
@@ -185,23 +207,26 @@ def test_a_deterministic_feature_map_saves_a_zero_projection_not_stray_memory(ti
         assert torch.equal(model.state_dict()["layers.0.projection"], torch.zeros(1, 16, 16))
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"feature_map": "gaussian"}, "unknown feature_map 'gaussian'; choose one of simrf"),
-    ({"embedding_size": -4}, "embedding_size (must be a positive integer|is -4: it must be a whole number)"),
-    ({"degree_mask": "full"}, "unknown degree_mask 'full'"),
-    ({"n_heads": 3}, "n_heads=3 must divide the token width 16"),
-    ({"score": "l2"}, "unknown score"),
-    ({"svd_solver": "lanczos"}, "unknown svd_solver 'lanczos'"),
-    ({"key_sample_size": -1}, "key_sample_size must be a non-negative integer"),
-    ({"key_sample_size": 8, "degree_mask": "adjacency"}, "the adjacency mask is already sparse"),
-    ({"compile": "yes"}, "unknown compile .yes.; choose one of False, True, auto"),
-    ({"precision": "fp16"}, "unknown precision 'fp16'; choose one of fp32, bf16, auto"),
-    ({"key_chunk_size": -2}, "key_chunk_size must be a non-negative integer .* or auto"),
-    ({"key_features": "store"}, "unknown key_features 'store'; choose one of recompute, keep, auto"),
-    ({"structural_scale": 0}, "structural_scale must be a number > 0"),
-    ({"structural_size": 0}, "structural_size must be a positive integer or ~"),
-    ({"structural_size": 2, "n_heads": 3}, "n_heads=3 must divide the token width 10"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"feature_map": "gaussian"}, "unknown feature_map 'gaussian'; choose one of simrf"),
+        ({"embedding_size": -4}, "embedding_size (must be a positive integer|is -4: it must be a whole number)"),
+        ({"degree_mask": "full"}, "unknown degree_mask 'full'"),
+        ({"n_heads": 3}, "n_heads=3 must divide the token width 16"),
+        ({"score": "l2"}, "unknown score"),
+        ({"svd_solver": "lanczos"}, "unknown svd_solver 'lanczos'"),
+        ({"key_sample_size": -1}, "key_sample_size must be a non-negative integer"),
+        ({"key_sample_size": 8, "degree_mask": "adjacency"}, "the adjacency mask is already sparse"),
+        ({"compile": "yes"}, "unknown compile .yes.; choose one of False, True, auto"),
+        ({"precision": "fp16"}, "unknown precision 'fp16'; choose one of fp32, bf16, auto"),
+        ({"key_chunk_size": -2}, "key_chunk_size must be a non-negative integer .* or auto"),
+        ({"key_features": "store"}, "unknown key_features 'store'; choose one of recompute, keep, auto"),
+        ({"structural_scale": 0}, "structural_scale must be a number > 0"),
+        ({"structural_size": 0}, "structural_size must be a positive integer or ~"),
+        ({"structural_size": 2, "n_heads": 3}, "n_heads=3 must divide the token width 10"),
+    ],
+)
 def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup(**overrides)
@@ -266,11 +291,29 @@ def test_compile_auto_leaves_a_small_graph_eager(tiny_setup):
 
 # A value other than the default for each of ATTENTION_OPTIONS.
 CHANGED_ATTENTION_OPTIONS = {
-    "n_layers": 2, "n_heads": 2, "feature_map": "elu", "n_features": 8, "feature_redraw_interval": 1,
-    "focusing_factor": 2, "degree_mask": "none", "degree_embedding_size": 4, "max_exact_degree": 2,
-    "residual": False, "attention_weight": 0.5, "layer_norm": True, "qk_init": "identity", "key_sample_size": 5,
-    "attention_temperature": 0.5, "learn_temperature": True, "value_projection": True, "degree_gate": True,
-    "residual_scale": "learned", "compile": True, "key_chunk_size": 0, "key_features": "keep"}
+    "n_layers": 2,
+    "n_heads": 2,
+    "feature_map": "elu",
+    "n_features": 8,
+    "feature_redraw_interval": 1,
+    "focusing_factor": 2,
+    "degree_mask": "none",
+    "degree_embedding_size": 4,
+    "max_exact_degree": 2,
+    "residual": False,
+    "attention_weight": 0.5,
+    "layer_norm": True,
+    "qk_init": "identity",
+    "key_sample_size": 5,
+    "attention_temperature": 0.5,
+    "learn_temperature": True,
+    "value_projection": True,
+    "degree_gate": True,
+    "residual_scale": "learned",
+    "compile": True,
+    "key_chunk_size": 0,
+    "key_features": "keep",
+}
 
 
 def test_attention_options_change_nothing_without_attention(tiny_setup):
@@ -299,22 +342,50 @@ def test_attention_options_change_nothing_without_attention(tiny_setup):
 
 # The state dict's keys as saved before MGFormer's options and layers were reorganised: a checkpoint from then
 # loads into the model of today (strict load_state_dict compares exactly these).
-SAVED_KEYS = ["structural", "degree_bucket", "feature_draws", "user_embedding.weight", "item_embedding.weight",
-              "degree_embedding.weight", "degree_projection.weight", "degree_projection.bias"]
+SAVED_KEYS = [
+    "structural",
+    "degree_bucket",
+    "feature_draws",
+    "user_embedding.weight",
+    "item_embedding.weight",
+    "degree_embedding.weight",
+    "degree_projection.weight",
+    "degree_projection.bias",
+]
 PLAIN_LAYER = ["layers.0.projection", "layers.0.query.weight", "layers.0.key.weight"]
-TEMPERATURE_LAYER = ["layers.0.projection", "layers.0.query.parametrizations.weight.original",
-                     "layers.0.query.parametrizations.weight.0.log_temperature", "layers.0.key.weight"]
-BLOCKS = [f"layers.{i}.{name}" for i in (0, 1) for name in (
-    "residual_scale", "value_weight", "gate_slope", "gate_bias", "attention.projection", "attention.query.weight",
-    "attention.key.weight")]
+TEMPERATURE_LAYER = [
+    "layers.0.projection",
+    "layers.0.query.parametrizations.weight.original",
+    "layers.0.query.parametrizations.weight.0.log_temperature",
+    "layers.0.key.weight",
+]
+BLOCKS = [
+    f"layers.{i}.{name}"
+    for i in (0, 1)
+    for name in (
+        "residual_scale",
+        "value_weight",
+        "gate_slope",
+        "gate_bias",
+        "attention.projection",
+        "attention.query.weight",
+        "attention.key.weight",
+    )
+]
 
 
-@pytest.mark.parametrize("overrides, layer_keys", [
-    ({}, PLAIN_LAYER),
-    ({"attention_temperature": 0.5, "learn_temperature": True, "feature_map": "prf"}, TEMPERATURE_LAYER),
-    ({"value_projection": True, "degree_gate": True, "residual_scale": "learned", "n_layers": 2, "n_heads": 2},
-     BLOCKS),
-], ids=["paper", "temperature", "blocks"])
+@pytest.mark.parametrize(
+    "overrides, layer_keys",
+    [
+        ({}, PLAIN_LAYER),
+        ({"attention_temperature": 0.5, "learn_temperature": True, "feature_map": "prf"}, TEMPERATURE_LAYER),
+        (
+            {"value_projection": True, "degree_gate": True, "residual_scale": "learned", "n_layers": 2, "n_heads": 2},
+            BLOCKS,
+        ),
+    ],
+    ids=["paper", "temperature", "blocks"],
+)
 def test_the_state_dict_keeps_the_keys_checkpoints_were_saved_with(tiny_setup, overrides, layer_keys):
     _, model, _, _ = tiny_setup(**overrides)
     assert list(model.state_dict()) == SAVED_KEYS + layer_keys

@@ -30,7 +30,13 @@ def degrees_of(train):
 def test_propagated_tokens_are_the_mean_of_normalised_adjacency_powers(tiny_setup, dense_adjacency):
     _, model, _, (train, _, _) = tiny_setup(token_propagation=2, attention=False, precision="fp32")
     adjacency = dense_adjacency(train)
-    x0 = torch.cat([model.user_embedding.weight, model.item_embedding.weight, ], 0)
+    x0 = torch.cat(
+        [
+            model.user_embedding.weight,
+            model.item_embedding.weight,
+        ],
+        0,
+    )
     x0 = torch.cat([x0, model.structural], 1)
     expected = (x0 + adjacency @ x0 + adjacency @ adjacency @ x0) / 3
     with torch.no_grad():
@@ -99,10 +105,17 @@ def test_the_value_projection_is_attention_over_x_w_v(tiny_setup):
         torch.testing.assert_close(model(), expected)
 
 
-@pytest.mark.parametrize("option", [
-    {"value_projection": True}, {"residual_scale": "learned"}, {"learn_temperature": True},
-    {"degree_gate": True, "attention_weight": 2.0}, {"layer_norm": True, "value_projection": True},
-], ids=str)
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"value_projection": True},
+        {"residual_scale": "learned"},
+        {"learn_temperature": True},
+        {"degree_gate": True, "attention_weight": 2.0},
+        {"layer_norm": True, "value_projection": True},
+    ],
+    ids=str,
+)
 def test_each_option_at_its_start_is_the_papers_form(tiny_setup, option):
     """W_V = I, s = attention_weight, tau = 1 and g = 1/2 (with the weight doubled) start where the paper starts."""
     reference = {"attention_weight": option.get("attention_weight", 2.0) / 2} if "degree_gate" in option else {}
@@ -114,10 +127,18 @@ def test_each_option_at_its_start_is_the_papers_form(tiny_setup, option):
         torch.testing.assert_close(model(), paper())
 
 
-@pytest.mark.parametrize("option", [
-    {"token_propagation": 2}, {"attention_temperature": 0.3}, {"value_projection": True},
-    {"residual_scale": "learned"}, {"learn_temperature": True}, {"degree_gate": True},
-], ids=str)
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"token_propagation": 2},
+        {"attention_temperature": 0.3},
+        {"value_projection": True},
+        {"residual_scale": "learned"},
+        {"learn_temperature": True},
+        {"degree_gate": True},
+    ],
+    ids=str,
+)
 def test_each_option_changes_the_outputs_after_a_training_step(tiny_setup, option):
     _, model, _, (train, _, _) = tiny_setup(seed=2, precision="fp32", **option)
     _, paper, _, _ = tiny_setup(seed=2, precision="fp32")
@@ -127,8 +148,12 @@ def test_each_option_changes_the_outputs_after_a_training_step(tiny_setup, optio
         optimizer.step()
     with torch.no_grad():
         assert (model() - paper()).abs().max() > 1e-3
-    own = {"value_projection": "value_weight", "residual_scale": "residual_scale", "degree_gate": "gate_slope",
-           "learn_temperature": "log_temperature"}
+    own = {
+        "value_projection": "value_weight",
+        "residual_scale": "residual_scale",
+        "degree_gate": "gate_slope",
+        "learn_temperature": "log_temperature",
+    }
     for key, name in own.items():
         if key in option:  # the option's own parameter trains
             grads = [p.grad for n, p in model.named_parameters() if n.endswith(name)]
@@ -136,8 +161,14 @@ def test_each_option_changes_the_outputs_after_a_training_step(tiny_setup, optio
 
 
 def test_options_survive_a_weights_only_checkpoint_and_a_deep_copy(tiny_setup, tmp_path):
-    options = {"token_propagation": 1, "learn_temperature": True, "degree_gate": True, "value_projection": True,
-               "residual_scale": "learned", "precision": "fp32"}
+    options = {
+        "token_propagation": 1,
+        "learn_temperature": True,
+        "degree_gate": True,
+        "value_projection": True,
+        "residual_scale": "learned",
+        "precision": "fp32",
+    }
     _, model, _, (train, _, _) = tiny_setup(seed=1, **options)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     model.calculate_loss(next(iter(train))).backward()
@@ -151,19 +182,22 @@ def test_options_survive_a_weights_only_checkpoint_and_a_deep_copy(tiny_setup, t
         torch.testing.assert_close(copied(), model())
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"token_propagation": -1}, "token_propagation must be a non-negative integer"),
-    ({"token_propagation": 1.5}, "token_propagation must be a non-negative integer"),
-    ({"attention_temperature": 0}, "attention_temperature must be a number > 0"),
-    ({"learn_temperature": "yes"}, "unknown learn_temperature 'yes'; choose one of False, True"),
-    ({"value_projection": 1}, "unknown value_projection 1; choose one of False, True"),
-    ({"degree_gate": "on"}, "unknown degree_gate 'on'"),
-    ({"residual_scale": "free"}, "unknown residual_scale 'free'; choose one of fixed, learned"),
-    ({"attention_temperature": 0.5, "feature_map": "relu"}, "apply to the random feature maps"),
-    ({"learn_temperature": True, "feature_map": "elu"}, "feature_map elu has no temperature"),
-    ({"degree_gate": True, "residual": False}, "set residual: True"),
-    ({"residual_scale": "learned", "residual": False}, "set residual: True"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"token_propagation": -1}, "token_propagation must be a non-negative integer"),
+        ({"token_propagation": 1.5}, "token_propagation must be a non-negative integer"),
+        ({"attention_temperature": 0}, "attention_temperature must be a number > 0"),
+        ({"learn_temperature": "yes"}, "unknown learn_temperature 'yes'; choose one of False, True"),
+        ({"value_projection": 1}, "unknown value_projection 1; choose one of False, True"),
+        ({"degree_gate": "on"}, "unknown degree_gate 'on'"),
+        ({"residual_scale": "free"}, "unknown residual_scale 'free'; choose one of fixed, learned"),
+        ({"attention_temperature": 0.5, "feature_map": "relu"}, "apply to the random feature maps"),
+        ({"learn_temperature": True, "feature_map": "elu"}, "feature_map elu has no temperature"),
+        ({"degree_gate": True, "residual": False}, "set residual: True"),
+        ({"residual_scale": "learned", "residual": False}, "set residual: True"),
+    ],
+)
 def test_bad_option_values_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup(**overrides)
@@ -171,8 +205,13 @@ def test_bad_option_values_raise_clear_errors(tiny_setup, overrides, message):
 
 @pytest.mark.slow
 def test_compiled_attention_with_the_options_gives_the_eager_loss_and_gradients(tiny_setup):
-    options = {"learn_temperature": True, "value_projection": True, "degree_gate": True, "token_propagation": 1,
-               "precision": "fp32"}
+    options = {
+        "learn_temperature": True,
+        "value_projection": True,
+        "degree_gate": True,
+        "token_propagation": 1,
+        "precision": "fp32",
+    }
     _, eager, _, (train, _, _) = tiny_setup(seed=3, **options)
     _, compiled, _, _ = tiny_setup(seed=3, compile=True, **options)
     batch = next(iter(train))

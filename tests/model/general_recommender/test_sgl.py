@@ -31,8 +31,9 @@ def test_loss_and_gradients_equal_recboles_sgl(tiny_setup, view_type):
     batch = next(iter(train))
     loss, expected = model.calculate_loss(batch), twin.calculate_loss(batch)
     torch.testing.assert_close(loss, expected)
-    for got, want in zip(torch.autograd.grad(loss, list(model.parameters())),
-                         torch.autograd.grad(expected, list(twin.parameters()))):
+    for got, want in zip(
+        torch.autograd.grad(loss, list(model.parameters())), torch.autograd.grad(expected, list(twin.parameters()))
+    ):
         torch.testing.assert_close(got, want)
 
 
@@ -100,8 +101,9 @@ def test_a_view_over_a_fixed_structure_counts_repeated_pairs_as_recbole_does():
     full = full + full.T
     crow, col = full.indptr, full.indices
     rows = np.repeat(np.arange(6), np.diff(crow))
-    entries = np.stack([entry_positions(crow, col, users, items + n_users),
-                        entry_positions(crow, col, items + n_users, users)])
+    entries = np.stack(
+        [entry_positions(crow, col, users, items + n_users), entry_positions(crow, col, items + n_users, users)]
+    )
     kept = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 0.0])  # (1, 2) and (2, 0) dropped: item 2 isolated
     weights = np.bincount(entries[0], kept, minlength=len(col)) + np.bincount(entries[1], kept, minlength=len(col))
     values = normalized_values(rows, col, weights, 6)

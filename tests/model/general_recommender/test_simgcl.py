@@ -61,20 +61,32 @@ def test_evaluation_is_clean_and_cached_until_the_next_training_step(tiny_setup)
     assert model.restore_user_e is None
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"eps": -0.1}, "SimGCL: eps must be a number >= 0"),
-    ({"tau": 0}, "SimGCL: tau must be a number > 0"),
-    ({"n_layers": 0}, "SimGCL: n_layers must be a positive integer"),
-    ({"lambda": "high"}, "SimGCL: lambda must be a number >= 0"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"eps": -0.1}, "SimGCL: eps must be a number >= 0"),
+        ({"tau": 0}, "SimGCL: tau must be a number > 0"),
+        ({"n_layers": 0}, "SimGCL: n_layers must be a positive integer"),
+        ({"lambda": "high"}, "SimGCL: lambda must be a number >= 0"),
+    ],
+)
 def test_bad_options_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup("SimGCL", **overrides)
 
 
 def test_resolves_by_name_and_trains_through_the_runner(tiny_data):
-    result = run_recommender("simgcl", "tiny", config_dict={
-        "data_path": str(tiny_data), "epochs": 2, "embedding_size": 8, "show_progress": False, "state": "WARNING"})
+    result = run_recommender(
+        "simgcl",
+        "tiny",
+        config_dict={
+            "data_path": str(tiny_data),
+            "epochs": 2,
+            "embedding_size": 8,
+            "show_progress": False,
+            "state": "WARNING",
+        },
+    )
     assert 0 < result["test_result"]["ndcg@10"] <= 1
 
 

@@ -19,8 +19,15 @@ def reference_weights(r, alpha, l1_ratio, positive_only, hide_item):
         design = r.copy()
         if hide_item:
             design[:, j] = 0
-        fit = ElasticNet(alpha=alpha, l1_ratio=l1_ratio, positive=positive_only, fit_intercept=False,
-                         selection="cyclic", max_iter=100000, tol=1e-12).fit(design, r[:, j])
+        fit = ElasticNet(
+            alpha=alpha,
+            l1_ratio=l1_ratio,
+            positive=positive_only,
+            fit_intercept=False,
+            selection="cyclic",
+            max_iter=100000,
+            tol=1e-12,
+        ).fit(design, r[:, j])
         weights[:, j] = fit.coef_
     return weights
 
@@ -40,8 +47,9 @@ def test_the_registry_gives_this_projects_slimelastic_with_recboles_interface():
 @pytest.mark.parametrize("hide_item", [True, False])
 def test_weights_are_the_optimum_of_recboles_problem(positive_only, hide_item):
     r = random_interactions()
-    got = slim_weights(sp.csr_matrix(r), 0.01, 0.3, positive_only, hide_item, max_iter=10000, tol=1e-10,
-                       random_state=0).toarray()
+    got = slim_weights(
+        sp.csr_matrix(r), 0.01, 0.3, positive_only, hide_item, max_iter=10000, tol=1e-10, random_state=0
+    ).toarray()
     expected = reference_weights(r, 0.01, 0.3, positive_only, hide_item)
     assert np.abs(expected).sum() > 1.0  # not a vacuous all-zero comparison
     np.testing.assert_allclose(got, expected, atol=2e-4)
@@ -87,13 +95,16 @@ def test_predict_is_the_full_sort_score_of_each_pair(tiny_setup):
     np.testing.assert_allclose(scores.numpy(), full[users, items], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("alpha", 0.0, "alpha must be a number > 0"),
-    ("alpha", "big", "alpha must be a number > 0"),
-    ("l1_ratio", 1.5, r"l1_ratio must be a number in \[0, 1\]"),
-    ("positive_only", "yes", "positive_only must be true or false"),
-    ("hide_item", 1, "hide_item must be true or false"),
-])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("alpha", 0.0, "alpha must be a number > 0"),
+        ("alpha", "big", "alpha must be a number > 0"),
+        ("l1_ratio", 1.5, r"l1_ratio must be a number in \[0, 1\]"),
+        ("positive_only", "yes", "positive_only must be true or false"),
+        ("hide_item", 1, "hide_item must be true or false"),
+    ],
+)
 def test_bad_options_are_refused(option, value, message):
     options = dict(alpha=0.1, l1_ratio=0.5, positive_only=True, hide_item=True)
     options[option] = value

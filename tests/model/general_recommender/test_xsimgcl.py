@@ -21,8 +21,9 @@ def test_loss_contrasts_the_final_view_with_layer_cl_of_one_noisy_propagation(ti
     final, cl_view = torch.stack(layers).mean(dim=0), layers[1]
     users = torch.unique(batch[model.USER_ID])
     items = torch.unique(batch[model.ITEM_ID]) + model.n_users
-    cl = (direct_info_nce(final[users], cl_view[users], model.tau)
-          + direct_info_nce(final[items], cl_view[items], model.tau))
+    cl = direct_info_nce(final[users], cl_view[users], model.tau) + direct_info_nce(
+        final[items], cl_view[items], model.tau
+    )
     expected = direct_bpr_and_reg(model, batch, *final.split([model.n_users, model.n_items])) + model.cl_weight * cl
     torch.testing.assert_close(loss, expected)
 

@@ -29,8 +29,10 @@ def test_values_projected_after_the_attention_equal_attention_over_projected_val
     value_weight = torch.randn(heads, head_size, head_size)
     block_diagonal = torch.block_diag(*value_weight)
     normalised = weights / weights.sum(-1, keepdim=True)
-    attend = lambda values: torch.cat([normalised[h] @ values[:, h * head_size:(h + 1) * head_size]  # noqa: E731
-                                       for h in range(heads)], dim=1)
+
+    def attend(values):
+        return torch.cat([normalised[h] @ values[:, h * head_size : (h + 1) * head_size] for h in range(heads)], dim=1)
+
     torch.testing.assert_close(project_values(attend(x), value_weight), attend(x @ block_diagonal))
 
 
@@ -79,14 +81,22 @@ def test_the_block_adds_the_scaled_gated_projected_attention_to_the_tokens():
     learned, fixed = torch.randn(n, d), torch.randn(n, d)
     attention = torch.randn(n, 2 * d)
     log_degree = torch.log1p(torch.tensor([0.0, 1.0, 2.0, 10.0, 50.0]))
-    block = AttentionBlock(_FixedAttention(attention), 2 * d, heads, attention_weight=0.7, residual_scale="learned",
-                           value_projection=True, log_degree=log_degree)
+    block = AttentionBlock(
+        _FixedAttention(attention),
+        2 * d,
+        heads,
+        attention_weight=0.7,
+        residual_scale="learned",
+        value_projection=True,
+        log_degree=log_degree,
+    )
     with torch.no_grad():
         block.gate_slope.fill_(-0.5), block.gate_bias.fill_(0.2), block.residual_scale.fill_(1.3)
         block.value_weight.add_(0.1 * torch.randn_like(block.value_weight))
     gate = torch.sigmoid(-0.5 * log_degree + 0.2)
-    expected = (torch.cat([learned, fixed], 1)
-                + 1.3 * gate[:, None] * (attention @ torch.block_diag(*block.value_weight)))
+    expected = torch.cat([learned, fixed], 1) + 1.3 * gate[:, None] * (
+        attention @ torch.block_diag(*block.value_weight)
+    )
     torch.testing.assert_close(block(learned, fixed), expected)
     queries = torch.tensor([3, 0, 3])
     torch.testing.assert_close(block(learned, fixed, query_index=queries), expected[queries])

@@ -35,8 +35,9 @@ def test_a_failing_compilation_falls_back_to_eager_with_one_warning():
         raise RuntimeError("no C++ compiler found\nsecond line")
 
     wrapper.compiled = broken  # stands in for a backend that cannot compile on this machine
-    with pytest.warns(RuntimeWarning,
-                      match="flaky: torch.compile failed .RuntimeError: no C.. compiler found.; running in eager"):
+    with pytest.warns(
+        RuntimeWarning, match="flaky: torch.compile failed .RuntimeError: no C.. compiler found.; running in eager"
+    ):
         torch.testing.assert_close(wrapper(torch.ones(3)), torch.full((3,), 2.0))
     assert not wrapper.active
     with warnings.catch_warnings():

@@ -41,15 +41,23 @@ def gradients(summary_fn, inputs, mask, upstream):
 
 
 @pytest.mark.parametrize("keep", [False, True], ids=["recompute", "keep"])
-@pytest.mark.parametrize("heads, mask, structural, chunk", [
-    (1, True, True, 128), (2, True, True, 1000), (1, False, True, 77), (2, False, False, 250),
-    (4, True, True, 300), (3, True, True, 200),  # learned columns span two heads; the second one in part (d = 6)
-])
+@pytest.mark.parametrize(
+    "heads, mask, structural, chunk",
+    [
+        (1, True, True, 128),
+        (2, True, True, 1000),
+        (1, False, True, 77),
+        (2, False, False, 250),
+        (4, True, True, 300),
+        (3, True, True, 200),  # learned columns span two heads; the second one in part (d = 6)
+    ],
+)
 def test_fused_sums_and_gradients_equal_the_unfused_form(heads, mask, structural, chunk, keep):
     inputs = make_inputs(heads=heads, structural=structural, d=6 if heads == 3 else 8)
     _, _, _, projection, _ = inputs
-    upstream = torch.randn(heads, (2 if mask else 1) * projection.shape[1], projection.shape[2] + 1,
-                           dtype=torch.float64)
+    upstream = torch.randn(
+        heads, (2 if mask else 1) * projection.shape[1], projection.shape[2] + 1, dtype=torch.float64
+    )
     expected, expected_grads = gradients(unfused_summary, inputs, mask, upstream)
     functions = ChunkFunctions(keep=keep)
     fused = lambda *args: chunked_key_summary(*args, chunk_size=chunk, functions=functions)  # noqa: E731
@@ -102,8 +110,15 @@ def test_bf16_eq_12_is_within_its_stated_tolerance_of_fp32_and_of_the_explicit_m
         for name, dtype in (("fp32", None), ("bf16", torch.bfloat16)):
             summary = chunked_key_summary(embeddings, fixed, key_weight, projection, z, dtype, chunk_size=512)
             outputs[name] = query_readout(phi_q, summary, z[queries])[0]
-        explicit = explicit_attention(x[queries].double(), x.double(), query_weight.double(), key_weight.double(),
-                                      projection.double(), z[queries].double(), z.double())
+        explicit = explicit_attention(
+            x[queries].double(),
+            x.double(),
+            query_weight.double(),
+            key_weight.double(),
+            projection.double(),
+            z[queries].double(),
+            z.double(),
+        )
     relative = lambda a, b: float((a.double() - b).norm() / b.norm())  # noqa: E731
     assert relative(outputs["fp32"], explicit) < 1e-5
     assert relative(outputs["bf16"], outputs["fp32"].double()) < BF16_TOLERANCE

@@ -52,22 +52,25 @@ def test_key_features_auto_keeps_them_while_they_are_small():
     assert key_features_kept("keep", 10**12) is True and key_features_kept("recompute", 1) is False
 
 
-@pytest.mark.parametrize("overrides, message", [
-    # read with float() / bool() before: these were taken silently
-    ({"focusing_factor": 0}, "focusing_factor must be a number > 0, got 0"),
-    ({"focusing_factor": "3"}, "focusing_factor must be a number > 0, got '3'"),
-    ({"attention_weight": -0.5}, "attention_weight must be a number >= 0"),
-    ({"uniformity_weight": "0.3"}, "uniformity_weight must be a number >= 0, got '0.3'"),
-    ({"residual": "no"}, "unknown residual 'no'; choose one of True, False"),
-    ({"layer_norm": 1}, "unknown layer_norm 1; choose one of False, True"),
-    ({"feature_redraw_interval": -1}, "feature_redraw_interval must be a non-negative integer"),
-    ({"feature_redraw_interval": 2.5}, "feature_redraw_interval must be a non-negative integer"),
-    ({"seed": "x"}, "seed must be a non-negative integer"),
-    # checked before any SVD is taken
-    ({"n_heads": 3}, "n_heads=3 must divide the token width 128"),
-    ({"attention_temperature": 0.5, "feature_map": "relu"}, "attention_temperature and learn_temperature apply"),
-    ({"residual": False, "degree_gate": True}, "set residual: True"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        # read with float() / bool() before: these were taken silently
+        ({"focusing_factor": 0}, "focusing_factor must be a number > 0, got 0"),
+        ({"focusing_factor": "3"}, "focusing_factor must be a number > 0, got '3'"),
+        ({"attention_weight": -0.5}, "attention_weight must be a number >= 0"),
+        ({"uniformity_weight": "0.3"}, "uniformity_weight must be a number >= 0, got '0.3'"),
+        ({"residual": "no"}, "unknown residual 'no'; choose one of True, False"),
+        ({"layer_norm": 1}, "unknown layer_norm 1; choose one of False, True"),
+        ({"feature_redraw_interval": -1}, "feature_redraw_interval must be a non-negative integer"),
+        ({"feature_redraw_interval": 2.5}, "feature_redraw_interval must be a non-negative integer"),
+        ({"seed": "x"}, "seed must be a non-negative integer"),
+        # checked before any SVD is taken
+        ({"n_heads": 3}, "n_heads=3 must divide the token width 128"),
+        ({"attention_temperature": 0.5, "feature_map": "relu"}, "attention_temperature and learn_temperature apply"),
+        ({"residual": False, "degree_gate": True}, "set residual: True"),
+    ],
+)
 def test_each_option_is_checked_with_its_key_and_the_fix(overrides, message):
     with pytest.raises(ValueError, match=message) as error:
         MGFormerOptions.from_config(config(**overrides), n_nodes=500)

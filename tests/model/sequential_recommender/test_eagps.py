@@ -23,11 +23,21 @@ from recbole_mgformer.registry import get_model
 
 ROOT = Path(__file__).resolve().parents[3]
 ML100K_SEQUENTIAL = str(ROOT / "properties" / "dataset" / "ml-100k-seq.yaml")  # the protocol, on any data
-TINY = {"show_progress": False, "state": "WARNING", "epochs": 2, "embedding_size": 8, "n_heads": 2,
-        "memory_size": 6, "prompt_size": 5, "MAX_ITEM_LIST_LENGTH": 6, "train_batch_size": 32}
+TINY = {
+    "show_progress": False,
+    "state": "WARNING",
+    "epochs": 2,
+    "embedding_size": 8,
+    "n_heads": 2,
+    "memory_size": 6,
+    "prompt_size": 5,
+    "MAX_ITEM_LIST_LENGTH": 6,
+    "train_batch_size": 32,
+}
 
 
 # ---------------------------------------------------------------- data
+
 
 def tiny_histories(n_users=24, n_items=30, length=9, seed=0):
     """``{user token: [item tokens in time order]}``: users walk forward through the items, so the
@@ -64,14 +74,14 @@ def seq_setup(tmp_path, histories):
     data = write_sequences(tmp_path / "data", histories)
 
     def make(**overrides):
-        config, _ = build_config("EAGPS", "tinyseq", [ML100K_SEQUENTIAL],
-                                 {**TINY, "data_path": str(data), **overrides})
+        config, _ = build_config("EAGPS", "tinyseq", [ML100K_SEQUENTIAL], {**TINY, "data_path": str(data), **overrides})
         return (config, *prepare(config))
 
     return make
 
 
 # ---------------------------------------------------------------- references
+
 
 def dense_graph_reference(histories, dataset):
     """Eq. 2 and 4 written out: items first, then users; each training history (all but the last two
@@ -84,7 +94,7 @@ def dense_graph_reference(histories, dataset):
         for i in ids:
             m[i, u] = m[u, i] = 1.0
         for previous, following in zip(ids, ids[1:]):
-            m[following, previous] = 1.0   # the next item receives the previous one's message
+            m[following, previous] = 1.0  # the next item receives the previous one's message
     a = m + np.eye(len(m))
     scale = a.sum(axis=1) ** -0.5
     return scale[:, None] * a * scale[None, :]
@@ -124,31 +134,43 @@ def encoder_reference(model, a_dense):
     items, users = [x[:m]], [x[m:]]
     for _ in range(model.n_layers):
         x = a @ x
-        z = external_attention_reference(x[:m], ext.memory_key.double(), ext.memory_value.double(),
-                                         model.n_heads, model.ea_norm) @ ext.heads_out.weight.double().T
-        items.append(F.layer_norm(x[:m] + model.delta * z, (x.shape[1],), ext.layer_norm.weight.double(),
-                                  ext.layer_norm.bias.double(), ext.layer_norm.eps))
+        z = (
+            external_attention_reference(
+                x[:m], ext.memory_key.double(), ext.memory_value.double(), model.n_heads, model.ea_norm
+            )
+            @ ext.heads_out.weight.double().T
+        )
+        items.append(
+            F.layer_norm(
+                x[:m] + model.delta * z,
+                (x.shape[1],),
+                ext.layer_norm.weight.double(),
+                ext.layer_norm.bias.double(),
+                ext.layer_norm.eps,
+            )
+        )
         users.append(x[m:])
     return torch.stack(items).mean(dim=0), torch.stack(users).mean(dim=0)
 
 
 def decoder_reference(model, items, users, interaction):
     """Eq. 19-27 without masking (evaluation), one sequence at a time; returns the logits (B, m)."""
-    seqs, lengths, user_ids = (interaction[model.ITEM_SEQ], interaction[model.ITEM_SEQ_LEN],
-                               interaction[model.USER_ID])
-    w_c = model.prompt_conv.weight.squeeze(-1)                     # (d, d1) kernel of the 1x1 convolution
+    seqs, lengths, user_ids = (interaction[model.ITEM_SEQ], interaction[model.ITEM_SEQ_LEN], interaction[model.USER_ID])
+    w_c = model.prompt_conv.weight.squeeze(-1)  # (d, d1) kernel of the 1x1 convolution
     logits = []
     for seq, t, user in zip(seqs, lengths.tolist(), user_ids):
-        prompts = model.position_prompt.weight[:t] @ w_c.T + model.prompt_conv.bias           # Eq. 19
-        template = torch.relu(torch.cat([items[seq[:t]], prompts], dim=1) @ model.template.weight.T
-                              + model.template.bias)                                          # Eq. 20
-        pooled = soft_attention_reference(template.unsqueeze(0), torch.tensor([t]))[0]       # Eq. 23-24
-        h = torch.cat([pooled, users[user]])                                                  # Eq. 25
-        logits.append(model.output.weight @ h + model.output.bias)                           # Eq. 27
+        prompts = model.position_prompt.weight[:t] @ w_c.T + model.prompt_conv.bias  # Eq. 19
+        template = torch.relu(
+            torch.cat([items[seq[:t]], prompts], dim=1) @ model.template.weight.T + model.template.bias
+        )  # Eq. 20
+        pooled = soft_attention_reference(template.unsqueeze(0), torch.tensor([t]))[0]  # Eq. 23-24
+        h = torch.cat([pooled, users[user]])  # Eq. 25
+        logits.append(model.output.weight @ h + model.output.bias)  # Eq. 27
     return torch.stack(logits)
 
 
 # ---------------------------------------------------------------- graph
+
 
 def test_adjacency_equals_the_dense_reference_of_the_training_sequences(seq_setup, histories):
     _, model, _, (train, _, _) = seq_setup()
@@ -162,11 +184,11 @@ def test_item_edges_run_one_way_and_users_never_link_users():
     user_item = np.array([[0, 1, 1, 1], [0, 1, 0, 1]])
     transitions = np.array([[1, 2, 3], [2, 3, 1]])
     a = sequential_adjacency(user_item, transitions, n_items=4, n_users=2).toarray()
-    assert a[2, 1] > 0 and a[3, 2] > 0 and a[1, 3] > 0           # next <- previous
-    assert a[1, 2] == 0 and a[2, 3] == 0 and a[3, 1] == 0       # never previous <- next
+    assert a[2, 1] > 0 and a[3, 2] > 0 and a[1, 3] > 0  # next <- previous
+    assert a[1, 2] == 0 and a[2, 3] == 0 and a[3, 1] == 0  # never previous <- next
     assert a[4, 5] == 0 and a[5, 4] == 0
-    assert a[0, 0] == 1.0 and np.count_nonzero(a[0]) == 1       # padding item: self-loop only, degree 1
-    degree = np.array([1, 4, 3, 4, 4, 3])                       # row sums of M + I
+    assert a[0, 0] == 1.0 and np.count_nonzero(a[0]) == 1  # padding item: self-loop only, degree 1
+    degree = np.array([1, 4, 3, 4, 4, 3])  # row sums of M + I
     np.testing.assert_allclose(a[2, 1], 1 / math.sqrt(degree[2] * degree[1]), rtol=1e-6)
 
 
@@ -183,6 +205,7 @@ def test_propagation_with_external_attention_equals_the_dense_reference(seq_setu
 
 # ---------------------------------------------------------------- external attention
 
+
 @pytest.mark.parametrize("norm", ["l2", "softmax"])
 @pytest.mark.parametrize("n_heads", [1, 2, 4])
 def test_external_attention_equals_the_per_node_reference(norm, n_heads):
@@ -198,9 +221,9 @@ def test_external_attention_is_per_node_so_linear_in_the_nodes(norm):
     x, mk, mv = torch.randn(50, 8, generator=g), torch.randn(16, 8, generator=g), torch.randn(16, 8, generator=g)
     out = external_attention(x, mk, mv, 2, norm)
     other = x.clone()
-    other[1:] = torch.randn(49, 8, generator=g) * 10                  # every other node changes
+    other[1:] = torch.randn(49, 8, generator=g) * 10  # every other node changes
     torch.testing.assert_close(external_attention(other, mk, mv, 2, norm)[0], out[0])
-    torch.testing.assert_close(external_attention(x[:3], mk, mv, 2, norm), out[:3])   # nodes alone = nodes together
+    torch.testing.assert_close(external_attention(x[:3], mk, mv, 2, norm), out[:3])  # nodes alone = nodes together
     # and the memories are the only thing mixed in: the Jacobian of node i's output w.r.t. x is zero off row i
     jac = torch.autograd.functional.jacobian(lambda y: external_attention(y, mk, mv, 2, norm)[4], x[:6])
     assert jac[:, [0, 1, 2, 3, 5]].abs().max() == 0 and jac[:, 4].abs().max() > 0
@@ -215,6 +238,7 @@ def test_memories_are_shared_across_layers(seq_setup):
 
 # ---------------------------------------------------------------- decoder
 
+
 def test_sequential_mask_masks_floor_gamma_t_positions_never_the_last_nor_padding():
     lengths = torch.tensor([1, 2, 3, 5, 8, 10, 10])
     g = torch.Generator().manual_seed(0)
@@ -223,9 +247,9 @@ def test_sequential_mask_masks_floor_gamma_t_positions_never_the_last_nor_paddin
         mask = sequential_mask(lengths, 10, 0.4, generator=g)
         assert mask.sum(dim=1).tolist() == [0, 0, 1, 2, 3, 4, 4]
         positions = torch.arange(10).unsqueeze(0)
-        assert not mask[positions >= (lengths - 1).unsqueeze(1)].any()   # last position and padding
+        assert not mask[positions >= (lengths - 1).unsqueeze(1)].any()  # last position and padding
         seen += mask
-    assert (seen[5, :9] > 0).all()                                       # every earlier position gets its turn
+    assert (seen[5, :9] > 0).all()  # every earlier position gets its turn
     full = sequential_mask(lengths, 10, 1.0, generator=g)
     assert full.sum(dim=1).tolist() == (lengths - 1).tolist()
 
@@ -235,7 +259,7 @@ def test_soft_attention_equals_the_direct_formula():
     templates, lengths = torch.randn(4, 6, 5, generator=g), torch.tensor([1, 3, 6, 4])
     torch.testing.assert_close(soft_attention(templates, lengths), soft_attention_reference(templates, lengths))
     padded = templates.clone()
-    padded[1, 3:] = 99.0                                                 # padding must not matter
+    padded[1, 3:] = 99.0  # padding must not matter
     torch.testing.assert_close(soft_attention(padded, lengths), soft_attention(templates, lengths))
 
 
@@ -248,8 +272,9 @@ def test_evaluation_scores_equal_the_unmasked_equations(seq_setup, histories):
         expected = decoder_reference(model, items.float(), users.float(), interaction)
         torch.testing.assert_close(model.full_sort_predict(interaction), expected, rtol=1e-4, atol=1e-5)
         picked = model.predict(interaction)
-    torch.testing.assert_close(picked, expected.gather(1, interaction[model.ITEM_ID].unsqueeze(1)).squeeze(1),
-                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        picked, expected.gather(1, interaction[model.ITEM_ID].unsqueeze(1)).squeeze(1), rtol=1e-4, atol=1e-5
+    )
 
 
 def test_masking_and_dropout_are_off_in_evaluation_only(seq_setup):
@@ -262,9 +287,9 @@ def test_masking_and_dropout_are_off_in_evaluation_only(seq_setup):
     model.train()
     with torch.no_grad():
         draws = [model.full_sort_predict(batch) for _ in range(3)]
-    assert not all(torch.equal(draws[0], d) for d in draws[1:])       # training masks, at random
+    assert not all(torch.equal(draws[0], d) for d in draws[1:])  # training masks, at random
     model.mask_ratio = 0.0
-    with torch.no_grad():                                             # without masking, train == eval
+    with torch.no_grad():  # without masking, train == eval
         torch.testing.assert_close(model.full_sort_predict(batch), first)
 
 
@@ -288,12 +313,13 @@ def test_a_few_steps_lower_the_loss_and_reach_every_part(seq_setup):
         loss.backward()
         optimizer.step()
     for name, parameter in model.named_parameters():
-        if name != "mask_token":                                       # unused without masking
+        if name != "mask_token":  # unused without masking
             assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
     assert model.calculate_loss(batch).item() < 0.5 * before
 
 
 # ---------------------------------------------------------------- configuration
+
 
 def test_resolves_by_name_with_its_defaults(seq_setup):
     assert get_model("EAGPS") is EAGPS and get_model("eagps") is EAGPS
@@ -302,18 +328,21 @@ def test_resolves_by_name_with_its_defaults(seq_setup):
     assert config["eval_args"]["split"] == {"LS": "valid_and_test"} and config["valid_metric"] == "NDCG@10"
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"ea_norm": "l1"}, r"EAGPS: unknown ea_norm 'l1'; choose one of l2, softmax"),
-    ({"n_heads": 3}, r"n_heads=3 must divide embedding_size=8"),
-    ({"mask_ratio": 1.5}, r"mask_ratio must be in \[0, 1\]"),
-    ({"memory_size": 0}, r"EAGPS: memory_size must be a positive integer, got 0"),
-    ({"external_norm": "tokens"}, r"EAGPS: unknown external_norm 'tokens'; choose one of node, token"),
-    ({"item_weighting": "count"}, r"EAGPS: unknown item_weighting 'count'; choose one of once, occurrences"),
-    ({"fusion_norm": "batch"}, r"EAGPS: unknown fusion_norm 'batch'; choose one of none, layer, l2"),
-    ({"decoder": "sum_pool"}, r"EAGPS: unknown decoder 'sum_pool'; choose one of prompt, max_pool, mean_pool"),
-    ({"external_attention": "no"}, r"EAGPS: unknown external_attention 'no'"),
-    ({"train_neg_sample_args": {"distribution": "uniform", "sample_num": 1}}, r"train_neg_sample_args: ~"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"ea_norm": "l1"}, r"EAGPS: unknown ea_norm 'l1'; choose one of l2, softmax"),
+        ({"n_heads": 3}, r"n_heads=3 must divide embedding_size=8"),
+        ({"mask_ratio": 1.5}, r"mask_ratio must be in \[0, 1\]"),
+        ({"memory_size": 0}, r"EAGPS: memory_size must be a positive integer, got 0"),
+        ({"external_norm": "tokens"}, r"EAGPS: unknown external_norm 'tokens'; choose one of node, token"),
+        ({"item_weighting": "count"}, r"EAGPS: unknown item_weighting 'count'; choose one of once, occurrences"),
+        ({"fusion_norm": "batch"}, r"EAGPS: unknown fusion_norm 'batch'; choose one of none, layer, l2"),
+        ({"decoder": "sum_pool"}, r"EAGPS: unknown decoder 'sum_pool'; choose one of prompt, max_pool, mean_pool"),
+        ({"external_attention": "no"}, r"EAGPS: unknown external_attention 'no'"),
+        ({"train_neg_sample_args": {"distribution": "uniform", "sample_num": 1}}, r"train_neg_sample_args: ~"),
+    ],
+)
 def test_bad_options_fail_with_a_clear_message(seq_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
         seq_setup(**overrides)
@@ -321,13 +350,24 @@ def test_bad_options_fail_with_a_clear_message(seq_setup, overrides, message):
 
 def test_run_py_trains_it(tmp_path, histories):
     data = write_sequences(tmp_path / "data", histories)
-    result = cli_main(["--model=EAGPS", "--dataset=tinyseq", f"--config_files={ML100K_SEQUENTIAL}",
-                       f"--data_path={data}", "--epochs=1", "--embedding_size=8", "--show_progress=False",
-                       "--state=WARNING", "--MAX_ITEM_LIST_LENGTH=6"])
+    result = cli_main(
+        [
+            "--model=EAGPS",
+            "--dataset=tinyseq",
+            f"--config_files={ML100K_SEQUENTIAL}",
+            f"--data_path={data}",
+            "--epochs=1",
+            "--embedding_size=8",
+            "--show_progress=False",
+            "--state=WARNING",
+            "--MAX_ITEM_LIST_LENGTH=6",
+        ]
+    )
     assert 0 <= result["test_result"]["ndcg@10"] <= 1 and "mrr@5" in result["test_result"]
 
 
 # ---------------------------------------------------------------- end to end
+
 
 @pytest.mark.slow
 def test_eagps_beats_popularity_on_ml_100k_under_the_sequential_protocol():
@@ -337,13 +377,18 @@ def test_eagps_beats_popularity_on_ml_100k_under_the_sequential_protocol():
     # this under a minute. Its ratio to Pop depends on the seed and the CPU: seeds 2020, 1, 2, 3 gave
     # 1.3-1.9x Pop's test NDCG/Recall/MRR@10 on one machine (MRR lowest), and CI's CPU gave 1.35x MRR at 2020.
     # A model that learned nothing beyond popularity sits near 1x, so 1.15x still tells them apart.
-    eagps = run_recommender("EAGPS", "ml-100k", config_file_list=[ML100K_SEQUENTIAL],
-                            config_dict={**quiet, "epochs": 3, "train_batch_size": 1024, "learning_rate": 0.005})
+    eagps = run_recommender(
+        "EAGPS",
+        "ml-100k",
+        config_file_list=[ML100K_SEQUENTIAL],
+        config_dict={**quiet, "epochs": 3, "train_batch_size": 1024, "learning_rate": 0.005},
+    )
     for metric in ("ndcg@10", "recall@10", "mrr@10"):
         assert eagps["test_result"][metric] > 1.15 * pop["test_result"][metric], metric
 
 
 # ---------------------------------------------------------------- options of issue 53
+
 
 def token_attention_reference(x, memory_key, memory_value, n_heads, valid):
     """Guo et al. 2021's double normalisation one head, slot and token at a time: a_ij = exp(s_ij) /
@@ -368,8 +413,10 @@ def test_token_external_attention_equals_the_double_normalisation_reference():
     generator = torch.Generator().manual_seed(3)
     x, key, value = (torch.randn(7, 8, generator=generator, dtype=torch.float64) for _ in range(3))
     valid = torch.tensor([False, True, True, True, True, True, True])
-    torch.testing.assert_close(token_external_attention(x, key[:5], value[:5], 2, valid),
-                               token_attention_reference(x, key[:5], value[:5], 2, valid))
+    torch.testing.assert_close(
+        token_external_attention(x, key[:5], value[:5], 2, valid),
+        token_attention_reference(x, key[:5], value[:5], 2, valid),
+    )
 
 
 def test_token_external_attention_ignores_the_padding_row():
@@ -394,7 +441,7 @@ def test_token_model_output_ignores_the_padding_item_embedding(seq_setup):
     with torch.no_grad():
         before = model.full_sort_predict(interaction)
         model.item_embedding.weight[0] = 50.0
-        model.train(False)   # drop the cached encoding
+        model.train(False)  # drop the cached encoding
         after = model.full_sort_predict(interaction)
     torch.testing.assert_close(after[:, 1:], before[:, 1:])
 
@@ -412,8 +459,9 @@ def test_occurrences_scale_each_items_external_term_by_its_training_sequences(se
     x = torch.randn(model.n_items, 8)
     ext, z = model.external, None
     z = ext.heads_out(external_attention(x, ext.memory_key, ext.memory_value, ext.n_heads, ext.norm))
-    expected_out = F.layer_norm(x + ext.delta * z * expected.unsqueeze(1), (8,), ext.layer_norm.weight,
-                                ext.layer_norm.bias, ext.layer_norm.eps)
+    expected_out = F.layer_norm(
+        x + ext.delta * z * expected.unsqueeze(1), (8,), ext.layer_norm.weight, ext.layer_norm.bias, ext.layer_norm.eps
+    )
     torch.testing.assert_close(model.external(x), expected_out)
     assert not torch.allclose(once.external(x), expected_out)
 
@@ -452,17 +500,25 @@ def test_pooling_decoders_equal_the_direct_pool(seq_setup, decoder):
         items, users = model.encode()
         got = model.full_sort_predict(interaction)
         rows = []
-        for seq, t, user in zip(interaction[model.ITEM_SEQ], interaction[model.ITEM_SEQ_LEN].tolist(),
-                                interaction[model.USER_ID]):
+        for seq, t, user in zip(
+            interaction[model.ITEM_SEQ], interaction[model.ITEM_SEQ_LEN].tolist(), interaction[model.USER_ID]
+        ):
             e = items[seq[:t]]
             pooled = e.max(dim=0).values if decoder == "max_pool" else e.mean(dim=0)
             rows.append(model.output.weight @ torch.cat([pooled, users[user]]) + model.output.bias)
     torch.testing.assert_close(got, torch.stack(rows), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("overrides", [{"external_norm": "token"}, {"item_weighting": "occurrences"},
-                                       {"fusion_norm": "layer"}, {"external_attention": False},
-                                       {"decoder": "max_pool"}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"external_norm": "token"},
+        {"item_weighting": "occurrences"},
+        {"fusion_norm": "layer"},
+        {"external_attention": False},
+        {"decoder": "max_pool"},
+    ],
+)
 def test_each_option_trains(seq_setup, overrides):
     _, model, trainer, (train, _, _) = seq_setup(**overrides)
     model.train()
