@@ -186,6 +186,27 @@ class Workspace:
         folder = Path(tempfile.mkdtemp(prefix=name[:40].replace("/", "_") + "-", dir=self.root / "cases"))
         return folder
 
+    def benchmark_args(self, models, *settings):
+        """The benchmark's arguments: ``models`` on the toy data, seed 0, records and checkpoints in the working
+        folder, then ``settings``."""
+        return [
+            "--models",
+            models,
+            "--datasets",
+            "tiny",
+            "--seeds",
+            "0",
+            "--data_path",
+            str(self.data),
+            "--config_files",
+            str(self.config),
+            "--results",
+            "results",
+            "--checkpoint_dir",
+            "saved",
+            *settings,
+        ]
+
     def run_py(self, *args, cwd=None, data=None, config=None):
         """run.py's ``main`` in this process (as ``python run.py`` runs it, without importing torch again)."""
         from recbole_mgformer.cli import main
@@ -435,22 +456,7 @@ def option_commands(space):
         (
             "benchmark",
             benchmark_main,
-            [
-                "--models",
-                "BPR",
-                "--datasets",
-                "tiny",
-                "--seeds",
-                "0",
-                "--data_path",
-                str(space.data),
-                *tiny20,
-                "--results",
-                "results",
-                "--checkpoint_dir",
-                "saved",
-                "--epochs=1",
-            ],
+            space.benchmark_args("BPR", "--epochs=1"),
             True,
         ),
         ("import", import_main, ["--format", "selfrec", "--name", "imported", "--output", "data", str(source)], True),
@@ -663,26 +669,7 @@ def kill_cases(space):
         )
     for _ in range(min(repeats, 2)):
         folder = space.case_dir("kill-benchmark")
-        command = [
-            sys.executable,
-            "-m",
-            "recbole_mgformer.benchmark",
-            "--models",
-            "BPR,LightGCN",
-            "--datasets",
-            "tiny",
-            "--seeds",
-            "0",
-            "--data_path",
-            str(space.data),
-            "--config_files",
-            str(space.config),
-            "--results",
-            "results",
-            "--checkpoint_dir",
-            "saved",
-            *epochs,
-        ]
+        command = [sys.executable, "-m", "recbole_mgformer.benchmark", *space.benchmark_args("BPR,LightGCN", *epochs)]
         if "benchmark" not in timed:
             began = time.monotonic()
             run_command(command, space.case_dir("kill-benchmark-clean"), space.timeout)

@@ -67,6 +67,17 @@ TINY_CONFIG = {
 }
 
 
+# a quiet run of d = 8 on the toy dataset, scored on the general table's metrics (with data_path and epochs)
+TINY_RUN_CONFIG = {
+    "embedding_size": 8,
+    "show_progress": False,
+    "state": "WARNING",
+    "metrics": ["Recall", "NDCG"],
+    "topk": [20],
+    "valid_metric": "NDCG@20",
+}
+
+
 @pytest.fixture
 def tiny_data(tmp_path):
     return write_interactions(tmp_path / "data")
@@ -146,6 +157,65 @@ def held_elsewhere(path):
     finally:
         holder.kill()
         holder.wait()
+
+
+# ------------------------------------------------------------------------------------------------ command lines
+
+# the toy dataset's metrics, those the general table shows, at RecBole's quiet log level
+TINY_METRICS = ["--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+
+
+def output_args(data, tmp_path, results="results"):
+    """Where a run reads its data and writes its records (``tmp_path / results``) and checkpoints (``tmp_path /
+    'saved'``): the options the benchmark and the probes share."""
+    return ["--data_path", str(data), "--results", str(tmp_path / results), "--checkpoint_dir", str(tmp_path / "saved")]
+
+
+def benchmark_args(models, data, tmp_path, *settings, dataset="tiny", seeds="0", results="results"):
+    """``python -m recbole_mgformer.benchmark``'s arguments: ``models`` on ``dataset`` for ``seeds``, written under
+    tmp_path (``output_args``), then ``settings`` (``--key=value`` options, a search budget, ...)."""
+    return [
+        "--models",
+        models,
+        "--datasets",
+        dataset,
+        "--seeds",
+        seeds,
+        *output_args(data, tmp_path, results),
+        *settings,
+    ]
+
+
+def search_budget_args(tmp_path, *more):
+    """The benchmark's equal-budget search of 2 trials of at most 2 epochs an entry, then ``more``; its tuned files
+    and Ray's folders under tmp_path."""
+    return [
+        "--tuned-dir",
+        str(tmp_path / "tuned"),
+        "--tune-budget",
+        "2",
+        "--tune-epochs",
+        "2",
+        *more,
+        "--tune-storage",
+        str(tmp_path / "tune"),
+    ]
+
+
+def tune_args(model, tmp_path, *settings, storage="tune", results="results"):
+    """``python -m recbole_mgformer.tune``'s arguments: a search of ``model`` on the toy dataset with ``settings``,
+    Ray's folder at ``tmp_path / storage`` and the report under ``tmp_path / results``."""
+    return [
+        "--model",
+        model,
+        "--dataset",
+        "tiny",
+        *settings,
+        "--storage",
+        str(tmp_path / storage),
+        "--results",
+        str(tmp_path / results),
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ payloads

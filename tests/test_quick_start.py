@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import TINY_RUN_CONFIG
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.quick_start import build_config
@@ -31,16 +32,7 @@ def test_runner_returns_run_recbole_dict(tiny_data):
     result = run_recommender(
         "MGFormer",
         "tiny",
-        config_dict={
-            "data_path": str(tiny_data),
-            "epochs": 2,
-            "embedding_size": 8,
-            "show_progress": False,
-            "state": "WARNING",
-            "metrics": ["Recall", "NDCG"],
-            "topk": [20],
-            "valid_metric": "NDCG@20",
-        },
+        config_dict={"data_path": str(tiny_data), "epochs": 2, **TINY_RUN_CONFIG},
     )
     assert set(result) == {"best_valid_score", "valid_score_bigger", "best_valid_result", "test_result"}
     assert result["valid_score_bigger"] is True
@@ -88,16 +80,7 @@ def test_recbole_graph_models_run_on_the_pinned_stack(tiny_data, model):
     result = run_recommender(
         model,
         "tiny",
-        config_dict={
-            "data_path": str(tiny_data),
-            "epochs": 2,
-            "embedding_size": 8,
-            "show_progress": False,
-            "state": "WARNING",
-            "metrics": ["Recall", "NDCG"],
-            "topk": [20],
-            "valid_metric": "NDCG@20",
-        },
+        config_dict={"data_path": str(tiny_data), "epochs": 2, **TINY_RUN_CONFIG},
     )
     assert 0 < result["test_result"]["ndcg@20"] <= 1
     assert result["best_valid_score"] == result["best_valid_result"]["ndcg@20"]
@@ -132,13 +115,8 @@ def test_a_killed_run_resumes_at_the_epoch_after_its_last_one(tiny_data, tmp_pat
         "data_path": str(tiny_data),
         "epochs": 7,
         "stopping_step": 100,
-        "embedding_size": 8,
-        "show_progress": False,
-        "state": "WARNING",
         "checkpoint_dir": str(tmp_path / "saved"),
-        "metrics": ["Recall", "NDCG"],
-        "topk": [20],
-        "valid_metric": "NDCG@20",
+        **TINY_RUN_CONFIG,
     }
     with pytest.raises(Killed):
         run_recommender("BPR", "tiny", config_dict=settings)
@@ -177,12 +155,7 @@ def test_a_resumed_run_trains_exactly_as_the_uninterrupted_one(tiny_data, tmp_pa
         "data_path": str(tiny_data),
         "epochs": 4,
         "stopping_step": 100,
-        "embedding_size": 8,
-        "show_progress": False,
-        "state": "WARNING",
-        "metrics": ["Recall", "NDCG"],
-        "topk": [20],
-        "valid_metric": "NDCG@20",
+        **TINY_RUN_CONFIG,
         "train_batch_size": 64,
         **options,
     }

@@ -85,43 +85,16 @@ def test_unknown_users_are_named(checkpoints):
 
 
 def test_the_command_prints_and_writes_csv_and_json(checkpoints, tmp_path, capsys):
-    assert main(["--checkpoint", str(checkpoints["MGFormer"]), "--users", "u1,u2", "--k", "3"]) == 0
+    args = ["--checkpoint", str(checkpoints["MGFormer"]), "--users", "u1,u2", "--k", "3"]
+    assert main(args) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].split() == ["user", "rank", "item", "score"] and len(printed) == 7
     expected = recommend(checkpoints["MGFormer"], ["u1", "u2"], k=3)
 
-    assert (
-        main(
-            [
-                "--checkpoint",
-                str(checkpoints["MGFormer"]),
-                "--users",
-                "u1,u2",
-                "--k",
-                "3",
-                "--output",
-                str(tmp_path / "top.csv"),
-            ]
-        )
-        == 0
-    )
+    assert main([*args, "--output", str(tmp_path / "top.csv")]) == 0
     rows = list(csv.DictReader((tmp_path / "top.csv").open()))
     assert [(r["user"], r["item"]) for r in rows] == [(u, i) for u in ("u1", "u2") for i, _ in expected[u]]
-    assert (
-        main(
-            [
-                "--checkpoint",
-                str(checkpoints["MGFormer"]),
-                "--users",
-                "u1,u2",
-                "--k",
-                "3",
-                "--output",
-                str(tmp_path / "top.json"),
-            ]
-        )
-        == 0
-    )
+    assert main([*args, "--output", str(tmp_path / "top.json")]) == 0
     written = json.loads((tmp_path / "top.json").read_text())
     assert {u: [(e["item"], pytest.approx(e["score"])) for e in items] for u, items in written.items()} == expected
 

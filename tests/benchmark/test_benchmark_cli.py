@@ -1,4 +1,5 @@
 import pytest
+from conftest import benchmark_args
 
 from recbole_mgformer.benchmark import main
 
@@ -6,21 +7,7 @@ from recbole_mgformer.benchmark import main
 def test_a_dataset_without_its_tables_metrics_stops_before_any_run(tiny_data, tmp_path, capsys):
     """A dataset with no properties/dataset/<name>.yaml computes RecBole's default metrics (Recall@10, ...), which
     no table shows: the command says so before training instead of failing when it renders."""
-    args = [
-        "--models",
-        "BPR",
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--epochs=1",
-    ]
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1")
     with pytest.raises(SystemExit):
         main(args)
     err = capsys.readouterr().err

@@ -5,7 +5,7 @@ import os
 import re
 
 import pytest
-from conftest import held_elsewhere
+from conftest import TINY_METRICS, benchmark_args, held_elsewhere
 
 from recbole_mgformer.benchmark import main
 from recbole_mgformer.benchmark.claims import Busy, claim
@@ -51,25 +51,7 @@ def test_a_claim_whose_file_is_removed_by_the_holder_before_it_is_locked_takes_t
 
 
 def test_the_benchmark_skips_a_run_another_process_trains_and_trains_it_once_free(tiny_data, tmp_path, capsys):
-    args = [
-        "--models",
-        "BPR",
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0,1",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--epochs=1",
-        "--state=WARNING",
-        "--metrics=[Recall,NDCG]",
-        "--topk=[20]",
-        "--valid_metric=NDCG@20",
-    ]
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1", *TINY_METRICS, seeds="0,1")
     runs = tmp_path / "results" / "runs" / "tiny"
     with held_elsewhere(tmp_path / "saved" / "tiny" / "bpr-seed0.lock") as holder:
         assert main(args) == 0

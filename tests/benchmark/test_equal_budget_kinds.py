@@ -5,10 +5,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import write_context_dataset
-from test_tuning import fake_search
+from conftest import benchmark_args, search_budget_args, write_context_dataset
+from test_tuning import faked_search
 
-import recbole_mgformer.tune.search as tune_search
 from recbole_mgformer.benchmark import main
 from recbole_mgformer.benchmark.stats import read_per_row, read_per_user
 
@@ -48,32 +47,10 @@ def write_sequences(folder, name, n_users=30, n_items=40, per_user=10, seed=0):
 
 
 def budget_args(tmp_path, models, dataset, data):
-    return [
-        "--models",
-        models,
-        "--datasets",
-        dataset,
-        "--seeds",
-        "0,1",
-        "--data_path",
-        str(data),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--tuned-dir",
-        str(tmp_path / "tuned"),
-        "--tune-budget",
-        "2",
-        "--tune-epochs",
-        "2",
-        "--tune-storage",
-        str(tmp_path / "tune"),
-        "--epochs=2",
-        "--stopping_step=1",
-        "--state=WARNING",
-        "--train_batch_size=64",
-    ]
+    settings = ["--epochs=2", "--stopping_step=1", "--state=WARNING", "--train_batch_size=64"]
+    return benchmark_args(
+        models, data, tmp_path, *search_budget_args(tmp_path), *settings, dataset=dataset, seeds="0,1"
+    )
 
 
 def test_a_sequential_dataset_is_searched_seeded_and_judged_by_its_users(
@@ -81,8 +58,7 @@ def test_a_sequential_dataset_is_searched_seeded_and_judged_by_its_users(
 ):
     dataset_configs("tinyseq", SEQ_CONFIG)
     data = write_sequences(tmp_path / "data", "tinyseq")
-    calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, params={"learning_rate": 0.01}))
+    calls = faked_search(monkeypatch, params={"learning_rate": 0.01})
     assert main(budget_args(tmp_path, "EAGPS,SASRec,GRU4Rec", "tinyseq", data)) == 0
     assert [call["model"] for call in calls] == ["EAGPS", "SASRec", "GRU4Rec"]
     assert {call["samples"] for call in calls} == {2} and {call["config_dict"]["epochs"] for call in calls} == {2}
@@ -110,8 +86,7 @@ def test_a_context_dataset_is_searched_seeded_and_judged_by_a_bootstrap_of_its_r
 ):
     dataset_configs("tinyctx", CTX_CONFIG)
     data = write_context_dataset(tmp_path / "data", "tinyctx")
-    calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, params={"learning_rate": 0.01}))
+    calls = faked_search(monkeypatch, params={"learning_rate": 0.01})
     assert main(budget_args(tmp_path, "CSA,LR,FM", "tinyctx", data)) == 0
     assert [call["model"] for call in calls] == ["CSA", "LR", "FM"]
     runs = tmp_path / "results" / "runs" / "tinyctx"
@@ -150,8 +125,7 @@ def test_a_page_tuned_with_the_defaults_first_says_so_and_a_mixed_one_says_it_is
 ):
     dataset_configs("tinyseq", SEQ_CONFIG)
     data = write_sequences(tmp_path / "data", "tinyseq")
-    calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, params={"learning_rate": 0.01}))
+    calls = faked_search(monkeypatch, params={"learning_rate": 0.01})
     args = [a if a != "0,1" else "0" for a in budget_args(tmp_path, "EAGPS,SASRec", "tinyseq", data)]
     assert main(args + ["--tune-defaults-first"]) == 0
     assert [call["defaults_first"] for call in calls] == [True, True]

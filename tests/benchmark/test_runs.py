@@ -3,6 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import TINY_METRICS, benchmark_args
 
 from recbole_mgformer.benchmark import main
 from recbole_mgformer.benchmark.render import records_by_dataset
@@ -12,31 +13,8 @@ from recbole_mgformer.resume import RunTimer
 from recbole_mgformer.trainer import load_checkpoint
 
 
-def tiny_benchmark_args(models, tiny_data, tmp_path, epochs):
-    """The benchmark's command line for ``models`` on the toy dataset, seed 0, everything written under tmp_path."""
-    return [
-        "--models",
-        models,
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        f"--epochs={epochs}",
-        "--state=WARNING",
-        "--metrics=[Recall,NDCG]",
-        "--topk=[20]",
-        "--valid_metric=NDCG@20",
-    ]
-
-
 def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_data, tmp_path, capsys):
-    args = tiny_benchmark_args("BPR,MGFormer[embedding_size=8]", tiny_data, tmp_path, epochs=2)
+    args = benchmark_args("BPR,MGFormer[embedding_size=8]", tiny_data, tmp_path, "--epochs=2", *TINY_METRICS)
     assert main(args) == 0
     runs = tmp_path / "results" / "runs" / "tiny"
     written = json.loads((runs / "mgformer-embedding-size-8-seed0.json").read_text())
@@ -75,25 +53,7 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
 
 
 def test_a_record_without_group_metrics_or_per_user_values_gets_them_from_its_checkpoint(tiny_data, tmp_path):
-    args = [
-        "--models",
-        "BPR",
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--epochs=1",
-        "--state=WARNING",
-        "--metrics=[Recall,NDCG]",
-        "--topk=[20]",
-        "--valid_metric=NDCG@20",
-    ]
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1", *TINY_METRICS)
     main(args)
     path = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
     record = json.loads(path.read_text())
@@ -149,25 +109,7 @@ def test_the_best_epoch_is_the_one_early_stopping_kept(bigger, scores, kept):
 
 
 def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, monkeypatch, capsys):
-    args = [
-        "--models",
-        "BPR",
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--state=WARNING",
-        "--metrics=[Recall,NDCG]",
-        "--topk=[20]",
-        "--valid_metric=NDCG@20",
-        "--stopping_step=50",
-    ]
+    args = benchmark_args("BPR", tiny_data, tmp_path, *TINY_METRICS, "--stopping_step=50")
 
     def stop(*_):
         raise KeyboardInterrupt  # the machine goes away after training, before the record is written
@@ -194,25 +136,7 @@ def test_an_interrupted_run_continues_from_its_last_epoch(tiny_data, tmp_path, m
 def test_a_run_started_before_the_timings_moved_into_the_checkpoint_resumes_with_its_json(
     tiny_data, tmp_path, monkeypatch, timed_epochs, history_kept
 ):
-    args = [
-        "--models",
-        "BPR",
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--state=WARNING",
-        "--metrics=[Recall,NDCG]",
-        "--topk=[20]",
-        "--valid_metric=NDCG@20",
-        "--stopping_step=50",
-    ]
+    args = benchmark_args("BPR", tiny_data, tmp_path, *TINY_METRICS, "--stopping_step=50")
     monkeypatch.setattr(RunTimer, "best_epoch", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):
         main(args + ["--epochs=3"])
@@ -245,7 +169,8 @@ def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides
         "tuned_file_for",
         lambda model, overrides, dataset, folder: str(tuned) if (model, dataset) == ("MGFormer", "tiny") else None,
     )
-    args = tiny_benchmark_args("MGFormer,MGFormer[uniformity_weight=0.5],BPR", tiny_data, tmp_path, epochs=1)
+    models = "MGFormer,MGFormer[uniformity_weight=0.5],BPR"
+    args = benchmark_args(models, tiny_data, tmp_path, "--epochs=1", *TINY_METRICS)
     assert main(args) == 0
     runs = tmp_path / "results" / "runs" / "tiny"
     default = json.loads((runs / "mgformer-seed0.json").read_text())
@@ -312,25 +237,9 @@ def test_every_kind_of_model_runs_records_and_renders_the_same_way(
     dataset_configs, tmp_path, capsys, kind, protocol, model, own_settings, headline
 ):
     dataset_configs("tinyseq", protocol)  # the dataset's config gives the protocol and the table
-    args = [
-        "--models",
-        f"{model}[embedding_size=8]",
-        "--datasets",
-        "tinyseq",
-        "--seeds",
-        "1",
-        "--data_path",
-        str(write_histories(tmp_path / "data")),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--epochs=2",
-        "--train_batch_size=16",
-        "--stopping_step=50",
-        "--state=WARNING",
-        *own_settings,
-    ]
+    settings = ["--epochs=2", "--train_batch_size=16", "--stopping_step=50", "--state=WARNING", *own_settings]
+    data = write_histories(tmp_path / "data")
+    args = benchmark_args(f"{model}[embedding_size=8]", data, tmp_path, *settings, dataset="tinyseq", seeds="1")
     assert main(args) == 0
     assert f"[1/1] {model} embedding_size=8 on tinyseq, seed 1: {headline}" in capsys.readouterr().out
     record = json.loads(
@@ -358,8 +267,7 @@ def test_a_rerun_with_other_settings_is_refused_never_skipped(tiny_data, tmp_pat
     one, three = tmp_path / "one.yaml", tmp_path / "three.yaml"
     one.write_text("epochs: 1\n")
     three.write_text("epochs: 3\n")
-    args = tiny_benchmark_args("BPR", tiny_data, tmp_path, epochs=1)
-    args = [a for a in args if not a.startswith("--epochs")]
+    args = benchmark_args("BPR", tiny_data, tmp_path, *TINY_METRICS)  # the epochs come from the config files
     assert main([*args, "--config_files", str(one)]) == 0
     record = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
     before = record.read_text()
@@ -375,7 +283,7 @@ def test_a_rerun_with_other_settings_is_refused_never_skipped(tiny_data, tmp_pat
 
 def test_a_record_without_its_config_counts_as_the_run_as_before(tiny_data, tmp_path, capsys):
     # Records written before they kept their config (most of results/runs/) cannot be compared: kept, skipped.
-    args = tiny_benchmark_args("BPR", tiny_data, tmp_path, epochs=1)
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1", *TINY_METRICS)
     assert main(args) == 0
     path = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
     record = json.loads(path.read_text())
@@ -405,12 +313,12 @@ def _with_timestamps(data):
 def test_a_closed_form_model_runs_one_seed_where_the_seed_does_not_draw_the_split(
     tiny_data, tmp_path, capsys, order, seeds_run
 ):
-    args = tiny_benchmark_args("EASE,ItemKNN,SLIMElastic,BPR", _with_timestamps(tiny_data), tmp_path, epochs=2)
-    args[args.index("--seeds") + 1] = "0,1"
-    args += [
-        f"--eval_args={{split: {{RS: [0.8, 0.1, 0.1]}}, order: {order}, group_by: user, mode: full}}",
-        "--load_col={inter: [user_id, item_id, timestamp]}",
-    ]
+    split = f"--eval_args={{split: {{RS: [0.8, 0.1, 0.1]}}, order: {order}, group_by: user, mode: full}}"
+    columns = "--load_col={inter: [user_id, item_id, timestamp]}"
+    data = _with_timestamps(tiny_data)
+    args = benchmark_args(
+        "EASE,ItemKNN,SLIMElastic,BPR", data, tmp_path, "--epochs=2", *TINY_METRICS, split, columns, seeds="0,1"
+    )
     assert main(args) == 0
     runs = tmp_path / "results" / "runs" / "tiny"
     for model in ("ease", "itemknn", "slimelastic"):

@@ -7,6 +7,7 @@ import re
 
 import pytest
 import torch
+from conftest import TINY_METRICS, benchmark_args
 
 from recbole_mgformer.benchmark import main, slug
 from recbole_mgformer.benchmark.general import scored_lines
@@ -17,15 +18,7 @@ from recbole_mgformer.trainer import load_checkpoint
 TRAINED = "MGFormer[attention=False; embedding_size=8]"
 # the residual's GF-CF for a 40 x 60 toy graph; passed to every run, as experiments/hybrid_grid.sh does
 FILTER = ["--filter_residual_k=8", "--filter_residual_alpha=0.3"]
-SETTINGS = [
-    "--epochs=3",
-    "--state=WARNING",
-    "--metrics=[Recall,NDCG]",
-    "--topk=[20]",
-    "--valid_metric=NDCG@20",
-    "--precision=fp32",
-    "--train_batch_size=64",
-]
+SETTINGS = ["--epochs=3", *TINY_METRICS, "--precision=fp32", "--train_batch_size=64"]
 
 
 def variant(weight):
@@ -33,23 +26,7 @@ def variant(weight):
 
 
 def args(models, tiny_data, tmp_path, *more, results="results"):
-    return [
-        "--models",
-        models,
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(tmp_path / results),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        *SETTINGS,
-        *FILTER,
-        *more,
-    ]
+    return benchmark_args(models, tiny_data, tmp_path, *SETTINGS, *FILTER, *more, results=results)
 
 
 def record(tmp_path, name, results="results"):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 import yaml
-from conftest import held_elsewhere
+from conftest import TINY_METRICS, benchmark_args, held_elsewhere, search_budget_args
 
 import recbole_mgformer.tune.search as tune_search
 from recbole_mgformer.benchmark import main
@@ -19,7 +19,7 @@ from recbole_mgformer.benchmark.tuning import (
 )
 from recbole_mgformer.tune.space import TuneSetupError
 
-TINY = ["--state=WARNING", "--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--embedding_size=8"]
+TINY = [*TINY_METRICS, "--embedding_size=8"]
 
 
 def fake_search(calls, score=0.25, params=None, interrupted=False):
@@ -50,17 +50,22 @@ def fake_search(calls, score=0.25, params=None, interrupted=False):
     return search
 
 
+def faked_search(monkeypatch, calls=None, **options):
+    """The benchmark's searches answered by ``fake_search(calls, **options)``: returns ``calls``."""
+    calls = [] if calls is None else calls
+    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, **options))
+    return calls
+
+
+def search_settings(tmp_path, log=lambda line: None, **more):
+    """``ensure_search``'s folders under tmp_path; the data path is never read, the search being faked."""
+    return {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned", "log": log, **more}
+
+
 def test_a_search_runs_once_and_a_rerun_skips_it_unless_its_budget_or_space_changed(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
+    calls = faked_search(monkeypatch)
     budget = TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune"))
-    settings = {
-        "results": tmp_path / "results",
-        "data_path": "dataset",
-        "folder": tmp_path / "tuned",
-        "extra": {"device": "cpu", "epochs": 50},
-        "log": lambda line: None,
-    }
+    settings = search_settings(tmp_path, extra={"device": "cpu", "epochs": 50})
     chosen = ensure_search("MGFormer", {"attention": False}, "ml-100k", budget, **settings)
     assert chosen == str(tmp_path / "tuned" / "ml-100k" / "mgformer-attention-false.yaml")
     (call,) = calls
@@ -101,17 +106,16 @@ def test_a_search_runs_once_and_a_rerun_skips_it_unless_its_budget_or_space_chan
 def test_an_interrupted_search_resumes_from_rays_folder(tmp_path, monkeypatch):
     from ray import tune
 
-    calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, interrupted=True))
+    calls = faked_search(monkeypatch, interrupted=True)
     budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
-    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned", "log": print}
+    settings = search_settings(tmp_path, log=print)
     with pytest.raises(KeyboardInterrupt, match="rerun the same command to resume it"):
         ensure_search("BPR", {}, "ml-100k", budget, **settings)
     experiment = tmp_path / "tune" / "benchmark-ml-100k-BPR-n2-e2-g1-s0"
     experiment.mkdir(parents=True)
     (experiment / tune_search.REQUEST_FILE).write_text("{}")
     monkeypatch.setattr(tune.Tuner, "can_restore", staticmethod(lambda path: str(path) == str(experiment)))
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
+    faked_search(monkeypatch, calls)
     ensure_search("BPR", {}, "ml-100k", budget, **settings)
     assert [c["resume"] for c in calls] == [False, True]
     assert (tmp_path / "tuned" / "ml-100k" / "BPR.yaml").is_file()
@@ -120,15 +124,14 @@ def test_an_interrupted_search_resumes_from_rays_folder(tmp_path, monkeypatch):
 def test_an_interrupted_search_over_another_space_is_an_error_not_resumed(tmp_path, monkeypatch):
     from ray import tune
 
-    calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
+    calls = faked_search(monkeypatch)
     budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
     experiment = tmp_path / "tune" / "benchmark-amazon-beauty-MGFormer-n2-e2-g1-s0"
     experiment.mkdir(parents=True)
     started = {**search_space("MGFormer", {}, "amazon-beauty"), "uniformity_weight": {"loguniform": [0.01, 5.0]}}
     (experiment / tune_search.REQUEST_FILE).write_text(json.dumps({"space": started}))
     monkeypatch.setattr(tune.Tuner, "can_restore", staticmethod(lambda path: str(path) == str(experiment)))
-    settings = {"results": tmp_path / "results", "data_path": "dataset", "folder": tmp_path / "tuned", "log": print}
+    settings = search_settings(tmp_path, log=print)
     with pytest.raises(
         TuneSetupError,
         match="interrupted search of MGFormer on amazon-beauty at .* started over another space .*delete that folder",
@@ -177,30 +180,10 @@ def test_an_older_record_moves_to_exploration_when_a_search_chose_new_settings(
     tiny_data, tmp_path, monkeypatch, capsys
 ):
     results, tuned = tmp_path / "results", tmp_path / "tuned"
-    args = [
-        "--models",
-        "BPR",
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(results),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--tuned-dir",
-        str(tuned),
-        "--epochs=1",
-        *TINY,
-    ]
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--tuned-dir", str(tuned), "--epochs=1", *TINY)
     assert main(args) == 0  # an untuned run
     old = json.loads((results / "runs" / "tiny" / "bpr-seed0.json").read_text())
-    calls = []
-    monkeypatch.setattr(
-        tune_search, "tune_recommender", fake_search(calls, params={"learning_rate": 0.01, "embedding_size": 8})
-    )
+    calls = faked_search(monkeypatch, params={"learning_rate": 0.01, "embedding_size": 8})
     assert main(args + ["--tune-budget", "2", "--tune-epochs", "2", "--tune-storage", str(tmp_path / "tune")]) == 0
     out = capsys.readouterr().out
     assert "search of BPR on tiny: starting (2 trials, at most 2 epochs each" in out
@@ -223,32 +206,10 @@ def test_an_older_record_moves_to_exploration_when_a_search_chose_new_settings(
 def test_while_another_process_runs_a_search_its_entrys_runs_are_skipped_not_trained_untuned(
     tiny_data, tmp_path, monkeypatch, capsys
 ):
-    calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls, params={"learning_rate": 0.01}))
-    args = [
-        "--models",
-        "BPR,LightGCN",
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0,1",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--tuned-dir",
-        str(tmp_path / "tuned"),
-        "--tune-budget",
-        "2",
-        "--tune-epochs",
-        "2",
-        "--tune-storage",
-        str(tmp_path / "tune"),
-        "--epochs=1",
-        *TINY,
-    ]
+    calls = faked_search(monkeypatch, params={"learning_rate": 0.01})
+    args = benchmark_args(
+        "BPR,LightGCN", tiny_data, tmp_path, *search_budget_args(tmp_path), "--epochs=1", *TINY, seeds="0,1"
+    )
     budget = TuneBudget(trials=2, epochs=2, grace=5, storage=str(tmp_path / "tune"))
     experiment = experiment_path("BPR", {}, "tiny", budget)
     assert experiment.name == "benchmark-tiny-BPR-n2-e2-g5-s0"
@@ -265,34 +226,8 @@ def test_while_another_process_runs_a_search_its_entrys_runs_are_skipped_not_tra
 @pytest.mark.slow
 def test_a_real_two_trial_search_then_its_seed_runs(tiny_data, tmp_path, capsys):
     results, tuned = tmp_path / "results", tmp_path / "tuned"
-    args = [
-        "--models",
-        "BPR",
-        "--datasets",
-        "tiny",
-        "--seeds",
-        "0,1",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(results),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
-        "--tuned-dir",
-        str(tuned),
-        "--tune-budget",
-        "2",
-        "--tune-epochs",
-        "2",
-        "--tune-grace",
-        "1",
-        "--tune-cpus",
-        "1",
-        "--tune-storage",
-        str(tmp_path / "tune"),
-        "--epochs=2",
-        *TINY,
-    ]
+    search = search_budget_args(tmp_path, "--tune-grace", "1", "--tune-cpus", "1")
+    args = benchmark_args("BPR", tiny_data, tmp_path, *search, "--epochs=2", *TINY, seeds="0,1")
     assert main(args) == 0
     search = json.loads((results / "tuning" / "tiny" / "BPR.json").read_text())
     assert len(search["rows"]) == 2 and search["request"]["max_t"] == 2 and search["request"]["samples"] == 2
@@ -312,14 +247,8 @@ def test_a_real_two_trial_search_then_its_seed_runs(tiny_data, tmp_path, capsys)
 
 
 def test_a_search_takes_its_gpus_and_cluster_from_the_budget_and_keeps_the_same_name(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
-    settings = {
-        "results": tmp_path / "results",
-        "data_path": "dataset",
-        "folder": tmp_path / "tuned",
-        "log": lambda line: None,
-    }
+    calls = faked_search(monkeypatch)
+    settings = search_settings(tmp_path)
     budget = TuneBudget(trials=4, epochs=3, grace=1, gpus=0.25, address="auto", storage=str(tmp_path / "tune"))
     ensure_search("BPR", {}, "ml-100k", budget, **settings)
     (call,) = calls
@@ -381,14 +310,8 @@ def test_a_closed_form_models_search_states_the_budget_asked_so_its_rows_share_t
 
 
 def test_a_defaults_first_budget_is_its_own_search_and_its_record_and_rows_say_so(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(tune_search, "tune_recommender", fake_search(calls))
-    settings = {
-        "results": tmp_path / "results",
-        "data_path": "dataset",
-        "folder": tmp_path / "tuned",
-        "log": lambda line: None,
-    }
+    calls = faked_search(monkeypatch)
+    settings = search_settings(tmp_path)
     budget = TuneBudget(trials=4, epochs=3, grace=1, storage=str(tmp_path / "tune"), defaults_first=True)
     chosen = ensure_search("BPR", {}, "ml-100k", budget, **settings)
     (call,) = calls

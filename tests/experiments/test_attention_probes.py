@@ -6,11 +6,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from conftest import held_elsewhere  # noqa: E402
+from conftest import TINY_METRICS, held_elsewhere, output_args  # noqa: E402
 
 from experiments.attention_probes import control_of, main, paired_delta  # noqa: E402
 
-TINY = ["--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20", "--state=WARNING", "--embedding_size=8"]
+TINY = [*TINY_METRICS, "--embedding_size=8"]
 
 
 def probe_args(tiny_data, tmp_path, models, epochs=2):
@@ -25,12 +25,7 @@ def probe_args(tiny_data, tmp_path, models, epochs=2):
         str(epochs),
         "--stopping_step",
         "5",
-        "--data_path",
-        str(tiny_data),
-        "--results",
-        str(tmp_path / "results"),
-        "--checkpoint_dir",
-        str(tmp_path / "saved"),
+        *output_args(tiny_data, tmp_path),
         *TINY,
     ]
 

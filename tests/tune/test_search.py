@@ -15,6 +15,7 @@ import pytest
 import ray
 import torch
 import yaml
+from conftest import tune_args
 
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender
 from recbole_mgformer.tune.search import _check_resources, check_address
@@ -69,25 +70,9 @@ def run_py(cwd, *args):
 def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_data, tiny_yaml, tmp_path, capsys):
     space = write_space(tmp_path, "learning_rate: {grid: [0.001, 0.01]}\nuniformity_weight: {choice: [0.5]}\n")
     results = tmp_path / "results" / "tuning"
-    arguments = [
-        "--model",
-        "MGFormer",
-        "--dataset",
-        "tiny",
-        "--space",
-        str(space),
-        "--search",
-        "grid",
-        f"--data_path={tiny_data}",
-        f"--config_files={tiny_yaml}",
-        "--results",
-        str(results),
-        "--storage",
-        str(tmp_path / "saved" / "tune"),
-        "--verbose",
-        "0",
-        "--stopping_step=5",
-    ]
+    settings = ["--space", str(space), "--search", "grid", f"--data_path={tiny_data}", f"--config_files={tiny_yaml}"]
+    more = ["--verbose", "0", "--stopping_step=5"]
+    arguments = tune_args("MGFormer", tmp_path, *settings, *more, storage="saved/tune", results="results/tuning")
     assert main(arguments) == 0
     assert "best valid ndcg@20" in capsys.readouterr().out
     table = (results / "MGFormer-tiny.md").read_text()
@@ -150,29 +135,14 @@ def epochs_since_last_start(storage, trial_id):
 def test_a_killed_search_resumes_its_trials_at_their_last_epoch(ray_session, tiny_data, tiny_yaml, tmp_path):
     space = write_space(tmp_path, "learning_rate: {grid: [0.001, 0.01]}\n")
     storage = tmp_path / "saved"
-    arguments = [
-        "--model",
+    settings = ["--space", str(space), "--search", "grid", f"--data_path={tiny_data}", f"--config_files={tiny_yaml}"]
+    arguments = tune_args(
         "MGFormer",
-        "--dataset",
-        "tiny",
-        "--space",
-        str(space),
-        "--search",
-        "grid",
-        f"--data_path={tiny_data}",
-        f"--config_files={tiny_yaml}",
-        "--results",
-        str(tmp_path / "results"),
-        "--storage",
-        str(storage),
-        "--verbose",
-        "0",
-        "--no-retrain",
-        "--grace-period",
-        "20",
-        "--epochs=8",
-        "--stopping_step=100",
-    ]
+        tmp_path,
+        *settings,
+        *["--verbose", "0", "--no-retrain", "--grace-period", "20", "--epochs=8", "--stopping_step=100"],
+        storage="saved",
+    )
     search = subprocess.Popen(
         [sys.executable, "-m", "recbole_mgformer.tune", *arguments, "--num-cpus", "2"],
         cwd=ROOT,
@@ -196,6 +166,22 @@ def test_a_killed_search_resumes_its_trials_at_their_last_epoch(ray_session, tin
     assert not saved_epochs(storage)  # a finished trial's state is gone
 
 
+def search_in_process(space, tiny_data, tiny_yaml, tmp_path, **options):
+    """``tune_recommender`` of MGFormer on the tiny data, report under tmp_path/results, no retraining of the best."""
+    return tune_recommender(
+        "MGFormer",
+        "tiny",
+        space,
+        config_files=[str(tiny_yaml)],
+        data_path=str(tiny_data),
+        results_dir=tmp_path / "results",
+        storage_dir=tmp_path / "tune",
+        retrain_best=False,
+        verbose=0,
+        **options,
+    )
+
+
 def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
     too_many_gpus = (
         r"--gpus-per-trial 0.25 asks for more than the Ray cluster has \(0 GPUs\); "
@@ -210,18 +196,7 @@ def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
 def test_a_failing_trial_is_recorded_and_the_others_complete(ray_session, tiny_data, tiny_yaml, tmp_path):
     """One trial the model rejects at construction, one whose loss turns NaN, and one that trains."""
     space = {"feature_map": {"grid": ["simrf", "not_a_map"]}, "learning_rate": {"grid": [0.001, 1.0e30]}}
-    summary = tune_recommender(
-        "MGFormer",
-        "tiny",
-        space,
-        config_files=[str(tiny_yaml)],
-        data_path=str(tiny_data),
-        samples=1,
-        results_dir=tmp_path / "results",
-        storage_dir=tmp_path / "tune",
-        retrain_best=False,
-        verbose=0,
-    )
+    summary = search_in_process(space, tiny_data, tiny_yaml, tmp_path, samples=1)
     rows = summary["rows"]
     assert [r["status"] for r in rows] == ["completed", "failed", "failed", "failed"]
     assert rows[0]["params"] == {"feature_map": "simrf", "learning_rate": 0.001} and summary["best"] == rows[0]
@@ -237,18 +212,7 @@ def test_a_failing_trial_is_recorded_and_the_others_complete(ray_session, tiny_d
 
 
 def test_samples_below_one_is_an_error_and_leaves_nothing_behind(tiny_data, tiny_yaml, tmp_path, capsys):
-    arguments = [
-        "--model",
-        "BPR",
-        "--dataset",
-        "tiny",
-        f"--data_path={tiny_data}",
-        f"--config_files={tiny_yaml}",
-        "--storage",
-        str(tmp_path / "tune"),
-        "--results",
-        str(tmp_path / "results"),
-    ]
+    arguments = tune_args("BPR", tmp_path, f"--data_path={tiny_data}", f"--config_files={tiny_yaml}")
     for samples in ("0", "-2"):
         assert main(arguments + ["--samples", samples]) == 2
         assert f"--samples {samples}: a search draws at least 1 sample" in capsys.readouterr().err
@@ -258,17 +222,7 @@ def test_samples_below_one_is_an_error_and_leaves_nothing_behind(tiny_data, tiny
 def test_a_bad_address_or_data_path_is_an_error_before_any_trial(tiny_data, tiny_yaml, tmp_path, capsys):
     # Both ended in tracebacks: Ray's "Port is not specified", and each trial's missing-dataset error inside Ray.
     (tmp_path / "a-file").write_text("")
-    arguments = [
-        "--model",
-        "BPR",
-        "--dataset",
-        "tiny",
-        f"--config_files={tiny_yaml}",
-        "--storage",
-        str(tmp_path / "tune"),
-        "--results",
-        str(tmp_path / "results"),
-    ]
+    arguments = tune_args("BPR", tmp_path, f"--config_files={tiny_yaml}")
     assert main(arguments + [f"--data_path={tiny_data}", "--address", str(tmp_path / "a-file")]) == 2
     assert "give auto (a Ray started with `ray start` on this machine), host:port" in capsys.readouterr().err
     assert main(arguments + [f"--data_path={tmp_path / 'a-file' / 'sub'}"]) == 2
@@ -289,26 +243,11 @@ def small_search(tmp_path, tiny_data, tiny_yaml, *extra, storage="tune", epochs=
     space = tmp_path / "bpr-space.yaml"
     if not space.exists():
         space.write_text("learning_rate: {choice: [0.01, 0.001]}\n")
+    settings = ["--space", str(space), f"--data_path={tiny_data}", f"--config_files={tiny_yaml}"]
     return main(
-        [
-            "--model",
-            "BPR",
-            "--dataset",
-            "tiny",
-            "--space",
-            str(space),
-            f"--data_path={tiny_data}",
-            f"--config_files={tiny_yaml}",
-            "--storage",
-            str(tmp_path / storage),
-            "--results",
-            str(tmp_path / "results"),
-            "--verbose",
-            "0",
-            "--no-retrain",
-            f"--epochs={epochs}",
-            *extra,
-        ]
+        tune_args(
+            "BPR", tmp_path, *settings, "--verbose", "0", "--no-retrain", f"--epochs={epochs}", *extra, storage=storage
+        )
     )
 
 
@@ -362,25 +301,7 @@ def test_resume_refuses_a_changed_space_sample_count_or_setting_and_names_it(
         assert f"Drop {option} to resume it as it started, or start a new search with another --name" in error
     # the same command, or one that leaves the settings out, resumes (the search is finished: nothing to train)
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1", "--resume") == 0
-    assert (
-        main(
-            [
-                "--model",
-                "BPR",
-                "--dataset",
-                "tiny",
-                "--storage",
-                str(tmp_path / "tune"),
-                "--results",
-                str(tmp_path / "results"),
-                "--verbose",
-                "0",
-                "--no-retrain",
-                "--resume",
-            ]
-        )
-        == 0
-    )
+    assert main(tune_args("BPR", tmp_path, "--verbose", "0", "--no-retrain", "--resume")) == 0
 
 
 @pytest.mark.skipif(
@@ -389,19 +310,7 @@ def test_resume_refuses_a_changed_space_sample_count_or_setting_and_names_it(
 )
 def test_hyperopt_search_draws_inside_the_space(ray_session, tiny_data, tiny_yaml, tmp_path):
     space = {"uniformity_weight": {"loguniform": [0.2, 2.0]}, "embedding_size": {"choice": [8, 16]}}
-    summary = tune_recommender(
-        "MGFormer",
-        "tiny",
-        space,
-        config_files=[str(tiny_yaml)],
-        data_path=str(tiny_data),
-        search="hyperopt",
-        samples=3,
-        results_dir=tmp_path / "results",
-        storage_dir=tmp_path / "tune",
-        retrain_best=False,
-        verbose=0,
-    )
+    summary = search_in_process(space, tiny_data, tiny_yaml, tmp_path, search="hyperopt", samples=3)
     rows = summary["rows"]
     assert len(rows) == 3 and all(r["status"] in ("completed", "stopped early") for r in rows)
     assert all(

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import tune_args
 
 from recbole_mgformer.defaults import properties_dir
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space
@@ -107,21 +108,7 @@ def test_a_key_the_model_lacks_fails_before_any_trial_with_close_matches(tiny_da
 
 def test_the_command_reports_an_invalid_space_and_starts_nothing(tiny_data, tmp_path, capsys):
     space = write_space(tmp_path, "embedding_size: {normal: [64, 8]}\n")
-    code = main(
-        [
-            "--model",
-            "MGFormer",
-            "--dataset",
-            "tiny",
-            "--space",
-            str(space),
-            f"--data_path={tiny_data}",
-            "--storage",
-            str(tmp_path / "tune"),
-            "--results",
-            str(tmp_path / "results"),
-        ]
-    )
+    code = main(tune_args("MGFormer", tmp_path, "--space", str(space), f"--data_path={tiny_data}"))
     assert code == 2
     err = capsys.readouterr().err
     assert "error: " in err and "embedding_size uses unknown distribution 'normal'" in err
@@ -246,24 +233,7 @@ def test_a_space_value_that_is_code_fails_before_any_trial_and_never_runs(tiny_d
     space = write_space(tmp_path, yaml.safe_dump({"learning_rate": {"choice": [eval_payload(marker)]}}))
     with pytest.raises(TuneSetupError, match=rf"{re.escape(str(space))}: setting learning_rate: .*never run as Python"):
         make_request("MGFormer", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
-    assert (
-        main(
-            [
-                "--model",
-                "MGFormer",
-                "--dataset",
-                "tiny",
-                "--space",
-                str(space),
-                f"--data_path={tiny_data}",
-                "--storage",
-                str(tmp_path / "tune"),
-                "--results",
-                str(tmp_path / "results"),
-            ]
-        )
-        == 2
-    )
+    assert main(tune_args("MGFormer", tmp_path, "--space", str(space), f"--data_path={tiny_data}")) == 2
     assert "never run as Python" in capsys.readouterr().err
     assert not marker.exists() and not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
     # legitimate strings (RecBole's own values, a list written as a string) still search
