@@ -1,0 +1,78 @@
+"""EA-GPS's external attention (Eq. 13-17): ``alpha`` memory slots shared by every propagation step, ``h``
+heads over ``d`` feature columns."""
+
+import math
+
+import torch
+import torch.nn as nn
+
+
+def head_scores(x, memory_key, memory_value, n_heads):
+    """Per head ``j`` (feature columns ``j*d/h ... (j+1)*d/h``): the scores ``x M_k^T / sqrt(d/h)`` and the
+    value memory. x (N, d), memory_key and memory_value (alpha, d) -> scores (h, N, alpha), values (h, alpha, d/h)."""
+    n, d = x.shape
+    alpha, head = memory_key.shape[0], d // n_heads
+    queries = x.view(n, n_heads, head).transpose(0, 1)  # (h, N, d/h)
+    keys = memory_key.view(alpha, n_heads, head).transpose(0, 1)  # (h, alpha, d/h)
+    values = memory_value.view(alpha, n_heads, head).transpose(0, 1)  # (h, alpha, d/h)
+    return queries @ keys.transpose(1, 2) / math.sqrt(head), values
+
+
+def external_attention(x, memory_key, memory_value, n_heads, norm):
+    """Multi-head external attention, Eq. 13-14 per head, heads concatenated (Eq. 15 before ``W_1``).
+
+    x (N, d), memory_key and memory_value (alpha, d) -> (N, d). Head ``j`` takes feature columns
+    ``j*d/h ... (j+1)*d/h`` of ``x`` and of both memories. The scores ``x M_k^T / sqrt(d/h)`` are
+    normalised over each node's own ``alpha`` slots (``l2``: Eq. 13 as written; ``softmax``), so a node's
+    output depends on that node alone: the cost is O(N alpha d), linear in N.
+    """
+    scores, values = head_scores(x, memory_key, memory_value, n_heads)  # (h, N, alpha), (h, alpha, d/h)
+    if norm == "l2":  # scores / ||scores||, written out: F.normalize's backward is slower on CPU
+        weights = scores * scores.pow(2).sum(dim=-1, keepdim=True).clamp_min(1e-24).rsqrt()
+    else:
+        weights = scores.softmax(dim=-1)
+    return (weights @ values).transpose(0, 1).reshape(x.shape)
+
+
+def token_external_attention(x, memory_key, memory_value, n_heads, valid):
+    """External attention with the double normalisation of Guo et al. 2021 (``softmax`` over the tokens,
+    then ``l1`` over the ``alpha`` slots), per head; x (N, d), valid (N,) bool -> (N, d).
+
+    The tokens are the item nodes; rows where ``valid`` is False (the padding item) take no part in the
+    softmax over tokens, so their content cannot reach a real node, and their own output is zero.
+    """
+    scores, values = head_scores(x, memory_key, memory_value, n_heads)  # (h, N, alpha), (h, alpha, d/h)
+    scores = scores.masked_fill(~valid.view(1, -1, 1), float("-inf"))
+    weights = scores.softmax(dim=1)  # over tokens
+    weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-9)  # l1 over slots
+    return (weights @ values).transpose(0, 1).reshape(x.shape)
+
+
+class ExternalEncoder(nn.Module):
+    """Eq. 15 and 17 for one layer's item rows: ``LayerNorm(E + delta * concat_heads(EA(E)) W_1)``.
+
+    The memories are this module's parameters; one instance serves every layer, so they are shared.
+    """
+
+    def __init__(self, embedding_size, memory_size, n_heads, norm, delta, external_norm="node", item_weights=None):
+        super().__init__()
+        self.n_heads, self.norm, self.delta, self.external_norm = n_heads, norm, delta, external_norm
+        # (m, 1) Eq. 16's count of training sequences holding each item (None: each item once)
+        self.register_buffer("item_weights", item_weights, persistent=False)
+        self.memory_key = nn.Parameter(torch.empty(memory_size, embedding_size))
+        self.memory_value = nn.Parameter(torch.empty(memory_size, embedding_size))
+        nn.init.xavier_normal_(self.memory_key)
+        nn.init.xavier_normal_(self.memory_value)
+        self.heads_out = nn.Linear(embedding_size, embedding_size, bias=False)  # W_1
+        self.layer_norm = nn.LayerNorm(embedding_size)
+
+    def forward(self, items):  # (m, d) -> (m, d)
+        if self.external_norm == "token":
+            valid = torch.arange(items.shape[0], device=items.device) > 0  # item 0 is RecBole's padding
+            attended = token_external_attention(items, self.memory_key, self.memory_value, self.n_heads, valid)
+        else:
+            attended = external_attention(items, self.memory_key, self.memory_value, self.n_heads, self.norm)
+        z = self.heads_out(attended)
+        if self.item_weights is not None:
+            z = z * self.item_weights
+        return self.layer_norm(items + self.delta * z)
