@@ -13,7 +13,7 @@ Formats, one record per line (blank lines are skipped):
   pairs     ``user item``      (tab or spaces)
   npz       a scipy sparse users x items matrix per split (LightGCN's public splits as Turbo-CF ships them):
             ``--train`` and ``--test`` matrices, the validation set carved from the training one
-            (``--valid-share``, ``--valid-seed``: :func:`carve_validation`), or ``--valid test``: the test set
+            (``--valid-share``, ``--valid-seed``: ``npz_splits.carve_validation``), or ``--valid test``: the test set
             again, for numbers that select on test as the published tables do; row and column indices are the
             user and item tokens
 
@@ -167,61 +167,14 @@ def _write_splits(folder, name, split_pairs, summary):
     return summary
 
 
-def carve_validation(train, share, seed):
-    """``(train, valid)``: of each user's ``n`` training items, ``round(share * n)`` drawn at random with
-    ``seed`` move to ``valid``, at least 1 where ``n >= 2`` and never the user's last one, so every user keeps
-    a training item and a user with one keeps it (and has no validation item). Both CSR, users x items."""
-    if not 0 < share < 1:
-        raise ValueError(f"valid share {share!r} must lie strictly between 0 and 1 (e.g. 0.1)")
-    import numpy as np
-    import scipy.sparse as sp
-
-    train = sp.csr_matrix(train, copy=True)
-    train.sum_duplicates()
-    train.sort_indices()  # a fixed order of each user's items before the draw: reproducible from the seed
-    counts = np.diff(train.indptr)
-    take = np.where(counts >= 2, np.maximum(1, np.floor(share * counts + 0.5)), 0).astype(np.int64)
-    take = np.minimum(take, np.maximum(counts - 1, 0))
-    rows = np.repeat(np.arange(train.shape[0]), counts)  # (nnz,) user of each entry, ascending
-    order = np.lexsort((np.random.default_rng(seed).random(train.nnz), rows))  # by user, random within
-    rank = np.empty(train.nnz, dtype=np.int64)
-    rank[order] = np.arange(train.nnz) - np.repeat(train.indptr[:-1], counts)  # position in the user's draw
-    in_valid = rank < take[rows]
-
-    def part(mask):
-        return sp.csr_matrix((train.data[mask], (rows[mask], train.indices[mask])), shape=train.shape)
-
-    return part(~in_valid), part(in_valid)
-
-
-def _pairs_of(matrix):
-    """``(user, item)`` tokens of a sparse matrix's entries, by user then item."""
-    import scipy.sparse as sp
-
-    matrix = sp.csr_matrix(matrix)
-    matrix.sort_indices()
-    coo = matrix.tocoo()
-    return list(zip(coo.row.tolist(), coo.col.tolist()))
-
-
-def _load_npz(path):
-    import scipy.sparse as sp
-
-    try:
-        return sp.load_npz(path)
-    except (OSError, ValueError, KeyError) as error:  # load_npz reads arrays only, never pickles (allow_pickle=False)
-        raise ValueError(
-            f"{path}: not a scipy sparse .npz matrix ({error}); give the split as saved by "
-            "scipy.sparse.save_npz (users x items)"
-        ) from None
-
-
 def import_npz(train, test, name, output, valid_share=0.1, valid_seed=0):
     """``<name>.train.inter`` / ``.valid.inter`` / ``.test.inter`` from two sparse ``.npz`` matrices (users x
     items, one entry per interaction): the test matrix exactly, the validation set carved from the training one
-    (:func:`carve_validation`), or, with ``valid_share="test"``, no validation file: the dataset's config then
+    (``npz_splits.carve_validation``), or, with ``valid_share="test"``, no validation file: the dataset's config then
     reads the test file as its validation set (``benchmark_filename: [train, test, test]``)."""
-    train_matrix, test_matrix = _load_npz(train), _load_npz(test)
+    from recbole_mgformer.data.npz_splits import carve_validation, load_npz, pairs_of  # scipy: only for matrices
+
+    train_matrix, test_matrix = load_npz(train), load_npz(test)
     if train_matrix.shape != test_matrix.shape:
         raise ValueError(
             f"{train} is {train_matrix.shape[0]} x {train_matrix.shape[1]} but {test} is "
@@ -232,7 +185,7 @@ def import_npz(train, test, name, output, valid_share=0.1, valid_seed=0):
     if valid_share != "test":
         splits["train"], splits["valid"] = carve_validation(train_matrix, float(valid_share), valid_seed)
     return _write_splits(
-        Path(output) / name, name, ((s, _pairs_of(splits[s])) for s in SPLITS if s in splits), ImportSummary()
+        Path(output) / name, name, ((s, pairs_of(splits[s])) for s in SPLITS if s in splits), ImportSummary()
     )
 
 

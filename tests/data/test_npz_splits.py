@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from recbole_mgformer.data.importer import carve_validation, import_npz, main
+from recbole_mgformer.data.importer import import_npz, main
+from recbole_mgformer.data.npz_splits import carve_validation
 from recbole_mgformer.data.sources import NPZ_SEED, NPZ_SOURCES, ensure_dataset, shared_datasets_dir
 from recbole_mgformer.quick_start import build_config, prepare
 
