@@ -54,6 +54,22 @@ def write_context_dataset(folder, name="toyctx", score=lambda user: f"{0.0 if us
     return folder
 
 
+# how RecBole reads write_context_dataset's files: every feature, ratings of 4 and more as positives, a labeled split
+CONTEXT_PROTOCOL = {
+    "load_col": {
+        "inter": ["user_id", "item_id", "rating"],
+        "user": ["user_id", "gender", "score"],
+        "item": ["item_id", "genres", "year"],
+    },
+    "threshold": {"rating": 4},
+    "numerical_features": ["score"],
+    "normalize_all": False,
+    "eval_args": {"split": {"RS": [0.6, 0.2, 0.2]}, "order": "RO", "group_by": None, "mode": "labeled"},
+    "valid_metric": "AUC",
+    "train_neg_sample_args": None,
+}
+
+
 TINY_CONFIG = {
     "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "group_by": "user", "mode": "full"},
     "metrics": ["Recall", "NDCG"],

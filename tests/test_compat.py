@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 import torch
-from conftest import TINY_CONFIG, dense_normalized_adjacency, write_context_dataset
+from conftest import CONTEXT_PROTOCOL, TINY_CONFIG, dense_normalized_adjacency, write_context_dataset
 
 from recbole_mgformer import compat
 
@@ -32,21 +32,7 @@ def write_features(folder, name="feat"):
     return write_context_dataset(folder, name, score=lambda user: "" if user == 4 else f"{user / 10}")
 
 
-FEATURES = {
-    "load_col": {
-        "inter": ["user_id", "item_id", "rating"],
-        "user": ["user_id", "gender", "score"],
-        "item": ["item_id", "genres", "year"],
-    },
-    "threshold": {"rating": 4},
-    "numerical_features": ["score"],
-    "normalize_all": False,
-    "eval_args": {"split": {"RS": [0.6, 0.2, 0.2]}, "order": "RO", "group_by": None, "mode": "labeled"},
-    "metrics": ["AUC"],
-    "valid_metric": "AUC",
-    "train_neg_sample_args": None,
-    "state": "WARNING",
-}
+FEATURES = {**CONTEXT_PROTOCOL, "metrics": ["AUC"], "state": "WARNING"}
 
 
 def feature_dataset(tmp_path):

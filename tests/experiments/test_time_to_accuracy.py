@@ -30,6 +30,28 @@ def record(variant, seed, history, best_epoch, batch=32, eval_step=1, overrides=
     }
 
 
+def command(models, runs, tiny_data, tmp_path):
+    """The script's arguments: ``models`` on the toy dataset, records read from ``runs``, target ndcg@20 0.05, two
+    measured steps once, pages under tmp_path/out."""
+    return [
+        "--dataset",
+        "tiny",
+        "--models",
+        models,
+        "--target",
+        "0.05",
+        "--max_steps",
+        "2",
+        "--repeats",
+        "1",
+        "--runs",
+        str(runs),
+        "--results",
+        str(tmp_path / "out"),
+        f"--data_path={tiny_data}",
+    ]
+
+
 def test_epochs_needed_counts_epochs_and_validations_to_target_and_best():
     history = [[0, 0.01], [1, 0.05], [2, 0.07], [3, 0.08], [4, 0.079]]
     assert epochs_needed(record("M", 0, history, 3), 0.06) == {"target": (3, 3), "best": (4, 4)}
@@ -61,25 +83,7 @@ def test_main_joins_records_with_measured_costs(tiny_data, tmp_path):
     below = record("LightGCN", 1, [], 4)
     below["valid"]["ndcg@20"] = 0.04  # never reached the target, history or not
     (runs / "lightgcn-seed1.json").write_text(json.dumps(below))
-    rows = main(
-        [
-            "--dataset",
-            "tiny",
-            "--models",
-            "MGFormer,LightGCN",
-            "--target",
-            "0.05",
-            "--max_steps",
-            "2",
-            "--repeats",
-            "1",
-            "--runs",
-            str(runs),
-            "--results",
-            str(tmp_path / "out"),
-            f"--data_path={tiny_data}",
-        ]
-    )
+    rows = main(command("MGFormer,LightGCN", runs, tiny_data, tmp_path))
     mgformer, lightgcn = rows
     assert mgformer["seeds"] == [0, 1] and [c[0] for c in mgformer["target_counts"]] == [3, 3]
     assert [c[0] for c in mgformer["best_counts"]] == [3, 4]
@@ -99,23 +103,7 @@ def test_costs_of_an_earlier_run_are_reused_and_new_records_re_render(tiny_data,
     runs = tmp_path / "runs"
     runs.mkdir()
     (runs / "mgformer-seed0.json").write_text(json.dumps(record("MGFormer", 0, [[0, 0.01], [1, 0.07]], 1)))
-    common = [
-        "--dataset",
-        "tiny",
-        "--models",
-        "MGFormer",
-        "--target",
-        "0.05",
-        "--max_steps",
-        "2",
-        "--repeats",
-        "1",
-        "--runs",
-        str(runs),
-        "--results",
-        str(tmp_path / "out"),
-        f"--data_path={tiny_data}",
-    ]
+    common = command("MGFormer", runs, tiny_data, tmp_path)
     (first,) = main(common)
     (runs / "mgformer-seed1.json").write_text(json.dumps(record("MGFormer", 1, [[0, 0.06]], 0)))
     saved = tmp_path / "out" / "runs" / "performance" / "time-to-accuracy-tiny.json"

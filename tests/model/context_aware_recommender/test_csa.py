@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import write_context_dataset
+from conftest import CONTEXT_PROTOCOL, write_context_dataset
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.defaults import properties_dir
@@ -102,18 +102,8 @@ def test_all_masked_rows_attend_to_nothing_without_nan():
 # ---- the model on a small context dataset ---------------------------------------------------------------------
 
 CONTEXT_TOY = {
-    "load_col": {
-        "inter": ["user_id", "item_id", "rating"],
-        "user": ["user_id", "gender", "score"],
-        "item": ["item_id", "genres", "year"],
-    },
-    "threshold": {"rating": 4},
-    "numerical_features": ["score"],
-    "normalize_all": False,
-    "eval_args": {"split": {"RS": [0.6, 0.2, 0.2]}, "order": "RO", "group_by": None, "mode": "labeled"},
+    **CONTEXT_PROTOCOL,
     "metrics": ["AUC", "LogLoss"],
-    "valid_metric": "AUC",
-    "train_neg_sample_args": None,
     "embedding_size": 8,
     "n_heads": 2,
     "d_ff": 16,
