@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+from recbole_mgformer.checkpoint_files import plain_value
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.quick_start import build_config
@@ -23,7 +24,6 @@ from recbole_mgformer.records import (
 )
 from recbole_mgformer.registry import fits_once, get_model
 from recbole_mgformer.safety import UnsafeSettingError, check_literal_strings
-from recbole_mgformer.trainer import plain_value
 from recbole_mgformer.tune.report import (
     best_config_yaml,
     ranked,
