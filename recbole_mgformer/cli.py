@@ -36,6 +36,12 @@ def parse_overrides(arguments):
     return overrides
 
 
+def config_settings(args, rest):
+    """``(config files, overrides)`` of a command line: the space-separated ``--config_files`` (None without it) and
+    the other ``--key=value`` arguments ``rest``, read by :func:`parse_overrides`."""
+    return (args.config_files.split() if args.config_files else None), parse_overrides(rest)
+
+
 def format_summary(model, dataset, result, metrics=("recall@20", "ndcg@20")):
     """Two lines, valid and test: ``metrics`` where the run computed them (top-k runs), else every metric
     it computed (AUC and LogLoss of a context-aware run, Recall@10 of a sequential one)."""
@@ -83,11 +89,12 @@ def main(argv=None):
     )
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     with user_errors():  # bad input: its message, no traceback
+        config_files, overrides = config_settings(args, rest)
         result = run_recommender(
             args.model,
             args.dataset,
-            config_file_list=args.config_files.split() if args.config_files else None,
-            config_dict=parse_overrides(rest),
+            config_file_list=config_files,
+            config_dict=overrides,
             resume_file=args.resume_file,
             nproc=args.nproc,
             world_size=args.world_size,

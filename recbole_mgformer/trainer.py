@@ -1,91 +1,46 @@
-"""Checkpoints that load with ``torch.load(weights_only=True)``.
+"""RecBole's trainers with checkpoints that load with ``torch.load(weights_only=True)``, and the CSA trainer.
 
 RecBole's trainers pickle the whole ``Config`` into each checkpoint; torch >= 2.6 refuses to load
 that by default, and allowing it would let a checkpoint run arbitrary code. Here a checkpoint holds
-only state dicts and plain values, and every load goes through :func:`load_checkpoint`.
+only state dicts and plain values, and every load goes through :func:`load_checkpoint`
+(:mod:`recbole_mgformer.checkpoint_files`); the training epoch is :mod:`recbole_mgformer.device_loop`'s.
 """
 
 import functools
-import numbers
 import os
 import secrets
-import socket
-import zipfile
 
-import numpy
-import scipy.sparse
-import torch
 from recbole.trainer import Trainer
-from recbole.utils import ModelType, get_local_time
+from recbole.utils import get_local_time
 
-from recbole_mgformer.cuda_graph import (
-    GraphedStep,
-    cuda_graph_blocker,
-    cuda_graph_option,
-    drop_capturable_off_cuda,
-    resolve_cuda_graph,
+from recbole_mgformer.checkpoint_files import (
+    check_model_state,
+    checkpoint_other_parameter,
+    load_checkpoint,
+    plain_value,
+    save_atomically,
 )
+from recbole_mgformer.cuda_graph import drop_capturable_off_cuda
 from recbole_mgformer.device_evaluation import DeviceEvaluationMixin
-from recbole_mgformer.distributed import DistributedTrainerMixin, is_distributed
+from recbole_mgformer.device_loop import DeviceLoopMixin
+from recbole_mgformer.distributed import DistributedTrainerMixin
 from recbole_mgformer.vocabulary import check_dataset, check_training_split, dataset_vocabulary
 
-
-def plain_value(value):
-    """``value`` as None/bool/int/float/str and lists/dicts of them; anything else as its str.
-
-    Numbers become builtins: numpy's float64 is a float subclass, but it pickles as a numpy global that
-    ``weights_only=True`` refuses."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return str(value)  # numpy's str_ too
-    if isinstance(value, (bool, numpy.bool_)):
-        return bool(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, (list, tuple)):
-        return [plain_value(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): plain_value(v) for k, v in value.items()}
-    return str(value)
-
-
-def load_checkpoint(path, device="cpu"):
-    """Load a checkpoint of this project safely; a file that needs pickled objects is refused."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no checkpoint at {path}; check the file name and checkpoint_dir")
-    damaged = checkpoint_damage(path)
-    if damaged:
-        raise ValueError(
-            f"{path} is damaged: {damaged}. Delete it and resume from another checkpoint "
-            "(the .latest.pth beside a best checkpoint, or the reverse) or retrain"
-        )
-    try:
-        return torch.load(path, map_location=device, weights_only=True)
-    except Exception as error:  # torch raises UnpicklingError or RuntimeError, depending on the content
-        raise ValueError(
-            f"{path} is not a checkpoint that loads with weights_only=True ({error}). "
-            "Checkpoints written by recbole_mgformer hold only tensors and plain values; "
-            "a checkpoint written by RecBole's own trainer pickles its Config and must be retrained."
-        ) from error
-
-
-def checkpoint_damage(path):
-    """Why ``path`` cannot be a whole checkpoint (torch.save writes a zip archive), or None if it may be one.
-    A 0-byte or truncated file comes from a copy or a disk that failed; this project writes atomically."""
-    size = os.path.getsize(path)
-    if size == 0:
-        return "the file is empty (0 bytes)"
-    if not zipfile.is_zipfile(path):
-        return f"its {size} bytes are not a complete torch.save archive (truncated, or not a checkpoint)"
-    try:
-        with zipfile.ZipFile(path) as archive:
-            broken = archive.testzip()
-    except (zipfile.BadZipFile, OSError) as error:
-        return f"its archive cannot be read ({error})"
-    return f"its entry {broken} fails its checksum" if broken else None
+__all__ = [  # the checkpoint helpers are also importable from here, where they lived first
+    "CSATrainer",
+    "DeviceLoopMixin",
+    "RUNTIME_KEYS",
+    "SafeCheckpointMixin",
+    "changed_settings",
+    "check_model_state",
+    "checkpoint_other_parameter",
+    "claim_file",
+    "load_checkpoint",
+    "plain_value",
+    "run_file_name",
+    "safe_trainer_class",
+    "save_atomically",
+]
 
 
 def run_file_name(directory, model):
@@ -106,71 +61,6 @@ def claim_file(path):
                 return candidate
         except FileExistsError:
             candidate = f"{stem}-{secrets.randbelow(10**6):06d}{suffix}"
-
-
-def check_model_state(model, checkpoint, source="the checkpoint"):
-    """Refuse another model's weights: a recorded ``model_class`` other than ``model``'s, or ``state_dict`` names or
-    shapes that differ. Keys alone do not tell models apart: BPR's weights have LightGCN's names and shapes."""
-    recorded, name = checkpoint.get("model_class"), type(model).__name__
-    if recorded is not None and recorded != name:
-        raise ValueError(
-            f"{source} holds the weights of a {recorded} model, not of {name} (the model its config or "
-            f"this run names); load it as {recorded}, or use a checkpoint of {name}"
-        )
-    expected = {key: tuple(value.shape) for key, value in model.state_dict().items()}
-    found = {key: tuple(value.shape) for key, value in checkpoint["state_dict"].items()}
-    problems = []
-    missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
-    if missing:
-        problems.append(f"missing {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}")
-    if unexpected:
-        problems.append(f"unexpected {', '.join(unexpected[:3])}{', ...' if len(unexpected) > 3 else ''}")
-    reshaped = [
-        f"{key} {found[key]} there, {expected[key]} here"
-        for key in sorted(set(found) & set(expected))
-        if found[key] != expected[key]
-    ]
-    if reshaped:
-        problems.append(f"other shapes: {'; '.join(reshaped[:3])}{'; ...' if len(reshaped) > 3 else ''}")
-    if problems:
-        raise ValueError(
-            f"{source} does not hold {name}'s parameters ({'; '.join(problems)}): it was written by "
-            f"{recorded or 'another model'} or with other sizes or data; load it with the model and "
-            "settings that trained it"
-        )
-
-
-def save_atomically(state, path):
-    """``torch.save`` through a temporary file, so a reader never sees half a checkpoint: not after a crash,
-    and not while the first process of each machine writes its copy into a checkpoint_dir they share."""
-    temporary = f"{path}.{socket.gethostname()}-{os.getpid()}.tmp"
-    try:
-        torch.save(state, temporary)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-
-
-def checkpoint_other_parameter(model):
-    """What a checkpoint keeps of ``model.other_parameter()``: all but numpy arrays and scipy matrices.
-
-    A traditional model (EASE, ItemKNN, SLIMElastic, ...) holds such matrices, which its constructor computes from
-    the config and the training set alone; they do not load under ``weights_only=True`` (RecBole pickles them), and
-    EASE's item-item matrix grows with the square of the item count (gigabytes on Gowalla). They are left out: the
-    model built to receive the checkpoint (the trainer's own, or
-    :func:`recbole_mgformer.checkpoints.load_data_and_model`'s) has computed them already. Any other model must keep
-    its state as tensors and plain values, or its checkpoint would load without it: an error."""
-    other = model.other_parameter()
-    left_out = sorted(
-        key for key, value in other.items() if isinstance(value, numpy.ndarray) or scipy.sparse.issparse(value)
-    )
-    if left_out and getattr(model, "type", None) != ModelType.TRADITIONAL:
-        raise TypeError(
-            f"{type(model).__name__}.other_parameter() holds {', '.join(left_out)}, numpy or scipy "
-            "arrays: a checkpoint must load with weights_only=True, so keep them as tensors"
-        )
-    return {key: value for key, value in other.items() if key not in left_out}
 
 
 # Settings that may differ between a run and its resumption: where and how it runs, not what it trains.
@@ -324,152 +214,6 @@ class SafeCheckpointMixin:
             self._load_model_state(load_checkpoint(checkpoint_file, self.device), checkpoint_file)
             self.logger.info(f"Loading model structure and parameters from {checkpoint_file}")
         return super().evaluate(eval_data, load_best_model=False, show_progress=show_progress)
-
-
-def to_device(interaction, device):
-    """``interaction`` (a RecBole Interaction) on ``device``: on CUDA each tensor is copied from pinned memory
-    without blocking the host (the copy is ordered before the step's kernels on the stream), elsewhere as RecBole
-    moves it."""
-    if device.type != "cuda":
-        return interaction.to(device)
-    for key, value in interaction.interaction.items():
-        if isinstance(value, torch.Tensor) and value.device.type == "cpu":
-            interaction.interaction[key] = value.pin_memory().to(device, non_blocking=True)
-    return interaction
-
-
-RECBOLE_TRAIN_EPOCH = Trainer._train_epoch
-
-
-def add_losses(total, losses, dtype):
-    """The epoch's running sum of losses (a tensor, or a tuple part by part) on the device, in ``dtype``."""
-    if isinstance(losses, tuple):
-        parts = tuple(part.detach().to(dtype) for part in losses)
-        return parts if total is None else tuple(map(torch.add, total, parts))
-    part = losses.detach().to(dtype)
-    return part if total is None else total + part
-
-
-class DeviceLoopMixin:
-    """RecBole's training epoch without a host sync per step: the epoch's loss is summed on the device (in float64,
-    so the logged loss is the very sum RecBole's ``losses.item()`` additions make), checked for NaN once at the
-    epoch's end, and CUDA batches are copied from pinned memory without blocking. RecBole's loop synchronises three
-    times a step (the blocking copy, ``.item()``, the NaN check), which on a GPU leaves it idle between steps.
-
-    With ``cuda_graph`` on (``auto``: on a GPU, for a model whose step is capturable; recbole_mgformer/cuda_graph.py)
-    each full batch replays one CUDA graph of the whole step. A model's ``before_step()`` runs before every step,
-    graphed or eager, and its ``step_hook`` is True while it does.
-
-    Serves trainers whose epoch is RecBole's ``Trainer._train_epoch``, in single-process runs; any other trainer
-    (its own epoch, DDP's gradient hooks) runs its own loop unchanged."""
-
-    cuda_graph = False  # resolved from the ``cuda_graph`` setting by __init__
-    graph_capture = True  # False: GraphedStep's eager stand-in for capture and replay (tests on a CPU)
-    graphed_step = None  # the GraphedStep, made at the first graphed epoch (after a resume loaded the optimizer)
-
-    def __init__(self, config, model):
-        super().__init__(config, model)
-        option = cuda_graph_option(config["cuda_graph"])
-        if getattr(self, "optimizer", None) is None:  # a trainer without steps (decision trees)
-            reason = "its trainer takes no gradient steps"
-        else:
-            reason = cuda_graph_blocker(
-                self.model,
-                self.device,
-                self.optimizer,
-                own_epoch=not self._runs_recbole_epoch(),
-                distributed=is_distributed(config),
-                enable_amp=self.enable_amp,
-                clip_grad_norm=self.clip_grad_norm,
-            )
-        self.cuda_graph = resolve_cuda_graph(option, reason, getattr(self, "logger", None))
-        self.cuda_graph_required = option is True
-
-    def _runs_recbole_epoch(self):
-        below = type(self).__mro__[type(self).__mro__.index(DeviceLoopMixin) + 1 :]
-        own_epoch = next((vars(klass)["_train_epoch"] for klass in below if "_train_epoch" in vars(klass)), None)
-        # RecBole's own loop only, as imported: a subclass's epoch or a patched one (tests, profilers) runs as it is
-        return own_epoch is RECBOLE_TRAIN_EPOCH
-
-    def _train_epoch(self, train_data, epoch_idx, loss_func=None, show_progress=False):
-        if not self._runs_recbole_epoch() or not self.config["single_spec"]:
-            return super()._train_epoch(train_data, epoch_idx, loss_func, show_progress)
-        return self._device_train_epoch(train_data, epoch_idx, loss_func, show_progress)
-
-    def _graph_runner(self):
-        """The GraphedStep of this trainer's model and optimizer, or None when ``cuda_graph`` is off."""
-        if not getattr(self, "cuda_graph", False):
-            return None
-        runner = self.graphed_step
-        if runner is None or runner.model is not self.model or runner.optimizer is not self.optimizer:
-            runner = self.graphed_step = GraphedStep(
-                self.model,
-                self.optimizer,
-                self.clip_grad_norm,
-                capture=self.graph_capture,
-                required=getattr(self, "cuda_graph_required", False),
-            )
-        return runner
-
-    def _device_train_epoch(self, train_data, epoch_idx, loss_func=None, show_progress=False):
-        from recbole.utils import get_gpu_usage, set_color
-        from tqdm import tqdm
-
-        self.model.train()
-        runner = self._graph_runner() if loss_func is None else None  # another loss function runs eagerly
-        loss_func = loss_func or self.model.calculate_loss
-        before_step = getattr(self.model, "before_step", None)
-        total_loss = None  # a float64 tensor on the device, or a tuple of them
-        accumulate = torch.float32 if self.device.type == "mps" else torch.float64  # MPS has no float64
-        iter_data = (
-            tqdm(train_data, total=len(train_data), ncols=100, desc=set_color(f"Train {epoch_idx:>5}", "pink"))
-            if show_progress
-            else train_data
-        )
-        scaler = torch.amp.GradScaler("cuda", enabled=self.enable_scaler)  # as RecBole: enabled only with CUDA
-        if before_step is not None:
-            self.model.step_hook = True
-        try:
-            for interaction in iter_data:
-                interaction = to_device(interaction, self.device)
-                if before_step is not None:
-                    before_step()  # the step's host-side decisions, outside any graph
-                if runner is not None:
-                    losses = runner.step(interaction)
-                else:
-                    losses = self._eager_step(interaction, loss_func, scaler)
-                total_loss = add_losses(total_loss, losses, accumulate)
-                if self.gpu_available and show_progress:
-                    iter_data.set_postfix_str(set_color("GPU RAM: " + get_gpu_usage(self.device), "yellow"))
-        finally:
-            if before_step is not None:
-                self.model.step_hook = False
-        if total_loss is None:
-            return None
-        # the epoch's one sync: a NaN in any step's loss makes the sum NaN
-        if isinstance(total_loss, tuple):
-            total_loss = tuple(part.item() for part in total_loss)
-            self._check_nan(torch.tensor(sum(total_loss)))
-            return total_loss
-        total_loss = total_loss.item()
-        self._check_nan(torch.tensor(total_loss))
-        return total_loss
-
-    def _eager_step(self, interaction, loss_func, scaler):
-        """RecBole's step: zeroed gradients, the loss (under autocast with ``enable_amp``), its scaled backward,
-        clipping and the optimizer's step through the scaler. Returns the loss (or tuple of losses)."""
-        from torch.nn.utils import clip_grad_norm_
-
-        self.optimizer.zero_grad()
-        with torch.autocast(device_type=self.device.type, enabled=self.enable_amp):
-            losses = loss_func(interaction)
-        loss = sum(losses) if isinstance(losses, tuple) else losses
-        scaler.scale(loss).backward()
-        if self.clip_grad_norm:
-            clip_grad_norm_(self.model.parameters(), **self.clip_grad_norm)
-        scaler.step(self.optimizer)
-        scaler.update()
-        return losses
 
 
 @functools.lru_cache(maxsize=None)

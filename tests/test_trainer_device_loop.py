@@ -11,6 +11,7 @@ from recbole_mgformer.trainer import DeviceLoopMixin
 
 TRAINER_FILES = (
     os.path.join("recbole_mgformer", "trainer.py"),
+    os.path.join("recbole_mgformer", "device_loop.py"),
     os.path.join("recbole_mgformer", "cuda_graph.py"),
     os.path.join("recbole", "trainer", "trainer.py"),
 )

@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.cli import config_settings
 from recbole_mgformer.input_checks import user_errors
 from recbole_mgformer.tune.report import render_markdown
 from recbole_mgformer.tune.search import tune_recommender
@@ -91,12 +91,13 @@ def _main(argv):
     if args.render:
         return render_pages(args.render)
     try:
+        config_files, overrides = config_settings(args, rest)
         summary = tune_recommender(
             args.model,
             args.dataset,
             args.space,
-            config_files=args.config_files.split() if args.config_files else None,
-            config_dict=parse_overrides(rest),
+            config_files=config_files,
+            config_dict=overrides,
             data_path=args.data_path,
             search=args.search,
             samples=args.samples,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from recbole_mgformer.checkpoint_files import plain_value
 from recbole_mgformer.records import display_path
-from recbole_mgformer.trainer import plain_value
 from recbole_mgformer.tune.retrain import best_settings
 from recbole_mgformer.tune.trials import METRIC, _item, error_line
 

@@ -18,8 +18,9 @@ import yaml
 from conftest import tune_args
 
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender
-from recbole_mgformer.tune.search import _check_resources, check_address
+from recbole_mgformer.tune.search import check_address
 from recbole_mgformer.tune.trials import STATES_DIR
+from recbole_mgformer.tune.tuner import check_resources as _check_resources
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -333,7 +334,8 @@ def test_a_resumed_searchs_stored_settings_are_checked_as_a_new_ones(tmp_path):
     """The search's stored request (recbole_mgformer_tune.json) feeds every resumed trial: code there is refused."""
     from conftest import eval_payload
 
-    from recbole_mgformer.tune.search import REQUEST_FILE, _prepare_experiment
+    from recbole_mgformer.tune.resume import REQUEST_FILE
+    from recbole_mgformer.tune.resume import prepare_experiment as _prepare_experiment
 
     marker = tmp_path / "pwned"
     experiment = tmp_path / "tune" / "BPR-tiny"
@@ -452,8 +454,8 @@ def test_the_first_trial_is_the_point_and_the_others_are_drawn_as_without_it(ray
     the space passed as they are), then the draws of the same search without it."""
     from ray import air, tune
 
-    from recbole_mgformer.tune.search import _search_algorithm
     from recbole_mgformer.tune.trials import _item
+    from recbole_mgformer.tune.tuner import search_algorithm as _search_algorithm
 
     parsed = parse_space(
         {

@@ -1,0 +1,163 @@
+"""A search's request: the model, data, space and search settings it runs with, checked before Ray starts."""
+
+import importlib.util
+import os
+from pathlib import Path
+
+from recbole_mgformer.checkpoint_files import plain_value
+from recbole_mgformer.data import validate_dataset_files
+from recbole_mgformer.data.sources import ensure_dataset
+from recbole_mgformer.quick_start import build_config
+from recbole_mgformer.records import display_path
+from recbole_mgformer.registry import fits_once, get_model
+from recbole_mgformer.tune.space import (
+    TuneSetupError,
+    check_keys,
+    default_point,
+    load_space,
+    parse_space,
+    ray_space,
+)
+
+
+def driver_config(model, dataset, config_files, config_dict):
+    """The model's final config, built in this process without touching its CUDA_VISIBLE_DEVICES
+    (RecBole's Config rewrites it, which would hide GPUs from Ray)."""
+    saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        return build_config(model, dataset, config_files, config_dict)[0]
+    finally:
+        if saved is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = saved
+
+
+def _evaluations(config, parsed):
+    """How many times a trial reports at most: the epochs (the largest searched) over eval_step; once for a model
+    fit in its constructor (EASE, ItemKNN, ...: RecBole's traditional trainer runs one epoch whatever ``epochs``
+    says), so a trial is one fit and ASHA's grace period shrinks to it."""
+    if fits_once(config["model"]):
+        return 1
+    epochs = config["epochs"]
+    if "epochs" in parsed:
+        epochs = max(int(v) for v in parsed["epochs"][1])
+    return max(1, epochs // max(1, config["eval_step"]))
+
+
+def make_request(
+    model,
+    dataset,
+    space=None,
+    config_files=None,
+    config_dict=None,
+    data_path=None,
+    search="random",
+    samples=10,
+    scheduler="asha",
+    grace_period=10,
+    search_seed=0,
+    name=None,
+    storage_dir=None,
+    defaults_first=False,
+):
+    """Everything a search (and its resumption) needs, checked: raises TuneSetupError before any trial starts.
+
+    ``defaults_first``: the first of the ``samples`` trials runs the model's defaults (:func:`default_point`),
+    kept in the request as ``first_trial`` (and the keys where they lie outside the space, ``first_trial_outside``:
+    run anyway); the other trials are drawn as without it."""
+    try:
+        model = get_model(model).__name__
+    except ValueError as error:
+        raise TuneSetupError(str(error)) from None
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise TuneSetupError(f"--samples {samples!r}: a search draws at least 1 sample; give --samples 1 or more")
+    if name is not None and (not str(name).strip() or Path(str(name)).name != str(name) or str(name) in (".", "..")):
+        raise TuneSetupError(f"--name {name!r}: give a plain folder name (no '/'), e.g. --name {model}-{dataset}-wide")
+    raw, source = load_space(space, model, dataset)
+    parsed = parse_space(raw, source)
+    overrides = dict(config_dict or {})
+    # the best YAML keeps the path as given (e.g. "dataset"), not this machine's absolute one the trials need
+    data_path_given = overrides.pop("data_path", None) or data_path
+    data_path = str(Path(data_path_given or "dataset").resolve())
+    config_files = [str(Path(p).resolve()) for p in (config_files or [])]
+    try:
+        ensure_dataset(dataset, data_path)
+    except FileNotFoundError as error:
+        raise TuneSetupError(str(error)) from None
+    try:
+        config = driver_config(model, dataset, config_files, {**overrides, "data_path": data_path})
+    except ValueError as error:  # config_check: an unknown or non-finite fixed setting, a GPU that is not there
+        raise TuneSetupError(str(error)) from None
+    check_keys(parsed, config, model, source)
+    ray_space(parsed, search)  # rejects a space the search algorithm cannot use
+    if search == "hyperopt":
+        require_hyperopt()
+    first = default_point(parsed, config, model, search, source) if defaults_first else None
+    if scheduler not in ("asha", "fifo"):
+        raise TuneSetupError(f"unknown scheduler {scheduler!r}; choose asha or fifo")
+    name = name or f"{model}-{dataset}"
+    storage = Path(storage_dir or "saved/tune").resolve()
+    max_t = _evaluations(config, parsed)
+    return {
+        "model": model,
+        "dataset": dataset,
+        "space": raw,
+        "space_source": display_path(source),
+        "config_files": config_files,
+        "overrides": plain_value(overrides),
+        "data_path": data_path,
+        "data_path_given": str(data_path_given) if data_path_given else None,
+        "search": search,
+        "samples": 1 if search == "grid" else int(samples),
+        "scheduler": scheduler,
+        "grace_period": max(1, min(int(grace_period), max_t)),
+        "max_t": max_t,
+        "grace_asked": int(grace_period),  # before the cap: the budget a search of EASE shares with the others
+        "search_seed": search_seed,
+        "metric": config["valid_metric"].lower(),
+        "mode": "max" if config["valid_metric_bigger"] else "min",
+        "name": name,
+        "storage": str(storage),
+        "experiment": str(storage / name),
+        "defaults_first": bool(defaults_first),
+        **({"first_trial": plain_value(first[0]), "first_trial_outside": first[1]} if first else {}),
+    }
+
+
+def require_hyperopt():
+    if importlib.util.find_spec("hyperopt") is None:
+        raise TuneSetupError(
+            "--search hyperopt needs the hyperopt package: pip install hyperopt==0.2.5 "
+            "(or pip install 'recbole-mgformer[tune]')"
+        )
+
+
+def check_dataset_files(request):
+    """The atomic files the trials will read (a resumed search's own ``data_path``): a trial would fail on them
+    inside Ray, its traceback in a trial's log."""
+    config = driver_config(
+        request["model"],
+        request["dataset"],
+        request["config_files"],
+        {**request["overrides"], "data_path": request["data_path"]},
+    )
+    try:
+        validate_dataset_files(config)
+    except (OSError, ValueError) as error:
+        raise TuneSetupError(str(error)) from None
+
+
+def check_address(address):
+    """``address`` as ``ray.init`` takes it (``auto``, ``local``, ``host:port``, ``ray://host:port``), else a
+    TuneSetupError naming the forms: Ray's own error comes as a traceback."""
+    if address is None:
+        return
+    text = str(address)
+    host, colon, port = text.removeprefix("ray://").rpartition(":")
+    if text in ("auto", "local") or (colon and host and "/" not in host and port.isdigit()):
+        return
+    raise TuneSetupError(
+        f"--address {text!r}: give auto (a Ray started with `ray start` on this machine), "
+        "host:port (the head node's GCS port, e.g. 10.0.0.5:6379) or ray://host:port"
+    )
