@@ -138,7 +138,7 @@ def paired_delta(group, control):
 
 def render_table(dataset, records):
     """The probes' markdown: a row per variant, test metrics, per-group test Recall@20, cost per epoch."""
-    from recbole_mgformer.evaluation import GROUP_RULE, GROUPS
+    from recbole_mgformer.item_groups import GROUP_RULE, GROUPS
     from recbole_mgformer.records import by_variant, provenance
 
     records = [r for r in records if "probe_schedule" in r]

@@ -1,8 +1,10 @@
 """MGFormer and its baselines as RecBole models, with one runner for all of them.
 
-Importing the package repairs RecBole 1.2.1 for today's numpy, scipy, pandas and torch
-(:mod:`recbole_mgformer.compat`) and registers the models with RecBole's own entry points
-(:func:`register`, see :mod:`recbole_mgformer.plugin`).
+Importing the package imports neither torch nor RecBole, so rendering the boards needs neither. The runner
+(:func:`run_recommender`, :func:`recommend`, the command lines, tuning and the benchmark's runs) repairs RecBole 1.2.1
+for today's numpy, scipy, pandas and torch (:mod:`recbole_mgformer.compat`) and registers the models with RecBole's
+own entry points as :mod:`recbole_mgformer.registry` is imported; before calling RecBole's own functions, call
+:func:`register` (see :mod:`recbole_mgformer.plugin`).
 """
 
 __version__ = "0.1.0"
@@ -29,7 +31,5 @@ def recommend(*args, **kwargs):
 
     return top_k(*args, **kwargs)
 
-
-register()
 
 __all__ = ["recommend", "register", "run_recommender", "__version__"]

@@ -11,11 +11,7 @@ import math
 import numpy as np
 import torch
 
-GROUPS = ("Unpopular", "Normal", "Popular")
-GROUP_RULE = (
-    "items ranked by training interactions: Unpopular = the 80% least interacted, "
-    "Popular = the top 5%, Normal = the rest (ties by item id)"
-)
+from recbole_mgformer.item_groups import GROUPS
 
 
 def popularity_groups(train_counts, unpopular=0.8, popular=0.05):

@@ -1,7 +1,8 @@
 """RecBole's own entry points for this project's models.
 
-``import recbole_mgformer`` calls :func:`register` (idempotent; call it yourself after a ``del sys.modules``
-or from code that imports only a submodule). Afterwards, with no RecBole file edited:
+Importing :mod:`recbole_mgformer.registry` (every path that trains, tunes or loads a model) calls :func:`register`;
+``import recbole_mgformer`` alone does not, so that rendering the boards imports neither torch nor RecBole: call
+:func:`register` (idempotent) before using RecBole's own functions. Afterwards, with no RecBole file edited:
 
 - ``recbole.utils.get_model("MGFormer")`` finds MGFormer, SimGCL, XSimGCL, DirectAU, the training-free filters
   (GFCF, BSPM, TurboCF, ChebyCF), EAGPS and CSA: RecBole's ``get_model`` asks
@@ -127,14 +128,18 @@ def _install_loader(quick_start_module):
 
 def register():
     """Make RecBole's own functions find and load this project's models; safe to call more than once."""
-    if _registered:
+    if _registered:  # done, or under way: it imports the registry, which registers as it is imported
         return
-    from recbole_mgformer import compat, safety
-
-    compat.apply()
-    _alias_model_modules()
-    _install_trainers()
-    _install_model_defaults()
-    safety.install()
-    _after_import("recbole.quick_start.quick_start", _install_loader)
     _registered.append(True)
+    try:
+        from recbole_mgformer import compat, safety
+
+        compat.apply()
+        _alias_model_modules()
+        _install_trainers()
+        _install_model_defaults()
+        safety.install()
+        _after_import("recbole.quick_start.quick_start", _install_loader)
+    except BaseException:
+        _registered.clear()
+        raise

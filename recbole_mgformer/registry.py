@@ -1,5 +1,9 @@
 """The one place that resolves a model name to its class and trainer:
-this project's models first, then RecBole's built-ins."""
+this project's models first, then RecBole's built-ins.
+
+Importing it registers the models with RecBole (:func:`recbole_mgformer.plugin.register`, at the end of this
+module, which registration imports back): every path that trains, tunes or loads a model resolves names here, so
+RecBole is repaired and made safe before it runs, while ``import recbole_mgformer`` alone stays free of torch."""
 
 import contextlib
 import importlib
@@ -139,6 +143,14 @@ def get_trainer(model_type, model_name):
         base = recbole_get_trainer(model_type, model_name)
     return project_trainers.safe_trainer_class(base)
 
+
+def _register():
+    from recbole_mgformer.plugin import register
+
+    register()
+
+
+_register()
 
 __all__ = [
     "available_models",

@@ -96,9 +96,10 @@ def test_recbole_get_model_finds_every_project_model(name):
 
 
 def test_recboles_sgl_keeps_its_name_quietly_beside_the_projects_refinement_of_it():
-    # a fresh process: registration happens at import, and the project's SGL subclasses RecBole's
+    # a fresh process: registration happens once, and the project's SGL subclasses RecBole's
     code = (
         "import logging, sys; logging.basicConfig(stream=sys.stdout); import recbole_mgformer; "
+        "recbole_mgformer.register(); "
         "from recbole.utils import get_model; from recbole_mgformer.registry import get_model as ours; "
         "print(get_model('SGL').__module__, ours('SGL').__module__)"
     )
@@ -112,7 +113,7 @@ def test_recboles_sgl_keeps_its_name_quietly_beside_the_projects_refinement_of_i
 
 def test_registration_needs_neither_lightgbm_nor_xgboost_nor_ray():
     code = (
-        "import sys; import recbole_mgformer; from recbole.utils import get_model; "
+        "import sys; import recbole_mgformer; recbole_mgformer.register(); from recbole.utils import get_model; "
         f"[get_model(n) for n in {PROJECT_MODELS!r}]; "
         "bad = [m for m in ('lightgbm', 'xgboost', 'ray') if m in sys.modules]; assert not bad, bad"
     )

@@ -20,6 +20,5 @@ records.
 
 from recbole_mgformer.benchmark.cli import main
 from recbole_mgformer.benchmark.entries import ABLATIONS, parse_entry, slug, split_models, variant_name
-from recbole_mgformer.benchmark.runs import setup_run
 
-__all__ = ["ABLATIONS", "main", "parse_entry", "setup_run", "slug", "split_models", "variant_name"]
+__all__ = ["ABLATIONS", "main", "parse_entry", "slug", "split_models", "variant_name"]

@@ -10,12 +10,10 @@ from recbole_mgformer.benchmark.claims import Busy
 from recbole_mgformer.benchmark.datasets import check_model_fits, same_for_every_seed
 from recbole_mgformer.benchmark.entries import comma_list, parse_entry, split_models, tuning_target
 from recbole_mgformer.benchmark.render import render_results, required_metrics
-from recbole_mgformer.benchmark.runs import Run
-from recbole_mgformer.benchmark.tuning import TuneBudget, ensure_search, trained_overrides
-from recbole_mgformer.cli import parse_overrides
 from recbole_mgformer.input_checks import user_errors
-from recbole_mgformer.registry import fits_once
-from recbole_mgformer.tune.search import check_address
+
+# What runs, tunes or parses a setting (torch, RecBole, the runner) is imported in the functions that do it, so
+# ``--render-only`` imports neither torch nor RecBole.
 
 HEADLINES = {"general": general.HEADLINE, "sequential": sequential.HEADLINE, "context": context.HEADLINE}
 
@@ -33,6 +31,9 @@ def planned_runs(args, extra, command):
     """Every (dataset, seed, model entry) run, checked before the first one starts. A run that every seed would
     repeat (:func:`~recbole_mgformer.benchmark.datasets.same_for_every_seed`: a deterministic model on a split the
     seed does not draw) runs its first seed only."""
+    from recbole_mgformer.benchmark.runs import Run
+    from recbole_mgformer.registry import fits_once
+
     entries = [parse_entry(e) for e in split_models(args.models)]
     datasets = comma_list(args.datasets)
     for model, _ in entries:
@@ -114,6 +115,9 @@ def check_table_metrics(run, config):
 
 
 def budget_of(args):
+    from recbole_mgformer.benchmark.tuning import TuneBudget
+    from recbole_mgformer.tune.search import check_address
+
     if not args.tune_budget:
         if args.tune_defaults_first:
             raise ValueError(
@@ -150,6 +154,8 @@ def budget_of(args):
 def search_before(run, budget, args, extra, searched):
     """The search that gives ``run`` its settings, unless this command already made sure of it. Raises Busy while
     another process runs that search (for each of its runs: none may start without its settings)."""
+    from recbole_mgformer.benchmark.tuning import ensure_search, trained_overrides
+
     # a scoring-only variant takes the settings of the entry it trains as: that entry's search
     target = (run.dataset, *tuning_target(run.model, trained_overrides(run.model, run.overrides)))
     key = (target[0], target[1], tuple(sorted(target[2].items())))
@@ -172,6 +178,15 @@ def search_before(run, budget, args, extra, searched):
             searched[key] = busy
     if searched[key] is not None:
         raise searched[key]
+
+
+def setting_overrides(arguments):
+    """:func:`recbole_mgformer.cli.parse_overrides` of ``arguments``; none (and the runner not imported) without."""
+    if not arguments:
+        return {}
+    from recbole_mgformer.cli import parse_overrides
+
+    return parse_overrides(arguments)
 
 
 def main(argv=None):
@@ -239,7 +254,7 @@ def _main(argv):
         "--tuned-dir", default=None, help="where the chosen settings go and are read (default properties/benchmark)"
     )
     args, rest = parser.parse_known_args(argv)
-    extra = parse_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
+    extra = setting_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
     if not args.render_only:
         try:
             budget = budget_of(args)

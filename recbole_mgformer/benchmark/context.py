@@ -4,6 +4,8 @@
 import statistics
 
 from recbole_mgformer.benchmark.datasets import training_share
+from recbole_mgformer.benchmark.general_verdicts import short_verdict
+from recbole_mgformer.benchmark.sections import defaults_first_note, sections
 from recbole_mgformer.benchmark.stats import format_ci, mean_ci, paired_bootstrap, per_row_by_seed, verdict_text
 from recbole_mgformer.records import mean_std, provenance
 
@@ -88,8 +90,6 @@ def verdict_lines(by_dataset):
                 if verdict is not None:
                     lines.append(prefix + "Verdict: " + verdict_text(name, others[0], verdict))
             if len(others) > 1:
-                from recbole_mgformer.benchmark.general import short_verdict
-
                 parts = [
                     short_verdict(other, v)
                     for other in others
@@ -103,8 +103,6 @@ def verdict_lines(by_dataset):
 def tuned_sections(by_dataset):
     """The lines of each equal-budget search's section (by budget), then the older runs', or None when no record
     comes from a search (the page as before)."""
-    from recbole_mgformer.benchmark.general import defaults_first_note, sections
-
     budgets = {}
     for dataset, records in by_dataset.items():
         for budget, group in sections(records):

@@ -5,13 +5,10 @@ holds it (``benchmark_page``, default the dataset's name: ``results/<page>/leade
 from pathlib import Path
 
 import yaml
-from recbole.utils import ModelType
 
 from recbole_mgformer.defaults import dataset_config_file
-from recbole_mgformer.registry import get_model, is_deterministic
 
 TABLES = ("general", "sequential", "context")
-MODEL_KINDS = {ModelType.SEQUENTIAL: "sequential", ModelType.CONTEXT: "context"}  # every other kind: general
 
 
 def dataset_settings(dataset):
@@ -39,8 +36,14 @@ def training_share(dataset):
 
 def check_model_fits(model, dataset):
     """A model runs where its kind's table is: EAGPS on ml-100k-seq, CSA on ml-100k-ctx-0.8, BPR on ml-100k."""
+    from recbole.utils import ModelType  # here, not above: rendering a page imports neither RecBole nor torch
+
+    from recbole_mgformer.registry import get_model
+
     kind = table_kind(dataset)
-    model_kind = MODEL_KINDS.get(get_model(model).type, "general")
+    model_kind = {ModelType.SEQUENTIAL: "sequential", ModelType.CONTEXT: "context"}.get(
+        get_model(model).type, "general"
+    )
     if model_kind != kind:
         raise ValueError(
             f"{model} is a {model_kind} model, but the runs of {dataset} go into a {kind} table "
@@ -60,4 +63,6 @@ def same_for_every_seed(model, config):
     """Does every seed give the same result for a run of ``model`` with ``config``? For a deterministic model
     (:func:`recbole_mgformer.registry.is_deterministic`: EASE, ItemKNN, ...) on a split the seed does not draw;
     on a seeded split each seed is another split, and even a closed-form model runs every seed."""
+    from recbole_mgformer.registry import is_deterministic
+
     return is_deterministic(model) and not split_draws_on_seed(config)

@@ -3,8 +3,6 @@ and the names runs and records take from them."""
 
 import re
 
-from recbole_mgformer.cli import parse_overrides
-
 ABLATIONS = [
     "MGFormer",
     "MGFormer[structural_encoding=none]",
@@ -51,12 +49,15 @@ def parse_entry(entry):
                 f"model entry {entry!r}: {comma_joined[0]!r} holds several overrides; separate them with ';', "
                 f"as in {name}[key=value; key=value]"
             )
+        from recbole_mgformer.cli import parse_overrides  # imports the runner (and torch): not to render a page
+
         overrides = parse_overrides([f"--{p}" for p in pairs])
     return name, overrides
 
 
-# the options Table 3 ablates one at a time (attention=False has its own comparison, the "Attention:" line)
-ABLATION_OPTIONS = frozenset(key for entry in ABLATIONS for key in parse_entry(entry)[1]) - {"attention"}
+# the options Table 3 ablates one at a time (attention=False has its own comparison, the "Attention:" line): the
+# keys of the entries' overrides, read without parse_entry, which imports the runner (and torch) to parse values
+ABLATION_OPTIONS = frozenset(re.findall(r"[\[;]\s*(\w+)\s*=", " ".join(ABLATIONS))) - {"attention"}
 
 
 def variant_name(model, overrides):

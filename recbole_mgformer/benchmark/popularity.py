@@ -4,19 +4,15 @@ for a results page."""
 from pathlib import Path
 
 from recbole_mgformer.benchmark.stats import format_ci, mean_ci
-from recbole_mgformer.evaluation import (
-    GROUP_RULE,
-    GROUPS,
-    metrics_by_group,
-    popularity_groups,
-    training_counts,
-)
+from recbole_mgformer.item_groups import GROUP_RULE, GROUPS
 
 __all__ = ["GROUP_RULE", "popularity_metrics", "render_popularity"]
 
 
 def popularity_metrics(trainer, train_data, test_data):
     """Test Recall@20 / NDCG@20 by item popularity group (Fig. 2), for the weights the trainer holds."""
+    from recbole_mgformer.evaluation import metrics_by_group, popularity_groups, training_counts  # torch: runs only
+
     return metrics_by_group(trainer, test_data, popularity_groups(training_counts(train_data)), k=20)
 
 

@@ -6,61 +6,30 @@ import logging
 import time
 from pathlib import Path
 
-import numpy
-import scipy.sparse
-import torch
 from recbole.utils import init_seed
 
 from recbole_mgformer.benchmark.claims import claim
-from recbole_mgformer.benchmark.datasets import same_for_every_seed, table_kind
+from recbole_mgformer.benchmark.datasets import table_kind
 from recbole_mgformer.benchmark.entries import slug, variant_name
-from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
-from recbole_mgformer.benchmark.scoring import (
-    TRAINED_FIELDS,
-    MissingCheckpoint,
-    check_trained_checkpoint,
-    file_sha256,
-    missing_checkpoint_message,
-    protocol_note,
-    trained_entry,
-    trained_state,
-    without_scoring,
+from recbole_mgformer.benchmark.run_record import (
+    cap_fields,
+    move_record,
+    per_user_fields,
+    popularity_fields,
+    record_config,
+    record_head,
+    record_path,
+    record_tail,
+    settings_changes,
+    stored_values,
 )
-from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_row, write_per_user
+from recbole_mgformer.benchmark.scoring import score_variant, trained_entry, without_scoring
 from recbole_mgformer.benchmark.tuning import search_info, settings_hash, tuned_file_for
 from recbole_mgformer.compat import init_logger
-from recbole_mgformer.evaluation import ndcg_by_user, scores_by_row
 from recbole_mgformer.quick_start import build_config, prepare
-from recbole_mgformer.records import code_commit, machine, package_versions, shown_path, write_record
+from recbole_mgformer.records import code_commit, write_record
 from recbole_mgformer.registry import fits_once
 from recbole_mgformer.resume import fit_resumably, forget_resume_state
-from recbole_mgformer.trainer import RUNTIME_KEYS, load_checkpoint, plain_value
-
-# Settings that change where and how a run computes, not its result: the resume's runtime keys (less ``epochs``,
-# which a benchmark run's result depends on), the GPU flag a device implies, evaluation batching, and RecBole's
-# saved-data paths.
-UNCOMPARED_KEYS = (RUNTIME_KEYS - {"epochs"}) | {
-    "use_gpu",
-    "eval_batch_size",
-    "save_dataset",
-    "dataset_save_path",
-    "save_dataloaders",
-    "dataloaders_save_path",
-}
-
-
-# The per-user metric of each kind of table's paired test (a context table pairs its test rows instead).
-PER_USER_METRICS = {"general": (PER_USER_METRIC, 20), "sequential": ("ndcg@10", 10)}
-
-
-def hit_cap(best_epoch, epochs, cap, stopping_step, eval_step=1):
-    """Did the epoch cap, not early stopping, end a run whose validation might still have improved? True when the
-    run trained all ``cap`` epochs and its best epoch was recent enough that RecBole's early stopping (stop after
-    ``stopping_step`` + 1 evaluations, every ``eval_step`` epochs, without a better valid score) had not yet
-    fired; such a row's cap was too low for it."""
-    if best_epoch is None or epochs < cap:
-        return False
-    return best_epoch + (stopping_step + 1) * eval_step > cap - 1
 
 
 def tuned_config_files(tuned, config_files):
@@ -75,60 +44,6 @@ def setup_run(model, dataset, config_files, config_dict):
     logging.getLogger().handlers.clear()  # RecBole's init_logger only configures a bare root logger
     init_logger(config)
     return config, *prepare(config)
-
-
-def matmul_precision(model):
-    """``"bf16"`` or ``"fp32"``: what a model with a ``precision`` option multiplies in (``auto`` resolved on this
-    machine); None for models without one."""
-    dtype = getattr(model, "matmul_dtype", None)
-    return None if dtype is None else {torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
-
-
-def record_path(runs_dir, dataset, variant, seed):
-    return Path(runs_dir) / dataset / f"{slug(variant)}-seed{seed}.json"
-
-
-def record_config(config):
-    """A run's settings as its record keeps them (``config``), RecBole's private keys left out."""
-    return plain_value({key: value for key, value in config.final_config_dict.items() if not key.startswith("_")})
-
-
-def settings_changes(recorded, current):
-    """``{key: (recorded, current)}`` of the settings that differ between a record's ``config`` and a run's, the
-    :data:`UNCOMPARED_KEYS` aside. A key only one side has is not compared: a setting added to a model or to
-    RecBole after a record was written is not a change of the record's run."""
-    keys = (set(recorded) & set(current)) - UNCOMPARED_KEYS
-    return {key: (recorded[key], current[key]) for key in sorted(keys) if recorded[key] != current[key]}
-
-
-def move_record(path, folder):
-    """Move a record and its per-user values into ``folder``; returns the record's new path. Never overwrites."""
-    target = Path(folder) / Path(path).name
-    if target.exists():
-        raise FileExistsError(f"cannot move {path} to {target}: a record is there already; rename one of them")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if per_user_path(path).exists():
-        per_user_path(path).replace(per_user_path(target))
-    Path(path).replace(target)
-    return target
-
-
-def stored_values(model):
-    """The numbers a fitted closed-form model keeps to score (dense entries, sparse nonzeros; the interaction
-    matrix it scores from included): its "parameters", which its one dummy trainable parameter is not."""
-
-    def size(value):
-        if isinstance(value, torch.Tensor):
-            return value._nnz() if value.layout != torch.strided else value.numel()
-        if scipy.sparse.issparse(value):
-            return value.nnz
-        return numpy.size(value) if isinstance(value, numpy.ndarray) else 0
-
-    values = {id(value): value for value in model.buffers()}
-    for name in getattr(model, "other_parameter_name", None) or []:
-        value = getattr(model, name, None)
-        values.setdefault(id(value), value)
-    return sum(size(value) for value in values.values())
 
 
 class Run:
@@ -298,7 +213,7 @@ class Run:
             return None
         trained = self.trained
         if trained is not None:
-            return self.score(trained, log)
+            return score_variant(self, trained, log)
         commit = code_commit()  # the code this process imported, however long the run takes
         checkpoint = self.checkpoint
         config, model, trainer, (train_data, valid_data, test_data) = self.setup(checkpoint)
@@ -312,20 +227,9 @@ class Run:
         test_result = trainer.evaluate(test_data, load_best_model=True, show_progress=config["show_progress"])
         test_seconds = time.perf_counter() - started
         record = {
-            "dataset": self.dataset,
-            "model": self.model,
-            "variant": self.variant,
-            "overrides": self.overrides,
-            "seed": self.seed,
-            "deterministic": same_for_every_seed(self.model, config),
-            "tuned_config": shown_path(self.tuned_file, self.results),
-            "tuning": tuning,
-            "valid": dict(best_valid_result),
-            "test": dict(test_result),
-            **self.popularity(trainer, train_data, test_data),
-            **self.per_user(trainer, test_data),
+            **record_head(self, config, tuning, best_valid_result, test_result, trainer, train_data, test_data),
             **timer.summary(config["valid_metric_bigger"]),
-            **self.cap(config, timer),
+            **cap_fields(config, timer),
             "test_seconds": round(test_seconds, 3),
             "fit_seconds": round(fit_seconds + construct_seconds, 1),
             # training and evaluation of every process the run took, the data preparation left out
@@ -334,100 +238,10 @@ class Run:
             **({"stored_values": stored_values(model)} if fits_once(self.model) else {}),
             # the model's construction (benchmark.cost); a traditional model (EASE, GF-CF, ...) fits there
             "build_seconds": getattr(model, "build_seconds", None),
-            "device": str(config["device"]),
-            "machine": machine(),
-            "matmul_precision": matmul_precision(model),
-            "commit": commit,
-            "versions": package_versions(),
-            "command": self.command,
-            "settings": self.extra,
-            "config": record_config(config),
+            **record_tail(self, config, model, commit),
         }
         write_record(self.record_path, record)
         forget_resume_state(checkpoint)
-        return record
-
-    def trained_checkpoint(self, trained, log=print):
-        """``(checkpoint, record, SHA-256 of the checkpoint file)`` of the ``trained`` entry this variant is scored
-        from, loaded while no other process works on that entry; the entry trains first when it
-        has no record, and again when its checkpoint is missing and ``retrain_missing`` allows it (else
-        :class:`~recbole_mgformer.benchmark.scoring.MissingCheckpoint`)."""
-        if not trained.record_path.exists():
-            log(f"{self.label}: scored from {trained.variant}, which has no record yet: training it first")
-            trained.execute(log)
-        checkpoint = trained.checkpoint
-        if not checkpoint.exists():
-            if not self.retrain_missing:
-                raise MissingCheckpoint(
-                    missing_checkpoint_message(self.label, trained.label, trained.record_path, checkpoint)
-                )
-            with claim(trained.claim_path):  # another process doing the same may have moved it already
-                if trained.record_path.exists() and not checkpoint.exists():
-                    log(f"moved {trained.retire(log)}: its checkpoint {checkpoint} is missing; training it again")
-            trained.execute(log)
-        with claim(trained.claim_path):  # not while another process retrains it
-            return load_checkpoint(checkpoint), json.loads(trained.record_path.read_text()), file_sha256(checkpoint)
-
-    def score(self, trained, log=print):
-        """Score this scoring-only variant from ``trained``'s best-epoch checkpoint and write its record
-        (:mod:`recbole_mgformer.benchmark.scoring`); returns the record."""
-        commit = code_commit()
-        state, trained_record, digest = self.trained_checkpoint(trained, log)
-        checkpoint = trained.checkpoint
-        config, model, trainer, (train_data, valid_data, test_data) = self.setup(self.checkpoint)
-        valid_metric = config["valid_metric"].lower()
-        check_trained_checkpoint(
-            state, checkpoint, trained_record, self.model, record_config(config), train_data._dataset, valid_metric
-        )
-        trainer._load_model_state(trained_state(model, state, checkpoint), str(checkpoint))
-        started = time.perf_counter()
-        valid_result = trainer.evaluate(valid_data, load_best_model=False, show_progress=config["show_progress"])
-        valid_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        test_result = trainer.evaluate(test_data, load_best_model=False, show_progress=config["show_progress"])
-        test_seconds = time.perf_counter() - started
-        build_seconds = getattr(model, "build_seconds", None)
-        scoring_seconds = (build_seconds or 0.0) + valid_seconds + test_seconds
-        record = {
-            "dataset": self.dataset,
-            "model": self.model,
-            "variant": self.variant,
-            "overrides": self.overrides,
-            "seed": self.seed,
-            "deterministic": same_for_every_seed(self.model, config),
-            "tuned_config": shown_path(self.tuned_file, self.results),
-            "tuning": self.tuning,
-            "valid": dict(valid_result),
-            "test": dict(test_result),
-            **self.popularity(trainer, train_data, test_data),
-            **self.per_user(trainer, test_data),
-            **{key: trained_record.get(key) for key in TRAINED_FIELDS},
-            "test_seconds": round(test_seconds, 3),
-            "scoring_seconds": round(scoring_seconds, 1),
-            # the training it needed (the trained entry's, its test included) and its own scoring
-            "seconds": round((trained_record.get("seconds") or 0.0) + scoring_seconds, 1),
-            "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-            "build_seconds": build_seconds,  # the SVD and the residual's filter, as a trained run of it records
-            "scored_from": {
-                "checkpoint": shown_path(checkpoint, self.results),
-                "sha256": digest,
-                "epoch": state.get("epoch"),
-                "record": shown_path(trained.record_path, self.results),
-                "variant": trained.variant,
-                "commit": trained_record.get("commit"),
-                "machine": trained_record.get("machine"),
-            },
-            "protocol": protocol_note(valid_metric),
-            "device": str(config["device"]),
-            "machine": machine(),
-            "matmul_precision": matmul_precision(model),
-            "commit": commit,
-            "versions": package_versions(),
-            "command": self.command,
-            "settings": self.extra,
-            "config": record_config(config),
-        }
-        write_record(self.record_path, record)
         return record
 
     def retire(self, log=print):
@@ -442,35 +256,6 @@ class Run:
             log(f"moved {move_record(earlier, folder / 'superseded' / commit)}: an earlier run of the same seed")
         return move_record(self.record_path, folder)
 
-    def per_user(self, trainer, test_data):
-        """What the paired tests at render time need, beside the record: each test user's NDCG@20 (general) or
-        NDCG@10 (sequential), or each test row's label and predicted probability (context)."""
-        if self.kind == "context":
-            labels, scores = scores_by_row(trainer, test_data)
-            path = write_per_row(self.record_path, labels, scores)
-            return {"per_row": {"file": path.name, "rows": len(labels)}}
-        metric, k = PER_USER_METRICS[self.kind]
-        path = write_per_user(self.record_path, ndcg_by_user(trainer, test_data, k=k), metric=metric)
-        return {"per_user": {"file": path.name, "metric": metric}}
-
-    @staticmethod
-    def cap(config, timer):
-        """The epoch cap the run had and whether it ended a run still improving (:func:`hit_cap`)."""
-        summary = timer.summary(config["valid_metric_bigger"])
-        return {
-            "epoch_cap": config["epochs"],
-            "stopping_step": config["stopping_step"],
-            "best_epoch_at_cap": hit_cap(
-                summary["best_epoch"], summary["epochs"], config["epochs"], config["stopping_step"], config["eval_step"]
-            ),
-        }
-
-    def popularity(self, trainer, train_data, test_data):
-        """Test metrics by item popularity group (Fig. 2): a general table's runs only."""
-        if self.kind != "general":
-            return {}
-        return {"test_popularity": popularity_metrics(trainer, train_data, test_data), "popularity_rule": GROUP_RULE}
-
     def complete_record(self):
         """A general run recorded before the popularity groups or the per-user values existed gets them from its
         checkpoint."""
@@ -482,8 +267,8 @@ class Run:
         _, _, trainer, (train_data, _, test_data) = self.setup(checkpoint)
         trainer.evaluate(test_data, load_best_model=True, model_file=str(checkpoint))
         if "test_popularity" in missing:
-            record.update(self.popularity(trainer, train_data, test_data))
+            record.update(popularity_fields(self, trainer, train_data, test_data))
         if "per_user" in missing:
-            record.update(self.per_user(trainer, test_data))
+            record.update(per_user_fields(self, trainer, test_data))
         write_record(self.record_path, record)
         print(f"added {' and '.join(sorted(missing))} to {self.record_path}", flush=True)

@@ -29,10 +29,15 @@ So the benchmark trains the entry once a seed and scores every such variant from
 """
 
 import hashlib
+import json
+import time
 
+from recbole_mgformer.benchmark.claims import claim
+from recbole_mgformer.benchmark.run_record import record_config, record_head, record_tail, settings_changes
 from recbole_mgformer.benchmark.tuning import trained_overrides
+from recbole_mgformer.records import code_commit, shown_path, write_record
 from recbole_mgformer.registry import get_model
-from recbole_mgformer.trainer import check_model_state
+from recbole_mgformer.trainer import check_model_state, load_checkpoint
 from recbole_mgformer.vocabulary import check_dataset, check_training_split
 
 # A scored run's fields taken from its trained entry's record: what training (and selecting the epoch) took.
@@ -102,8 +107,6 @@ def check_trained_checkpoint(checkpoint, path, trained_record, model, settings, 
     trainable as the variant whose settings (its record's ``config``) are ``settings``: the same settings but for
     the scoring options and the runtime keys, the same data and training split, the record's best epoch and
     validation score."""
-    from recbole_mgformer.benchmark.runs import settings_changes  # runs imports this module
-
     recorded = checkpoint.get("config")
     if not isinstance(recorded, dict):
         raise ValueError(
@@ -150,3 +153,70 @@ def trained_state(model, checkpoint, path):
     merged = {**checkpoint, "state_dict": {**checkpoint["state_dict"], **own}}
     check_model_state(model, merged, path)
     return merged
+
+
+def trained_checkpoint(run, trained, log=print):
+    """``(checkpoint, record, SHA-256 of the checkpoint file)`` of the ``trained`` entry the variant ``run`` is scored
+    from, loaded while no other process works on that entry; the entry trains first when it
+    has no record, and again when its checkpoint is missing and ``retrain_missing`` allows it (else
+    :class:`~recbole_mgformer.benchmark.scoring.MissingCheckpoint`)."""
+    if not trained.record_path.exists():
+        log(f"{run.label}: scored from {trained.variant}, which has no record yet: training it first")
+        trained.execute(log)
+    checkpoint = trained.checkpoint
+    if not checkpoint.exists():
+        if not run.retrain_missing:
+            raise MissingCheckpoint(
+                missing_checkpoint_message(run.label, trained.label, trained.record_path, checkpoint)
+            )
+        with claim(trained.claim_path):  # another process doing the same may have moved it already
+            if trained.record_path.exists() and not checkpoint.exists():
+                log(f"moved {trained.retire(log)}: its checkpoint {checkpoint} is missing; training it again")
+        trained.execute(log)
+    with claim(trained.claim_path):  # not while another process retrains it
+        return load_checkpoint(checkpoint), json.loads(trained.record_path.read_text()), file_sha256(checkpoint)
+
+
+def score_variant(run, trained, log=print):
+    """Score the scoring-only variant ``run`` (a :class:`~recbole_mgformer.benchmark.runs.Run`) from ``trained``'s
+    best-epoch checkpoint and write its record; returns the record."""
+    commit = code_commit()
+    state, trained_record, digest = trained_checkpoint(run, trained, log)
+    checkpoint = trained.checkpoint
+    config, model, trainer, (train_data, valid_data, test_data) = run.setup(run.checkpoint)
+    valid_metric = config["valid_metric"].lower()
+    check_trained_checkpoint(
+        state, checkpoint, trained_record, run.model, record_config(config), train_data._dataset, valid_metric
+    )
+    trainer._load_model_state(trained_state(model, state, checkpoint), str(checkpoint))
+    started = time.perf_counter()
+    valid_result = trainer.evaluate(valid_data, load_best_model=False, show_progress=config["show_progress"])
+    valid_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    test_result = trainer.evaluate(test_data, load_best_model=False, show_progress=config["show_progress"])
+    test_seconds = time.perf_counter() - started
+    build_seconds = getattr(model, "build_seconds", None)
+    scoring_seconds = (build_seconds or 0.0) + valid_seconds + test_seconds
+    record = {
+        **record_head(run, config, run.tuning, valid_result, test_result, trainer, train_data, test_data),
+        **{key: trained_record.get(key) for key in TRAINED_FIELDS},
+        "test_seconds": round(test_seconds, 3),
+        "scoring_seconds": round(scoring_seconds, 1),
+        # the training it needed (the trained entry's, its test included) and its own scoring
+        "seconds": round((trained_record.get("seconds") or 0.0) + scoring_seconds, 1),
+        "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "build_seconds": build_seconds,  # the SVD and the residual's filter, as a trained run of it records
+        "scored_from": {
+            "checkpoint": shown_path(checkpoint, run.results),
+            "sha256": digest,
+            "epoch": state.get("epoch"),
+            "record": shown_path(trained.record_path, run.results),
+            "variant": trained.variant,
+            "commit": trained_record.get("commit"),
+            "machine": trained_record.get("machine"),
+        },
+        "protocol": protocol_note(valid_metric),
+        **record_tail(run, config, model, commit),
+    }
+    write_record(run.record_path, record)
+    return record

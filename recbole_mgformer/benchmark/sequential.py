@@ -3,6 +3,8 @@ dataset (EAGPS against RecBole's SASRec and GRU4Rec)."""
 
 import statistics
 
+from recbole_mgformer.benchmark.general_verdicts import short_verdict
+from recbole_mgformer.benchmark.sections import defaults_first_note, sections
 from recbole_mgformer.benchmark.stats import format_ci, mean_ci, paired_verdict, per_user_by_seed, verdict_text
 from recbole_mgformer.records import by_variant, mean_std, provenance
 
@@ -88,24 +90,6 @@ def verdict_lines(groups):
         if len(others) > 1 and parts:
             lines.append(f"Against each model: {name} is " + "; ".join(parts) + ".")
     return lines
-
-
-def short_verdict(other, verdict):
-    from recbole_mgformer.benchmark.general import short_verdict as general_short
-
-    return general_short(other, verdict)
-
-
-def defaults_first_note(records):
-    from recbole_mgformer.benchmark.general import defaults_first_note as general_note
-
-    return general_note(records)
-
-
-def sections(records):
-    from recbole_mgformer.benchmark.general import sections as general_sections
-
-    return general_sections(records)
 
 
 def render_dataset(dataset, records):

@@ -1,6 +1,6 @@
 import pytest
 
-from recbole_mgformer.benchmark.entries import ABLATIONS, parse_entry, split_models
+from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS, ABLATIONS, parse_entry, split_models
 
 
 def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
@@ -18,6 +18,12 @@ def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
     with pytest.raises(ValueError, match="separate them with ';'"):
         parse_entry("BSPM[solver_sharpen=euler,T_s=1.2]")
     assert parse_entry("MGFormer[topk=[10,20]]") == ("MGFormer", {"topk": [10, 20]})
+
+
+def test_the_ablated_options_are_the_keys_parse_entry_reads_from_the_ablations():
+    # read without parse_entry (which imports torch) so that rendering a page does not
+    parsed = {key for entry in ABLATIONS for key in parse_entry(entry)[1]} - {"attention"}
+    assert ABLATION_OPTIONS == parsed == {"structural_encoding", "degree_mask", "feature_map"}
 
 
 def test_ablations_take_the_tuned_mgformers_settings_and_other_variants_are_searched_as_themselves():

@@ -1,5 +1,7 @@
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,31 @@ def test_the_committed_tables_are_what_their_records_render(tmp_path):
         committed = ROOT / "results" / table.relative_to(results)
         # the pages name their records' folder from the results folder's own name: the same outside the checkout
         assert table.read_text() == committed.read_text(), table
+
+
+def test_rendering_imports_neither_torch_nor_recbole(tmp_path):
+    # a fresh process: this one has imported both long ago; a record of each kind of table, per-user values beside
+    records = {
+        "ml-100k": ["bpr-seed0.json", "bpr-seed0.users.json.gz"],
+        "ml-100k-seq": ["gru4rec-epochs-30-seed2020.json"],
+        "ml-100k-ctx-0.8": ["autoint-seed0.json", "autoint-seed0.users.json.gz"],
+    }
+    for dataset, files in records.items():
+        (tmp_path / "results" / "runs" / dataset).mkdir(parents=True)
+        for name in files:
+            shutil.copy(ROOT / "results" / "runs" / dataset / name, tmp_path / "results" / "runs" / dataset)
+    code = (
+        "import sys; from recbole_mgformer.benchmark import main; "
+        "assert main(['--render-only', '--results', sys.argv[1]]) == 0; "
+        "print(sorted(m for m in ('torch', 'recbole', 'recbole.model') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "results")], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout
+    for page, row in (("ml-100k", "| BPR |"), ("sequential", "| GRU4Rec epochs=30 |"), ("context", "| AutoInt |")):
+        assert row in (tmp_path / "results" / page / "leaderboard.md").read_text(), page
 
 
 def test_records_of_the_retired_scripts_read_with_their_variant(tmp_path):

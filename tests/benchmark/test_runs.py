@@ -294,7 +294,7 @@ def test_a_record_without_its_config_counts_as_the_run_as_before(tiny_data, tmp_
 
 
 def test_settings_changes_ignore_runtime_keys_and_keys_one_side_lacks():
-    from recbole_mgformer.benchmark.runs import settings_changes
+    from recbole_mgformer.benchmark.run_record import settings_changes
 
     recorded = {"epochs": 1, "device": "cuda", "use_gpu": True, "data_path": "/a", "eval_batch_size": 4096, "old": 1}
     current = {"epochs": 3, "device": "cpu", "use_gpu": False, "data_path": "/b", "eval_batch_size": 256, "new": 2}
@@ -341,7 +341,7 @@ def test_stored_values_count_dense_entries_and_sparse_nonzeros_once():
     import scipy.sparse as sp
     import torch
 
-    from recbole_mgformer.benchmark.runs import stored_values
+    from recbole_mgformer.benchmark.run_record import stored_values
 
     class Fitted(torch.nn.Module):
         def __init__(self):
@@ -356,7 +356,7 @@ def test_stored_values_count_dense_entries_and_sparse_nonzeros_once():
 
 
 def test_the_cap_rule_flags_a_run_the_cap_ended_while_early_stopping_had_not():
-    from recbole_mgformer.benchmark.runs import hit_cap
+    from recbole_mgformer.benchmark.run_record import hit_cap
 
     assert hit_cap(best_epoch=29, epochs=30, cap=30, stopping_step=10)  # best at the last epoch: still improving
     assert hit_cap(best_epoch=19, epochs=30, cap=30, stopping_step=10)  # 10 epochs without gain: not yet stopped

@@ -210,10 +210,10 @@ def test_the_scored_checkpoint_is_the_best_epoch_not_the_last(tiny_data, tmp_pat
 def test_with_a_search_budget_a_scored_variant_searches_the_entry_it_trains_as(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from recbole_mgformer.benchmark import cli
+    from recbole_mgformer.benchmark import cli, tuning
 
     searched = []
-    monkeypatch.setattr(cli, "ensure_search", lambda model, overrides, *_, **__: searched.append((model, overrides)))
+    monkeypatch.setattr(tuning, "ensure_search", lambda model, overrides, *_, **__: searched.append((model, overrides)))
     run = Run(
         "MGFormer",
         {"attention": False, "filter_residual": "gfcf"},

@@ -1,0 +1,144 @@
+"""The verdicts under a general table: each MGFormer row against the best other model (and, in an equal-budget
+search, every other model), against the same entry without attention, and a Table 3 ablation against the MGFormer it
+changes, each by a paired Wilcoxon signed-rank test over users' test NDCG@20 (:mod:`recbole_mgformer.benchmark.stats`).
+"""
+
+from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS
+from recbole_mgformer.benchmark.stats import format_p, paired_verdict, per_user_by_seed, relation_text, verdict_text
+from recbole_mgformer.model.mgformer.option_names import ATTENTION_OPTIONS
+
+
+def is_deterministic_row(records):
+    """A row whose runs every seed would repeat (records say ``deterministic``:
+    :func:`recbole_mgformer.benchmark.datasets.same_for_every_seed`, a closed-form model on a fixed split): its
+    one seed is the whole row."""
+    return bool(records) and all(r.get("deterministic") for r in records)
+
+
+def _per_user_by_seed(row):
+    """``{seed: {user: NDCG@20}}`` of a row's records that stored per-user values, read once per row (each row is
+    paired with several others)."""
+    if "per_user" not in row:
+        row["per_user"] = per_user_by_seed(row["records"])
+    return row["per_user"]
+
+
+def _paired_values(row, other):
+    """Both rows' ``{seed: {user: NDCG@20}}`` for a paired test: a deterministic row's one seed stands for every
+    seed of the other (any seed would have given the same values), so a 3-seed row is paired over its 3 seeds."""
+    a, b = _per_user_by_seed(row), _per_user_by_seed(other)
+    if len(b) == 1 and is_deterministic_row(other["records"]):
+        b = dict.fromkeys(a or b, next(iter(b.values())))
+    elif len(a) == 1 and is_deterministic_row(row["records"]):
+        a = dict.fromkeys(b or a, next(iter(a.values())))
+    return a, b
+
+
+def _verdict(row, other):
+    return paired_verdict(*_paired_values(row, other))
+
+
+def _overrides(row):
+    return row["records"][0].get("overrides")
+
+
+def _schedule(row):
+    return row["records"][0].get("probe_schedule")
+
+
+def _mgformer_row(overrides, rows, like):
+    """The MGFormer row of exactly these overrides and the schedule of the row ``like`` (a probe's control is a
+    probe), or None."""
+    return next(
+        (
+            row
+            for row in rows
+            if row["model"] == "MGFormer" and _overrides(row) == overrides and _schedule(row) == _schedule(like)
+        ),
+        None,
+    )
+
+
+def attention_control(row, rows):
+    """The row of the same MGFormer entry without attention (and without MGFormer's ``ATTENTION_OPTIONS``, which
+    change nothing then), or None: absent, or the row itself has no attention, or its records do not say their
+    overrides (older scripts)."""
+    overrides = _overrides(row)
+    if row["model"] != "MGFormer" or overrides is None or overrides.get("attention") is False:
+        return None
+    wanted = {**{k: v for k, v in overrides.items() if k not in ATTENTION_OPTIONS}, "attention": False}
+    return _mgformer_row(wanted, rows, row)
+
+
+def ablation_base(row, rows):
+    """The MGFormer row that a Table 3 ablation row departs from: the same entry without its ablated options
+    (``entries.ABLATION_OPTIONS``), or None."""
+    overrides = _overrides(row)
+    if row["model"] != "MGFormer" or not overrides or not ABLATION_OPTIONS & set(overrides):
+        return None
+    return _mgformer_row({k: v for k, v in overrides.items() if k not in ABLATION_OPTIONS}, rows, row)
+
+
+def _embedding_size(row):
+    return row["records"][0].get("config", {}).get("embedding_size")
+
+
+def best_other_model(row, others, same_size=True):
+    """The best of ``others`` (by mean test NDCG@20) at the row's embedding size, as the paper compares models, or
+    the best of all where the records do not say their size, no other row has it, or ``same_size`` is False (an
+    equal-budget search tunes d like any other setting); None without others."""
+    size = _embedding_size(row) if same_size else None
+    of_size = [other for other in others if size is not None and _embedding_size(other) == size]
+    pool = of_size or others
+    return max(pool, key=lambda other: other["stats"]["ndcg@20"][0]) if pool else None
+
+
+def short_verdict(other, verdict):
+    """``**ahead** of XSimGCL (+0.0016, p = 0.0002)``: a verdict in a list whose test the line has named."""
+    return f"{relation_text(other, verdict)} ({verdict['difference']:+.4f}, {format_p(verdict['p'])})"
+
+
+def every_model_line(row, others):
+    """One line: an MGFormer row against each other model of the section, best first, by the paired test; None
+    with fewer than two others (the verdict line says it all) or no per-user values to pair."""
+    if len(others) < 2:
+        return None
+    parts = []
+    for other in others:
+        verdict = _verdict(row, other)
+        if verdict is not None:
+            parts.append(short_verdict(other["variant"], verdict))
+    return f"Against each model: {row['variant']} is " + "; ".join(parts) + "." if parts else None
+
+
+def verdict_lines(rows, same_size=True):
+    """Each MGFormer row against the best other model (of its size with ``same_size``: :func:`best_other_model`),
+    then each row with attention against its control without it, then each Table 3 ablation against the MGFormer it
+    ablates, where the section has them, by the paired test over users. In an equal-budget search (``same_size``
+    False) each MGFormer row that is not an ablation is also set against every other model, so the section's table
+    answers "ahead of every baseline?" by itself."""
+    others = [row for row in rows if row["model"] != "MGFormer"]
+    lines, every_lines, attention_lines, ablation_lines = [], [], [], []
+    for row in rows:
+        if row["model"] != "MGFormer":
+            continue
+        best_other = best_other_model(row, others, same_size)
+        if best_other is not None:
+            verdict = _verdict(row, best_other)
+            if verdict is not None:
+                lines.append("Verdict: " + verdict_text(row["variant"], best_other["variant"], verdict))
+        if not same_size and ablation_base(row, rows) is None:
+            line = every_model_line(row, others)
+            if line is not None:
+                every_lines.append(line)
+        control = attention_control(row, rows)
+        if control is not None:
+            verdict = _verdict(row, control)
+            if verdict is not None:
+                attention_lines.append("Attention: " + verdict_text(row["variant"], control["variant"], verdict))
+        base = ablation_base(row, rows)
+        if base is not None:
+            verdict = _verdict(row, base)
+            if verdict is not None:
+                ablation_lines.append("Ablation: " + verdict_text(row["variant"], base["variant"], verdict))
+    return lines + every_lines + attention_lines + ablation_lines
