@@ -21,9 +21,10 @@ Also closed, where RecBole's own code reaches them: ``HyperTuning``'s parameter 
 ``torch.load`` without ``weights_only`` (:data:`PRETRAINED_MODELS`).
 
 :func:`install` applies all of it, once per process, on every stack; :func:`recbole_mgformer.plugin.register`
-calls it (``import recbole_mgformer`` does). By what each guards: ``settings.py`` (string settings, YAML, RecBole's
-Config and HyperTuning's files), ``datasets.py`` (pickled datasets and dataloaders), ``models.py`` (the files
-RecBole's models load); every name is importable from ``recbole_mgformer.safety``.
+calls it (importing ``recbole_mgformer.registry`` does, as every path that trains or loads). By what each
+guards: ``settings.py`` (string settings, YAML, RecBole's Config and HyperTuning's files), ``datasets.py`` (pickled
+datasets and dataloaders), ``models.py`` (the files RecBole's models load); every name is importable from
+``recbole_mgformer.safety``.
 """
 
 from recbole_mgformer.safety.datasets import (
