@@ -244,7 +244,8 @@ def render_page(by_dataset, runs_shown):
         'behind; else level), and an "Against each model:" line (equal-budget searches) sets it against '
         'every other model by the same test (mean difference, p); an "Attention:" line compares an MGFormer '
         'row with the same entry without attention, an "Ablation:" line a Table 3 ablation with the MGFormer '
-        "it changes. Protocols: `properties/dataset/<dataset>.yaml`. Paper or published columns: "
+        'it changes, a "Filter:" line a row with a filter residual with the same entry without it. '
+        "Protocols: `properties/dataset/<dataset>.yaml`. Paper or published columns: "
         "`properties/published/<dataset>.yaml`, with their sources and how they were selected under each table; "
         '"vs" is ours / theirs - 1. "fit s": seconds to fit, the model\'s construction (where recorded) and '
         "its training up to and including the best epoch, without validation or the epochs after the best, "

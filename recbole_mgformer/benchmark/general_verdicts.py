@@ -1,11 +1,12 @@
 """The verdicts under a general table: each MGFormer row against the best other model (and, in an equal-budget
-search, every other model), against the same entry without attention, and a Table 3 ablation against the MGFormer it
-changes, each by a paired Wilcoxon signed-rank test over users' test NDCG@20 (:mod:`recbole_mgformer.benchmark.stats`).
+search, every other model) and against the same entry without attention, a Table 3 ablation against the MGFormer it
+changes, and a row with a filter residual against the same entry without it, each by a paired Wilcoxon signed-rank
+test over users' test NDCG@20 (:mod:`recbole_mgformer.benchmark.stats`).
 """
 
 from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS
 from recbole_mgformer.benchmark.stats import format_p, paired_verdict, per_user_by_seed, relation_text, verdict_text
-from recbole_mgformer.model.mgformer.option_names import ATTENTION_OPTIONS
+from recbole_mgformer.model.mgformer.option_names import ATTENTION_OPTIONS, FILTER_RESIDUAL_OPTIONS
 
 
 def is_deterministic_row(records):
@@ -79,6 +80,15 @@ def ablation_base(row, rows):
     return _mgformer_row({k: v for k, v in overrides.items() if k not in ABLATION_OPTIONS}, rows, row)
 
 
+def filter_control(row, rows):
+    """The MGFormer row of the same entry without its filter residual (``FILTER_RESIDUAL_OPTIONS``), the tokens
+    the filter's scores were added to, or None."""
+    overrides = _overrides(row)
+    if row["model"] != "MGFormer" or not overrides or not FILTER_RESIDUAL_OPTIONS & set(overrides):
+        return None
+    return _mgformer_row({k: v for k, v in overrides.items() if k not in FILTER_RESIDUAL_OPTIONS}, rows, row)
+
+
 def _embedding_size(row):
     return row["records"][0].get("config", {}).get("embedding_size")
 
@@ -114,11 +124,12 @@ def every_model_line(row, others):
 def verdict_lines(rows, same_size=True):
     """Each MGFormer row against the best other model (of its size with ``same_size``: :func:`best_other_model`),
     then each row with attention against its control without it, then each Table 3 ablation against the MGFormer it
-    ablates, where the section has them, by the paired test over users. In an equal-budget search (``same_size``
-    False) each MGFormer row that is not an ablation is also set against every other model, so the section's table
-    answers "ahead of every baseline?" by itself."""
+    ablates, then each row with a filter residual against its entry without the filter, where the section has them,
+    by the paired test over users. In an equal-budget search (``same_size`` False) each MGFormer row that is not an
+    ablation is also set against every other model, so the section's table answers "ahead of every baseline?" by
+    itself."""
     others = [row for row in rows if row["model"] != "MGFormer"]
-    lines, every_lines, attention_lines, ablation_lines = [], [], [], []
+    lines, every_lines, attention_lines, ablation_lines, filter_lines = [], [], [], [], []
     for row in rows:
         if row["model"] != "MGFormer":
             continue
@@ -141,4 +152,9 @@ def verdict_lines(rows, same_size=True):
             verdict = _verdict(row, base)
             if verdict is not None:
                 ablation_lines.append("Ablation: " + verdict_text(row["variant"], base["variant"], verdict))
-    return lines + every_lines + attention_lines + ablation_lines
+        unfiltered = filter_control(row, rows)
+        if unfiltered is not None:
+            verdict = _verdict(row, unfiltered)
+            if verdict is not None:
+                filter_lines.append("Filter: " + verdict_text(row["variant"], unfiltered["variant"], verdict))
+    return lines + every_lines + attention_lines + ablation_lines + filter_lines

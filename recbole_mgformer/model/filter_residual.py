@@ -18,16 +18,6 @@ from recbole_mgformer.model.general_recommender.gfcf import GFCF
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
 
 FILTER_RESIDUALS = ("none", "gfcf")
-# Options that act only on the scores after training: a run with them trains as the same entry without them.
-FILTER_RESIDUAL_OPTIONS = frozenset(
-    {
-        "filter_residual",
-        "filter_residual_weight",
-        "filter_residual_k",
-        "filter_residual_alpha",
-        "filter_residual_batch_size",
-    }
-)
 
 
 class FilterConfig:

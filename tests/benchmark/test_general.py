@@ -71,6 +71,12 @@ def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path
             ("DirectAU", "DirectAU", 0.0, {}),
             ("BPR", "BPR", -0.05, {}),
             ("MGFormer attention=False", "MGFormer", 0.01, {"attention": False}),
+            (
+                "MGFormer attention=False filter_residual=gfcf",
+                "MGFormer",
+                0.015,
+                {"attention": False, "filter_residual": "gfcf", "filter_residual_weight": 0.25},
+            ),
             ("MGFormer degree_gate=True", "MGFormer", 0.005, {"degree_gate": True}),
             ("MGFormer embedding_size=128", "MGFormer", -0.02, {"embedding_size": 128}),
             ("MGFormer degree_mask=none", "MGFormer", 0.02, {"degree_mask": "none"}),
@@ -124,6 +130,12 @@ def test_tuned_rows_get_their_own_section_and_mgformer_a_paired_verdict(tmp_path
         "mean difference -0.0100"
     ) in tuned
     assert "Ablation: MGFormer attention=False" not in tuned and "Ablation: MGFormer degree_gate=True" not in tuned
+    # a filter residual against the same entry without it: the tokens its scores were added to
+    assert (
+        "Filter: MGFormer attention=False filter_residual=gfcf is **ahead** of MGFormer attention=False by a paired "
+        "Wilcoxon signed-rank test of test ndcg@20 over 150 (seed, user) pairs from 3 seed(s): mean difference +0.0050"
+    ) in tuned
+    assert tuned.count("Filter: ") == 1 and "Attention: MGFormer attention=False filter_residual" not in tuned
     assert "Searches: BPR `results/tuning/ml-100k/MGFormer.md`" in tuned
     assert "Verdict" not in older  # no per-user values stored there
     # each MGFormer row but an ablation against every other model, best first; none in the older section

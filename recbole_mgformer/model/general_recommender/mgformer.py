@@ -18,10 +18,11 @@ from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import CachedRepresentations, SharedSparseBuffers
-from recbole_mgformer.model.filter_residual import FILTER_RESIDUAL_OPTIONS, matched_residual, residual_filter
+from recbole_mgformer.model.filter_residual import matched_residual, residual_filter
 from recbole_mgformer.model.graph import graph_with_self_loops, lightgcn_propagate, normalized_adjacency
 from recbole_mgformer.model.loss import directau_loss_of_pairs
 from recbole_mgformer.model.mgformer.layer import attention_layers
+from recbole_mgformer.model.mgformer.option_names import FILTER_RESIDUAL_OPTIONS
 from recbole_mgformer.model.mgformer.options import MGFormerOptions
 from recbole_mgformer.model.mgformer.structural import degree_buckets, n_degree_buckets, svd_structural_encodings
 

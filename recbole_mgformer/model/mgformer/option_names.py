@@ -30,3 +30,15 @@ ATTENTION_OPTIONS = frozenset(
         "key_features",
     }
 )
+
+# Options that act only on the scores after training (``model/filter_residual.py``): a run with them trains as the
+# same entry without them, so the leaderboards' "Filter:" lines set such a row against that entry.
+FILTER_RESIDUAL_OPTIONS = frozenset(
+    {
+        "filter_residual",
+        "filter_residual_weight",
+        "filter_residual_k",
+        "filter_residual_alpha",
+        "filter_residual_batch_size",
+    }
+)
