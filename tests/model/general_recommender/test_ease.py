@@ -35,7 +35,10 @@ def test_weights_match_recboles_lu_inverse_on_a_larger_random_graph():
     p = np.linalg.inv(gram)  # RecBole's route
     expected = p / (-np.diag(p))
     np.fill_diagonal(expected, 0.0)
-    np.testing.assert_allclose(ease_weights(r, 10.0), expected, rtol=1e-4, atol=1e-6)
+    weights = ease_weights(r, 10.0)
+    np.testing.assert_allclose(weights, expected, rtol=1e-4, atol=1e-6)
+    # C order: scipy's sparse-dense product (the scoring) copies any other operand at every call
+    assert weights.flags.c_contiguous
 
 
 def test_the_lower_triangle_is_filled_across_block_edges(monkeypatch):
