@@ -88,9 +88,9 @@ def probe_run_class():
             self.schedule = schedule
             self.record_path = record_path(kwargs["runs_dir"], self.dataset, "probe " + self.variant, self.seed)
 
-        def popularity(self, trainer, train_data, test_data):  # called at the best epoch's weights
+        def best_epoch_fields(self, trainer, train_data, test_data):
             return {
-                **super().popularity(trainer, train_data, test_data),
+                **super().best_epoch_fields(trainer, train_data, test_data),
                 "probe_schedule": self.schedule,
                 "attention_diagnostics": attention_diagnostics(trainer.model),
             }

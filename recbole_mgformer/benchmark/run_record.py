@@ -108,8 +108,7 @@ def record_head(run, config, tuning, valid_result, test_result, trainer, train_d
         "tuning": tuning,
         "valid": dict(valid_result),
         "test": dict(test_result),
-        **popularity_fields(run, trainer, train_data, test_data),
-        **per_user_fields(run, trainer, test_data),
+        **run.best_epoch_fields(trainer, train_data, test_data),
     }
 
 

@@ -184,6 +184,11 @@ class Run:
                 "or delete it; to keep it, rerun with the settings it records"
             )
 
+    def best_epoch_fields(self, trainer, train_data, test_data):
+        """The record's fields read from the model at its best epoch's weights: the popularity groups and the
+        per-user values. A subclass adds its own here (``experiments/attention_probes.py``: the attention's state)."""
+        return {**popularity_fields(self, trainer, train_data, test_data), **per_user_fields(self, trainer, test_data)}
+
     def setup(self, checkpoint):
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
         config_dict = {
