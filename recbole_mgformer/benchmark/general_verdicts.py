@@ -71,22 +71,24 @@ def attention_control(row, rows):
     return _mgformer_row(wanted, rows, row)
 
 
+def _row_without(options, row, rows):
+    """The MGFormer row of the same entry as ``row`` less its ``options``, or None (``row`` sets none of them)."""
+    overrides = _overrides(row)
+    if row["model"] != "MGFormer" or not overrides or not options & set(overrides):
+        return None
+    return _mgformer_row({k: v for k, v in overrides.items() if k not in options}, rows, row)
+
+
 def ablation_base(row, rows):
     """The MGFormer row that a Table 3 ablation row departs from: the same entry without its ablated options
     (``entries.ABLATION_OPTIONS``), or None."""
-    overrides = _overrides(row)
-    if row["model"] != "MGFormer" or not overrides or not ABLATION_OPTIONS & set(overrides):
-        return None
-    return _mgformer_row({k: v for k, v in overrides.items() if k not in ABLATION_OPTIONS}, rows, row)
+    return _row_without(ABLATION_OPTIONS, row, rows)
 
 
 def filter_control(row, rows):
     """The MGFormer row of the same entry without its filter residual (``FILTER_RESIDUAL_OPTIONS``), the tokens
     the filter's scores were added to, or None."""
-    overrides = _overrides(row)
-    if row["model"] != "MGFormer" or not overrides or not FILTER_RESIDUAL_OPTIONS & set(overrides):
-        return None
-    return _mgformer_row({k: v for k, v in overrides.items() if k not in FILTER_RESIDUAL_OPTIONS}, rows, row)
+    return _row_without(FILTER_RESIDUAL_OPTIONS, row, rows)
 
 
 def _embedding_size(row):
