@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from recbole_mgformer.benchmark.datasets import page_of
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")  # [text](target) or [text](target#anchor)
@@ -35,8 +37,9 @@ def test_every_exploration_record_is_cited_by_a_page_outside_it():
     texts = {p: p.read_text() for p in pages()}
     uncited = []
     for entry in sorted(exploration.iterdir()):
-        if entry.name == "runs":  # raw records, rendered into exploration/<dataset>/: each needs its page
-            uncited += [f"exploration/runs/{d.name}" for d in entry.iterdir() if not (exploration / d.name).is_dir()]
+        if entry.name == "runs":  # raw records, rendered into exploration/<the dataset's page>/: each needs its page
+            unrendered = [d for d in entry.iterdir() if not (exploration / page_of(d.name)).is_dir()]
+            uncited += [f"exploration/runs/{d.name}" for d in unrendered]
             continue
         name = f"exploration/{entry.name}"
         if not any(name in text and not p.is_relative_to(entry) for p, text in texts.items()):
