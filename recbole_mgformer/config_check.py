@@ -51,6 +51,7 @@ PROJECT_KEYS = {
     "dist_timeout",
     "benchmark_table",
     "benchmark_page",
+    "benchmark_untuned_heading",
     "dataset_source",
     "flush_subnormals",
     ESCAPE_KEY,

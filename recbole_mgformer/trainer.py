@@ -91,6 +91,7 @@ RUNTIME_KEYS = frozenset(
         "extra_config_keys",
         "benchmark_table",
         "benchmark_page",
+        "benchmark_untuned_heading",
         "dataset_source",
         "cuda_graph",
     }

@@ -1,6 +1,7 @@
 """What the benchmark reads from a dataset's config, ``properties/dataset/<name>.yaml``: the table its runs go
 into (``benchmark_table``: general, sequential or context, each with its metrics) and the results page that
-holds it (``benchmark_page``, default the dataset's name: ``results/<page>/leaderboard.md``)."""
+holds it (``benchmark_page``, default the dataset's name: ``results/<page>/leaderboard.md``), and the heading over
+its runs not from an equal-budget search (``benchmark_untuned_heading``)."""
 
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import yaml
 from recbole_mgformer.defaults import dataset_config_file
 
 TABLES = ("general", "sequential", "context")
+OLDER_RUNS_HEADING = "Older runs, not from an equal-budget search"
 
 
 def dataset_settings(dataset):
@@ -26,6 +28,17 @@ def table_kind(dataset):
 
 def page_of(dataset):
     return str(dataset_settings(dataset).get("benchmark_page", dataset))
+
+
+def untuned_heading(dataset):
+    """The heading over a page's runs that no equal-budget search chose (``benchmark_untuned_heading``): older runs,
+    unless the dataset says what they are instead (on a published split: each model at its paper's settings)."""
+    heading = dataset_settings(dataset).get("benchmark_untuned_heading", OLDER_RUNS_HEADING)
+    if not isinstance(heading, str) or not heading.strip() or "\n" in heading.strip():
+        raise ValueError(
+            f"{dataset_config_file(dataset)}: benchmark_untuned_heading must be one line of text, not {heading!r}"
+        )
+    return heading.strip()
 
 
 def training_share(dataset):

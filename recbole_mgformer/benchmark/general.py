@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 
 from recbole_mgformer.benchmark.cost import chart_name, cost_chart, cost_points, format_seconds, mean_time_to_fit
-from recbole_mgformer.benchmark.datasets import page_of
+from recbole_mgformer.benchmark.datasets import page_of, untuned_heading
 from recbole_mgformer.benchmark.general_verdicts import is_deterministic_row, verdict_lines
 from recbole_mgformer.benchmark.published import published_numbers
 from recbole_mgformer.benchmark.sections import defaults_first_note, section_label, sections
@@ -181,7 +181,7 @@ def render_dataset(dataset, records):
         if budget is not None:
             lines += [f"### Tuned with the same budget: {budget}", ""]
         elif len(parts) > 1:
-            lines += ["### Older runs, not from an equal-budget search", ""]
+            lines += [f"### {untuned_heading(dataset)}", ""]
         lines += render_table(_rows(group), published, tuned=budget is not None)
         while lines[-1] == "":  # one blank line before the notes under a table
             lines.pop()

@@ -3,6 +3,7 @@ for a results page."""
 
 from pathlib import Path
 
+from recbole_mgformer.benchmark.datasets import untuned_heading
 from recbole_mgformer.benchmark.stats import format_ci, mean_ci
 from recbole_mgformer.item_groups import GROUP_RULE, GROUPS
 
@@ -59,7 +60,7 @@ def popularity_table(dataset, records):
         if budget is not None:
             lines += [f"### Tuned with the same budget: {budget}", ""]
         elif len(parts) > 1:
-            lines += ["### Older runs, not from an equal-budget search", ""]
+            lines += [f"### {untuned_heading(dataset)}", ""]
         lines += [
             "| model | seeds | " + " | ".join(f"{g} Recall@20 | {g} NDCG@20" for g in GROUPS) + " |",
             "|" + "---|" * (2 + 2 * len(GROUPS)),

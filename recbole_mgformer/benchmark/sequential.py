@@ -3,6 +3,7 @@ dataset (EAGPS against RecBole's SASRec and GRU4Rec)."""
 
 import statistics
 
+from recbole_mgformer.benchmark.datasets import untuned_heading
 from recbole_mgformer.benchmark.general_verdicts import short_verdict
 from recbole_mgformer.benchmark.sections import defaults_first_note, sections
 from recbole_mgformer.benchmark.stats import format_ci, mean_ci, paired_verdict, per_user_by_seed, verdict_text
@@ -99,7 +100,7 @@ def render_dataset(dataset, records):
         return lines + _plain_table(records) + [""]
     for budget, group in parts:
         if budget is None:
-            lines += ["### Older runs, not from an equal-budget search", "", *_plain_table(group), ""]
+            lines += [f"### {untuned_heading(dataset)}", "", *_plain_table(group), ""]
         else:
             lines += [
                 f"### Tuned with the same budget: {budget}",

@@ -1,6 +1,13 @@
 import pytest
 
-from recbole_mgformer.benchmark.datasets import check_model_fits, page_of, table_kind, training_share
+from recbole_mgformer.benchmark.datasets import (
+    OLDER_RUNS_HEADING,
+    check_model_fits,
+    page_of,
+    table_kind,
+    training_share,
+    untuned_heading,
+)
 from recbole_mgformer.defaults import properties_dir
 
 
@@ -24,6 +31,15 @@ def test_an_unknown_table_is_refused_with_the_choices(dataset_configs):
     dataset_configs("odd", "benchmark_table: ranking\n")
     with pytest.raises(ValueError, match=r"odd.yaml: benchmark_table 'ranking' is not one of general, sequential"):
         table_kind("odd")
+
+
+def test_runs_outside_a_search_are_older_runs_unless_the_dataset_names_them(dataset_configs):
+    assert untuned_heading("ml-100k") == untuned_heading("tiny") == OLDER_RUNS_HEADING
+    for name in ("gowalla-full", "yelp2018-full"):  # reproductions at the papers' settings, not older runs
+        assert untuned_heading(name).startswith("At fixed settings, not searched")
+    dataset_configs("odd", "benchmark_untuned_heading: [1, 2]\n")
+    with pytest.raises(ValueError, match=r"odd.yaml: benchmark_untuned_heading must be one line of text, not \[1, 2\]"):
+        untuned_heading("odd")
 
 
 def test_a_model_runs_only_where_its_kind_of_table_is():

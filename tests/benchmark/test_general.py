@@ -307,3 +307,16 @@ def test_the_parameters_column_counts_a_closed_form_models_stored_values_not_its
     assert parameters_cell({"parameters": 1000}) == "1,000"
     assert parameters_cell({"parameters": 1, "stored_values": 123456}) == "123,456"
     assert parameters_cell({"parameters": 1}) == ""  # a closed-form record from before the count
+
+
+def test_on_a_published_split_the_unsearched_runs_stand_under_the_datasets_own_heading(tmp_path):
+    from recbole_mgformer.benchmark.datasets import OLDER_RUNS_HEADING, untuned_heading
+
+    tuning = {"text": "random search of 8 trials", "search": "results/tuning/gowalla-full/SLIMElastic.md"}
+    searched = {**record("SLIMElastic", "SLIMElastic", 0, 0.18, 0.15), "tuning": tuning}
+    records = [searched, record("GFCF", "GFCF", 0, 0.1849, 0.1518)]
+    table = render_dataset("gowalla-full", records)
+    searched_part, fixed_part = table.split(f"### {untuned_heading('gowalla-full')}")
+    assert "| SLIMElastic |" in searched_part and "| GFCF |" in fixed_part
+    assert OLDER_RUNS_HEADING not in table
+    assert f"### {OLDER_RUNS_HEADING}" in render_dataset("ml-100k", records)
