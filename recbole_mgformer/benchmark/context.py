@@ -3,7 +3,7 @@
 
 import statistics
 
-from recbole_mgformer.benchmark.datasets import training_share
+from recbole_mgformer.benchmark.datasets import OLDER_RUNS_HEADING, training_share
 from recbole_mgformer.benchmark.general_verdicts import short_verdict
 from recbole_mgformer.benchmark.sections import defaults_first_note, sections
 from recbole_mgformer.benchmark.stats import format_ci, mean_ci, paired_bootstrap, per_row_by_seed, verdict_text
@@ -115,7 +115,7 @@ def tuned_sections(by_dataset):
     for budget in sorted(budgets, key=lambda b: (b is None, b or "")):
         part = budgets[budget]
         if budget is None:
-            lines += ["## Older runs, not from an equal-budget search", ""]
+            lines += [f"## {OLDER_RUNS_HEADING}", ""]  # one page across datasets: no dataset names it
             for key, name, best in METRICS:
                 lines += [f"### Test {name}", "", *metric_table(part, key, best), ""]
             continue
