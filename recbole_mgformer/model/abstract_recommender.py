@@ -65,18 +65,27 @@ class CachedRepresentations:
 class ItemSimilarityScores:
     """RecBole's scoring for item-item closed-form models: a user's scores are ``X_u S``, the user's training row
     of ``interaction_matrix`` (scipy CSR, users x items) times ``item_similarity`` (items x items, dense or
-    sparse), returned in float32 on ``self.device``."""
+    sparse), returned in float32 on ``self.device``, one batch of users at a time (never all users' scores at
+    once: on Gowalla they would be a dense 30k x 41k matrix).
+
+    A model whose scores factor otherwise overrides :meth:`score_factors`."""
+
+    def score_factors(self):
+        """``(left, right)``: the scores of users ``u`` are ``left[u] @ right`` (scipy CSR ``left``)."""
+        return self.interaction_matrix, self.item_similarity
 
     def predict(self, interaction):
         users = interaction[self.USER_ID].cpu().numpy()
         items = interaction[self.ITEM_ID].cpu().numpy()
-        rows = self.interaction_matrix[users]  # (batch, items), sparse
-        scores = np.asarray(rows.multiply(self.item_similarity[:, items].T).sum(axis=1)).ravel()
+        left, right = self.score_factors()
+        rows = left[users]  # (batch, inner), sparse
+        scores = np.asarray(rows.multiply(right[:, items].T).sum(axis=1)).ravel()
         return torch.from_numpy(scores.astype(np.float32)).to(self.device)
 
     def full_sort_predict(self, interaction):
         users = interaction[self.USER_ID].cpu().numpy()
-        scores = self.interaction_matrix[users] @ self.item_similarity  # (batch, items)
+        left, right = self.score_factors()
+        scores = left[users] @ right  # (batch, items)
         scores = scores.toarray() if sp.issparse(scores) else np.asarray(scores)
         return torch.from_numpy(scores.ravel().astype(np.float32, copy=False)).to(self.device)
 
