@@ -4,8 +4,8 @@ table shows them."""
 import pytest
 
 from recbole_mgformer.benchmark import published as published_module
-from recbole_mgformer.benchmark.general import render_dataset
-from recbole_mgformer.benchmark.published import published_numbers
+from recbole_mgformer.benchmark.general import published_lines, render_dataset
+from recbole_mgformer.benchmark.published import Published, published_numbers
 
 
 def record(variant, seed, recall, ndcg):
@@ -53,6 +53,23 @@ def test_rows_get_published_columns_the_relative_gap_sources_and_the_missing_mod
     assert "GFCF (published as GF-CF): GF-CF paper (Shen et al., CIKM 2021); BARS board" in page
     assert "Published, no row of ours yet: BSPM: BSPM paper (Choi et al., SIGIR 2023), 0.1920 / 0.1597;" in page
     assert "| paper Recall@20" not in page and "published Recall@20" not in render_dataset("ml-100k", records)
+
+
+def test_a_published_number_shown_beside_a_row_of_another_key_is_not_listed_as_missing():
+    def entry(recall, ndcg, name):
+        return {"recall@20": recall, "ndcg@20": ndcg, "source": f"{name}'s paper", "name": name}
+
+    models = {
+        "XSimGCL": entry(0.0723, 0.0604, "XSimGCL"),
+        "XSimGCL lambda=0.2 epochs=20": entry(0.0723, 0.0604, "XSimGCL"),  # the same number, our run at its settings
+        "SGL": entry(0.0675, 0.0555, "SGL-ED"),
+    }
+    published = Published(label="published", note="", models=models, path="yelp2018.yaml")
+    text = "\n".join(published_lines(published, {"XSimGCL lambda=0.2 epochs=20", "BPR"}))
+    assert "Sources (published;" in text and "XSimGCL lambda=0.2 epochs=20 (published as XSimGCL)" in text
+    assert "no row of ours yet: SGL (published as SGL-ED): SGL-ED's paper, 0.0675 / 0.0555." in text
+    missing = "\n".join(published_lines(published, {"BPR"}))
+    assert "no row of ours yet: XSimGCL: XSimGCL's paper, 0.0723 / 0.0604; XSimGCL lambda=0.2 epochs=20" in missing
 
 
 def write(tmp_path, name, text):

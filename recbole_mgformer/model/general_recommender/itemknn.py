@@ -2,10 +2,11 @@ r"""ItemKNN (cosine neighbours, Aiolli RecSys 2013 / Sarwar et al. WWW 2001), Re
 
 The similarities are RecBole's own (``ComputeSimilarity``: cosine with ``shrink`` added to the denominator, each
 item's (or user's) ``k`` most similar kept, itself left out), so a row of this model equals a row of RecBole's.
-RecBole's constructor then multiplies them out into every user's scores at once (``pred_mat``, a LIL matrix): with
-``k`` 1000 on Gowalla that is ~18,000 scores a user (~540M in all), and a search trial was killed at 19.7 GB of the
-machine's 24. Here the scores of each evaluation batch are computed when asked for (:class:`ItemSimilarityScores`):
-``X_u W`` for ``knn_method: item`` (``W`` items x items), ``W_u X`` for ``user`` (``W`` users x users).
+RecBole's constructor then multiplies them out into every user's scores at once (``pred_mat``, a LIL matrix holding
+each user's scores over every item a neighbour list reaches): on Gowalla, a search of ``k`` up to 1000 had a trial
+killed by Ray's memory monitor at 19.7 GB of the machine's 24. Here the scores of each evaluation batch are
+computed when asked for (:class:`ItemSimilarityScores`): ``X_u W`` for ``knn_method: item`` (``W`` items x items),
+``W_u X`` for ``user`` (``W`` users x users).
 """
 
 import numbers
