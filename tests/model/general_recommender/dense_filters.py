@@ -44,3 +44,12 @@ def all_scores(model):
 
 def assert_scores(model, expected):
     np.testing.assert_allclose(all_scores(model), expected, rtol=1e-4, atol=1e-5)
+
+
+def assert_predict_is_full_sort(model, rtol=1e-5, atol=1e-6):
+    """``predict`` of a few (user, item) pairs, a user repeated, equals those pairs' full-sort scores (not all 0)."""
+    users, items = torch.tensor([3, 1, 3, 7]), torch.tensor([5, 2, 9, 0])
+    scores = model.predict(Interaction({model.USER_ID: users, model.ITEM_ID: items}))
+    full = all_scores(model)
+    assert np.abs(full).sum() > 0
+    np.testing.assert_allclose(scores.numpy(), full[users, items], rtol=rtol, atol=atol)

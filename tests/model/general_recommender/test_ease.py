@@ -1,9 +1,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import torch
-from dense_filters import all_scores, assert_scores, dense_interactions
-from recbole.data.interaction import Interaction
+from dense_filters import assert_predict_is_full_sort, assert_scores, dense_interactions
 from recbole.model.general_recommender.ease import EASE as RecBoleEASE
 
 from recbole_mgformer.model.general_recommender.ease import ease_weights, fill_lower_from_upper
@@ -55,9 +53,7 @@ def test_the_lower_triangle_is_filled_across_block_edges(monkeypatch):
 
 def test_predict_is_the_full_sort_score_of_each_pair(tiny_setup):
     _, model, _, _ = tiny_setup("EASE")
-    users, items = torch.tensor([3, 1, 3, 7]), torch.tensor([5, 2, 9, 0])
-    scores = model.predict(Interaction({model.USER_ID: users, model.ITEM_ID: items}))
-    np.testing.assert_allclose(scores.numpy(), all_scores(model)[users, items], rtol=1e-5, atol=1e-6)
+    assert_predict_is_full_sort(model)
 
 
 @pytest.mark.parametrize("reg_weight", [0.0, -1.0])

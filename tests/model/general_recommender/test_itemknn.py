@@ -1,9 +1,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import torch
-from dense_filters import all_scores, assert_scores, dense_interactions
-from recbole.data.interaction import Interaction
+from dense_filters import all_scores, assert_predict_is_full_sort, assert_scores, dense_interactions
 from recbole.model.general_recommender.itemknn import ItemKNN as RecBoleItemKNN
 
 from recbole_mgformer.model.general_recommender.itemknn import knn_weights
@@ -61,13 +59,10 @@ def test_each_node_keeps_its_k_most_similar_neighbours():
         np.testing.assert_allclose(weights[kept, item], similarity[kept, item], rtol=1e-5)
 
 
-def test_predict_is_the_full_sort_score_of_each_pair(tiny_setup):
-    _, model, _, _ = tiny_setup("ItemKNN", k=5)
-    users, items = torch.tensor([3, 1, 3, 7]), torch.tensor([5, 2, 9, 0])
-    scores = model.predict(Interaction({model.USER_ID: users, model.ITEM_ID: items}))
-    full = all_scores(model)
-    assert np.abs(full).sum() > 0
-    np.testing.assert_allclose(scores.numpy(), full[users, items], rtol=1e-5, atol=1e-6)
+@pytest.mark.parametrize("method", ["item", "user"])
+def test_predict_is_the_full_sort_score_of_each_pair(tiny_setup, method):
+    _, model, _, _ = tiny_setup("ItemKNN", k=5, knn_method=method)
+    assert_predict_is_full_sort(model)
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import torch
-from dense_filters import all_scores, dense_interactions
-from recbole.data.interaction import Interaction
+from dense_filters import assert_predict_is_full_sort, dense_interactions
 from recbole.model.general_recommender.slimelastic import SLIMElastic as RecBoleSLIMElastic
 from sklearn.linear_model import ElasticNet
 
@@ -88,11 +86,7 @@ def test_the_model_with_recboles_settings_matches_recboles_model(tiny_setup, pos
 
 def test_predict_is_the_full_sort_score_of_each_pair(tiny_setup):
     _, model, _, _ = tiny_setup("SLIMElastic", alpha=0.05, l1_ratio=0.2)
-    users, items = torch.tensor([3, 1, 3, 7]), torch.tensor([5, 2, 9, 0])
-    scores = model.predict(Interaction({model.USER_ID: users, model.ITEM_ID: items}))
-    full = all_scores(model)
-    assert np.abs(full).sum() > 0
-    np.testing.assert_allclose(scores.numpy(), full[users, items], rtol=1e-5, atol=1e-6)
+    assert_predict_is_full_sort(model)
 
 
 @pytest.mark.parametrize(
