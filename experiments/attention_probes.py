@@ -88,9 +88,9 @@ def probe_run_class():
             self.schedule = schedule
             self.record_path = record_path(kwargs["runs_dir"], self.dataset, "probe " + self.variant, self.seed)
 
-        def best_epoch_fields(self, trainer, train_data, test_data):
+        def best_epoch_fields(self, trainer, train_data, test_data, top_items):
             return {
-                **super().best_epoch_fields(trainer, train_data, test_data),
+                **super().best_epoch_fields(trainer, train_data, test_data, top_items),
                 "probe_schedule": self.schedule,
                 "attention_diagnostics": attention_diagnostics(trainer.model),
             }

@@ -1,15 +1,22 @@
-"""Metrics by item popularity (Fig. 2 of the MGFormer paper).
+"""Per-user and per-group metrics of a full-sort evaluation, from the ranking the evaluation itself produced.
 
-Items are ranked by their number of training interactions: the 80% least interacted are ``Unpopular``,
-the 5% most interacted ``Popular``, the rest ``Normal`` (ties broken by item id). Each user's test items
-are split by group; Recall@k and NDCG@k of a group count only that group's test items as relevant while
-the ranking stays the full one, and average over the users with at least one test item in the group.
+A :class:`TopItemsRecorder` keeps each evaluated user's top items and test items (:class:`TopItems`) while RecBole's
+evaluator measures a pass, so the per-user NDCG of the paired tests and the metrics by item popularity (Fig. 2 of
+the MGFormer paper) need no scoring pass of their own; and where the validation loader evaluates exactly what the
+test loader does (a dataset whose validation file is its test file), the validation pass serves as the test.
+
+Popularity groups: items are ranked by their number of training interactions: the 80% least interacted are
+``Unpopular``, the 5% most interacted ``Popular``, the rest ``Normal`` (ties broken by item id). Each user's test
+items are split by group; Recall@k and NDCG@k of a group count only that group's test items as relevant while the
+ranking stays the full one, and average over the users with at least one test item in the group.
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
+from recbole.data.dataloader import FullSortEvalDataLoader
 
 from recbole_mgformer.item_groups import GROUPS
 
@@ -41,25 +48,144 @@ def _discounts(k):
     return discounts, torch.cat([torch.zeros(1, dtype=torch.float64), discounts.cumsum(0)])
 
 
-@torch.no_grad()
-def ndcg_by_user(trainer, eval_data, k=20):
-    """``{user token: NDCG@k}`` of every user ``eval_data`` evaluates, from RecBole's full-sort scores (history
-    items masked), so the mean over users is RecBole's NDCG@k; the rows of a paired test between two models."""
-    trainer.model.eval()
-    trainer.tot_item_num = eval_data._dataset.item_num
-    dataset = eval_data._dataset
-    discounts, ideal_dcg = _discounts(k)
-    values = {}
-    for batch in eval_data:
-        interaction, scores, positive_u, positive_i = trainer._full_sort_batch_eval(batch)
-        top = scores.topk(k, dim=1).indices.cpu()
+@dataclass(frozen=True)
+class TopItems:
+    """One full-sort pass's ranking, enough for any top-k metric with k <= width, per user or per item group.
+
+    Shapes: ``u`` evaluated rows (users), ``w`` the width, ``p`` test items in all."""
+
+    users: torch.Tensor  # (u,) internal user id of each row
+    items: torch.Tensor  # (u, w) best items first, the history masked as RecBole masks it
+    hits: torch.Tensor  # (u, w) bool: the item is one of the row's test items
+    positive_rows: torch.Tensor  # (p,) the row of each test item
+    positive_items: torch.Tensor  # (p,)
+
+    @property
+    def width(self):
+        return self.items.shape[1]
+
+    @classmethod
+    def of_batch(cls, interaction, scores, positive_u, positive_i, uid_field, width):
+        """The ranking of one batch of RecBole's ``_full_sort_batch_eval`` output; ``scores`` (b, items)."""
+        items = scores.topk(width, dim=1).indices.cpu()  # the evaluator's own call when width = max(topk)
         relevant = torch.zeros(scores.shape, dtype=torch.bool)
         relevant[positive_u.cpu(), positive_i.cpu()] = True
-        n_relevant = relevant.sum(dim=1)
-        ndcg = (relevant.gather(1, top).double() * discounts).sum(dim=1) / ideal_dcg[n_relevant.clamp(max=k)]
-        tokens = dataset.id2token(dataset.uid_field, interaction[dataset.uid_field].cpu().numpy())
-        values.update((str(token), float(value)) for token, value, n in zip(tokens, ndcg, n_relevant) if n > 0)
-    return values
+        return cls(interaction[uid_field].cpu(), items, relevant.gather(1, items), positive_u.cpu(), positive_i.cpu())
+
+    @classmethod
+    def join(cls, batches):
+        offsets = np.cumsum([0] + [len(batch.users) for batch in batches[:-1]])
+        return cls(
+            torch.cat([batch.users for batch in batches]),
+            torch.cat([batch.items for batch in batches]),
+            torch.cat([batch.hits for batch in batches]),
+            torch.cat([batch.positive_rows + int(offset) for batch, offset in zip(batches, offsets)]),
+            torch.cat([batch.positive_items for batch in batches]),
+        )
+
+    def check_width(self, k):
+        if k > self.width:
+            raise ValueError(f"top-{k} metrics need a ranking of at least {k} items; this one keeps {self.width}")
+
+
+def ranking_width(config, k):
+    """The width to record for top-``k`` metrics beside RecBole's: its evaluator's (the largest ``topk``) when that
+    covers ``k``, so a top-``k`` slice is exactly the ranking RecBole measured, ties included."""
+    return max([*config["topk"], k])
+
+
+class TopItemsRecorder:
+    """While active (a context manager), keeps the :class:`TopItems` of the full-sort evaluations ``trainer`` runs,
+    by wrapping its ``evaluate`` and ``_full_sort_batch_eval``; :meth:`top_items_of` returns a pass's by its result.
+
+    Only two are kept: the latest pass's and that of the pass whose result the trainer holds as its best
+    (``best_valid_result``, which RecBole's ``fit`` sets right after the pass), so a long training keeps its best
+    epoch's ranking without keeping every epoch's."""
+
+    def __init__(self, trainer, width):
+        self.trainer, self.width = trainer, width
+        self._latest = self._best = None  # (result, TopItems)
+        self._batches = []
+
+    def __enter__(self):
+        trainer = self.trainer
+        self._patched = {name: trainer.__dict__.get(name) for name in ("evaluate", "_full_sort_batch_eval")}
+        evaluate, batch_eval = trainer.evaluate, trainer._full_sort_batch_eval
+        uid_field = trainer.config["USER_ID_FIELD"]
+
+        def recording_batch_eval(batched_data):
+            interaction, scores, positive_u, positive_i = batch_eval(batched_data)
+            self._batches.append(TopItems.of_batch(interaction, scores, positive_u, positive_i, uid_field, self.width))
+            return interaction, scores, positive_u, positive_i
+
+        def recording_evaluate(*args, **kwargs):
+            if self._latest is not None and self._latest[0] is getattr(trainer, "best_valid_result", None):
+                self._best = self._latest
+            self._batches = []
+            result = evaluate(*args, **kwargs)
+            self._latest = (result, TopItems.join(self._batches)) if self._batches else None
+            self._batches = []
+            return result
+
+        trainer.evaluate, trainer._full_sort_batch_eval = recording_evaluate, recording_batch_eval
+        return self
+
+    def __exit__(self, *exc):
+        for name, previous in self._patched.items():
+            if previous is None:
+                del self.trainer.__dict__[name]
+            else:
+                setattr(self.trainer, name, previous)
+        return False
+
+    def top_items_of(self, result):
+        """The ranking of the pass that returned ``result`` (the same object), or None when it is not kept."""
+        for kept in (self._latest, self._best):
+            if kept is not None and result is not None and kept[0] is result:
+                return kept[1]
+        return None
+
+
+@torch.no_grad()
+def evaluate_with_top_items(trainer, eval_data, width, **evaluate_kwargs):
+    """``(RecBole's result, TopItems)`` of one evaluation pass (TopItems None for a loader that does not rank all
+    items)."""
+    with TopItemsRecorder(trainer, width) as recorder:
+        result = trainer.evaluate(eval_data, **evaluate_kwargs)
+    return result, recorder.top_items_of(result)
+
+
+def same_evaluation(first, second):
+    """Do two full-sort loaders evaluate the same users on the same test items with the same history masked (a
+    dataset whose validation file is its test file, ``benchmark_filename: [train, test, test]``)? Then one pass
+    measures both."""
+    if first is second:
+        return True
+    loaders = (first, second)
+    if not all(isinstance(loader, FullSortEvalDataLoader) and not loader.is_sequential for loader in loaders):
+        return False
+    if first._dataset.item_num != second._dataset.item_num or not torch.equal(first.uid_list, second.uid_list):
+        return False
+
+    def same_items(a, b):
+        return len(a) == len(b) and torch.equal(a.sort().values, b.sort().values)
+
+    return all(
+        same_items(first.uid2positive_item[uid], second.uid2positive_item[uid])
+        and same_items(first.uid2history_item[uid], second.uid2history_item[uid])
+        for uid in first.uid_list.tolist()
+    )
+
+
+def ndcg_by_user(top_items, dataset, k=20):
+    """``{user token: NDCG@k}`` of every evaluated user with a test item, so the mean over users is RecBole's
+    NDCG@k; the rows of a paired test between two models. ``dataset``: the evaluated one (its tokens)."""
+    top_items.check_width(k)
+    discounts, ideal_dcg = _discounts(k)
+    n_relevant = torch.bincount(top_items.positive_rows, minlength=len(top_items.users))
+    ndcg = (top_items.hits[:, :k].double() * discounts).sum(dim=1) / ideal_dcg[n_relevant.clamp(max=k)]
+    tokens = dataset.id2token(dataset.uid_field, top_items.users.numpy())
+    return {str(token): float(value) for token, value, n in zip(tokens, ndcg, n_relevant) if n > 0}
 
 
 @torch.no_grad()
@@ -76,39 +202,32 @@ def scores_by_row(trainer, eval_data):
     return torch.cat(labels).numpy(), torch.cat(scores).numpy()
 
 
-@torch.no_grad()
-def metrics_by_group(trainer, eval_data, groups, k=20):
-    """``{group: {"recall@k", "ndcg@k", "users"}}`` for a trainer whose model holds the weights to evaluate.
-
-    Scores come from RecBole's own full-sort path (history items masked), so with one group holding every
-    item the numbers equal RecBole's Recall@k and NDCG@k.
-    """
-    trainer.model.eval()
-    trainer.tot_item_num = eval_data._dataset.item_num
+def metrics_by_group(top_items, groups, k=20):
+    """``{group: {"recall@k", "ndcg@k", "users"}}``: each group's Recall@k and NDCG@k, its test items alone
+    relevant in the full ranking. With one group holding every item they equal RecBole's Recall@k and NDCG@k."""
+    top_items.check_width(k)
     groups = torch.as_tensor(groups)
     n_groups = int(groups.max()) + 1
-    discounts, ideal_dcg = _discounts(k)  # the ideal DCG by number of relevant items
-    recall_sum, ndcg_sum, users = (torch.zeros(n_groups, dtype=torch.float64) for _ in range(3))
-    for batch in eval_data:
-        _, scores, positive_u, positive_i = trainer._full_sort_batch_eval(batch)
-        top = scores.topk(k, dim=1).indices.cpu()  # (b, k)
-        relevant = torch.zeros(scores.shape, dtype=torch.bool)
-        relevant[positive_u.cpu(), positive_i.cpu()] = True  # (b, items)
-        for group in range(n_groups):
-            in_group = relevant & (groups == group)[None, :]
-            n_relevant = in_group.sum(dim=1)  # (b,)
-            has = n_relevant > 0
-            hits = in_group.gather(1, top).double()  # (b, k)
-            ideal = ideal_dcg[n_relevant.clamp(max=k)]
-            recall_sum[group] += (hits.sum(dim=1)[has] / n_relevant[has]).sum()
-            ndcg_sum[group] += ((hits * discounts).sum(dim=1)[has] / ideal[has]).sum()
-            users[group] += has.sum()
+    n_rows = len(top_items.users)
+    discounts, ideal_dcg = _discounts(k)
+    # test items per (row, group): (u, n_groups)
+    n_relevant = torch.bincount(
+        top_items.positive_rows * n_groups + groups[top_items.positive_items], minlength=n_rows * n_groups
+    ).view(n_rows, n_groups)
+    top_groups = groups[top_items.items[:, :k]]  # (u, k)
+    hits = top_items.hits[:, :k]
     names = GROUPS if n_groups == len(GROUPS) else [str(g) for g in range(n_groups)]
-    return {
-        name: {
-            f"recall@{k}": float(recall_sum[g] / users[g]) if users[g] else None,
-            f"ndcg@{k}": float(ndcg_sum[g] / users[g]) if users[g] else None,
-            "users": int(users[g]),
+    result = {}
+    for group, name in enumerate(names):
+        in_group = (hits & (top_groups == group)).double()  # (u, k)
+        relevant = n_relevant[:, group]
+        has = relevant > 0
+        users = int(has.sum())
+        recall = (in_group.sum(dim=1)[has] / relevant[has]).sum()
+        ndcg = ((in_group * discounts).sum(dim=1)[has] / ideal_dcg[relevant[has].clamp(max=k)]).sum()
+        result[name] = {
+            f"recall@{k}": float(recall / users) if users else None,
+            f"ndcg@{k}": float(ndcg / users) if users else None,
+            "users": users,
         }
-        for g, name in enumerate(names)
-    }
+    return result

@@ -36,6 +36,26 @@ def write_interactions(folder, name="tiny", n_users=40, n_items=60, per_user=12,
     return folder
 
 
+def write_split(folder, name, test_file):
+    """``name``'s interactions split by user into ``.train.inter`` (all but 3) and ``.test.inter`` (3); with
+    ``test_file`` "test" the validation file is the test file, as ``gowalla-full`` and ``yelp2018-full`` read it."""
+    write_interactions(folder, name)
+    whole = folder / name / f"{name}.inter"
+    header, *rows = whole.read_text().splitlines()
+    whole.unlink()
+    by_user = {}
+    for row in rows:
+        by_user.setdefault(row.split("\t")[0], []).append(row)
+    parts = {"train": [], "valid": [], "test": []}
+    for user_rows in by_user.values():
+        parts["train"] += user_rows[:-3]
+        parts["valid"] += user_rows[-3:-2] if test_file == "valid" else []
+        parts["test"] += user_rows[-3:] if test_file == "test" else user_rows[-2:]
+    for part, lines in parts.items():
+        (folder / name / f"{name}.{part}.inter").write_text("\n".join([header, *lines]) + "\n")
+    return {"benchmark_filename": ["train", test_file, "test"], "data_path": str(folder)}
+
+
 def write_context_dataset(folder, name="toyctx", score=lambda user: f"{0.0 if user % 2 else 0.5 + user / 10}"):
     """A small context-aware dataset: users with a token feature (missing for u3) and a float feature
     (``score(user)``, a string; '' leaves it missing), items with a genre sequence of varying length (i5: none)

@@ -3,8 +3,17 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import write_split
 
-from recbole_mgformer.evaluation import metrics_by_group, popularity_groups, training_counts
+from recbole_mgformer.evaluation import (
+    TopItemsRecorder,
+    evaluate_with_top_items,
+    metrics_by_group,
+    ndcg_by_user,
+    popularity_groups,
+    same_evaluation,
+    training_counts,
+)
 
 
 def test_groups_follow_the_80_15_5_rule_with_ties_by_id():
@@ -50,19 +59,21 @@ def trained(tiny_setup):
     return model, trainer, train, test
 
 
-def test_one_group_of_every_item_equals_recboles_own_metrics(trained):
+def test_one_group_of_every_item_equals_recboles_own_metrics_of_the_same_pass(trained):
     model, trainer, _, test = trained
-    expected = trainer.evaluate(test, load_best_model=False)
+    expected, top_items = evaluate_with_top_items(trainer, test, 20, load_best_model=False)
     everything = np.zeros(test._dataset.item_num, dtype=np.int64)
-    result = metrics_by_group(trainer, test, everything, k=20)["0"]
+    result = metrics_by_group(top_items, everything, k=20)["0"]
     assert result["recall@20"] == pytest.approx(expected["recall@20"], abs=1e-4)
     assert result["ndcg@20"] == pytest.approx(expected["ndcg@20"], abs=1e-4)
+    assert result["users"] == len(top_items.users) == len(test.uid_list)
 
 
 def test_groups_equal_the_direct_per_user_computation(trained):
     model, trainer, train, test = trained
     groups = popularity_groups(training_counts(train))
-    result = metrics_by_group(trainer, test, groups, k=5)
+    _, top_items = evaluate_with_top_items(trainer, test, 20, load_best_model=False)
+    result = metrics_by_group(top_items, groups, k=5)
     with torch.no_grad():
         direct = direct_group_metrics(model, test, groups, k=5)
     for index, name in enumerate(("Unpopular", "Normal", "Popular")):
@@ -76,11 +87,38 @@ def test_groups_equal_the_direct_per_user_computation(trained):
 
 
 def test_per_user_ndcg_averages_to_recboles_ndcg_and_is_keyed_by_user_token(tiny_setup):
-    from recbole_mgformer.evaluation import ndcg_by_user
-
     _, _, trainer, (train_data, _, test_data) = tiny_setup("BPR")
     trainer.fit(train_data, saved=False, show_progress=False)
-    result = trainer.evaluate(test_data, load_best_model=False)
-    values = ndcg_by_user(trainer, test_data, k=20)
+    result, top_items = evaluate_with_top_items(trainer, test_data, 20, load_best_model=False)
+    values = ndcg_by_user(top_items, test_data._dataset, k=20)
     assert len(values) == 40 and all(token.startswith("u") for token in values)
     assert sum(values.values()) / len(values) == pytest.approx(result["ndcg@20"], abs=1e-4)
+    with pytest.raises(ValueError, match="at least 50 items; this one keeps 20"):
+        ndcg_by_user(top_items, test_data._dataset, k=50)
+
+
+def test_the_recorder_keeps_the_best_epochs_pass_and_gives_the_trainer_back(tiny_setup):
+    _, _, trainer, (train, valid, _) = tiny_setup("BPR", epochs=4, stopping_step=10)
+    with TopItemsRecorder(trainer, 20) as recorder:
+        trainer.fit(train, valid, saved=True, show_progress=False)
+    assert "evaluate" not in vars(trainer) and "_full_sort_batch_eval" not in vars(trainer)
+    kept = recorder.top_items_of(trainer.best_valid_result)
+    assert kept is not None and recorder.top_items_of({}) is None
+    # the best checkpoint, evaluated again, ranks exactly as the kept pass did
+    result, again = evaluate_with_top_items(trainer, valid, 20, load_best_model=True)
+    assert result == trainer.best_valid_result
+    for field in ("users", "items", "hits", "positive_rows", "positive_items"):
+        assert torch.equal(getattr(kept, field), getattr(again, field)), field
+
+
+@pytest.mark.parametrize("test_file, same", [("test", True), ("valid", False)])
+def test_a_validation_file_that_is_the_test_file_evaluates_the_same(tiny_setup, tmp_path, test_file, same):
+    settings = write_split(tmp_path / "split", "tiny", test_file)
+    _, _, _, (_, valid, test) = tiny_setup("BPR", **settings)
+    assert same_evaluation(valid, test) is same
+    assert same_evaluation(test, test)
+
+
+def test_loaders_of_different_splits_do_not_evaluate_the_same(trained):
+    _, trainer, train, test = trained
+    assert not same_evaluation(train, test)  # a training loader does not rank

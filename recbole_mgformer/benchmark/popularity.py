@@ -10,11 +10,12 @@ from recbole_mgformer.item_groups import GROUP_RULE, GROUPS
 __all__ = ["GROUP_RULE", "popularity_metrics", "render_popularity"]
 
 
-def popularity_metrics(trainer, train_data, test_data):
-    """Test Recall@20 / NDCG@20 by item popularity group (Fig. 2), for the weights the trainer holds."""
+def popularity_metrics(top_items, train_data):
+    """Test Recall@20 / NDCG@20 by item popularity group (Fig. 2), from the test pass's
+    :class:`~recbole_mgformer.evaluation.TopItems`."""
     from recbole_mgformer.evaluation import metrics_by_group, popularity_groups, training_counts  # torch: runs only
 
-    return metrics_by_group(trainer, test_data, popularity_groups(training_counts(train_data)), k=20)
+    return metrics_by_group(top_items, popularity_groups(training_counts(train_data)), k=20)
 
 
 def _group_stats(records):

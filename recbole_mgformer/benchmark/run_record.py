@@ -1,6 +1,8 @@
 """A benchmark run's record: the fields a trained and a scored run share, the measurements beside its results (per-user
 values, popularity groups, the epoch cap), where it lives, how its settings compare, and moving it aside."""
 
+import contextlib
+import time
 from pathlib import Path
 
 import numpy
@@ -11,7 +13,13 @@ from recbole_mgformer.benchmark.datasets import same_for_every_seed
 from recbole_mgformer.benchmark.entries import slug
 from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
 from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_row, write_per_user
-from recbole_mgformer.evaluation import ndcg_by_user, scores_by_row
+from recbole_mgformer.evaluation import (
+    TopItemsRecorder,
+    ndcg_by_user,
+    ranking_width,
+    same_evaluation,
+    scores_by_row,
+)
 from recbole_mgformer.records import machine, package_versions, shown_path
 from recbole_mgformer.trainer import RUNTIME_KEYS, plain_value
 
@@ -95,8 +103,10 @@ def stored_values(model):
     return sum(size(value) for value in values.values())
 
 
-def record_head(run, config, tuning, valid_result, test_result, trainer, train_data, test_data):
-    """The fields that open a run's record, trained or scored: what ran, its results, the per-user values."""
+def record_head(run, config, tuning, valid_result, test_result, trainer, train_data, test_data, top_items):
+    """The fields that open a run's record, trained or scored: what ran, its results, the per-user values (from
+    ``top_items``, the test pass's :class:`~recbole_mgformer.evaluation.TopItems`, None where the test does not rank
+    every item)."""
     return {
         "dataset": run.dataset,
         "model": run.model,
@@ -108,7 +118,7 @@ def record_head(run, config, tuning, valid_result, test_result, trainer, train_d
         "tuning": tuning,
         "valid": dict(valid_result),
         "test": dict(test_result),
-        **run.best_epoch_fields(trainer, train_data, test_data),
+        **run.best_epoch_fields(trainer, train_data, test_data, top_items),
     }
 
 
@@ -126,15 +136,16 @@ def record_tail(run, config, model, commit):
     }
 
 
-def per_user_fields(run, trainer, test_data):
+def per_user_fields(run, trainer, test_data, top_items):
     """What the paired tests at render time need, beside the record: each test user's NDCG@20 (general) or
-    NDCG@10 (sequential), or each test row's label and predicted probability (context)."""
+    NDCG@10 (sequential), from the test pass's ranking, or each test row's label and predicted probability
+    (context)."""
     if run.kind == "context":
         labels, scores = scores_by_row(trainer, test_data)
         path = write_per_row(run.record_path, labels, scores)
         return {"per_row": {"file": path.name, "rows": len(labels)}}
     metric, k = PER_USER_METRICS[run.kind]
-    path = write_per_user(run.record_path, ndcg_by_user(trainer, test_data, k=k), metric=metric)
+    path = write_per_user(run.record_path, ndcg_by_user(top_items, test_data._dataset, k=k), metric=metric)
     return {"per_user": {"file": path.name, "metric": metric}}
 
 
@@ -150,8 +161,37 @@ def cap_fields(config, timer):
     }
 
 
-def popularity_fields(run, trainer, train_data, test_data):
-    """Test metrics by item popularity group (Fig. 2): a general table's runs only."""
+def popularity_fields(run, train_data, top_items):
+    """Test metrics by item popularity group (Fig. 2), from the test pass's ranking: a general table's runs only."""
     if run.kind != "general":
         return {}
-    return {"test_popularity": popularity_metrics(trainer, train_data, test_data), "popularity_rule": GROUP_RULE}
+    return {"test_popularity": popularity_metrics(top_items, train_data), "popularity_rule": GROUP_RULE}
+
+
+class OneTestPass:
+    """A run's test, scored once: the pass that gives RecBole's test metrics keeps the ranking the popularity groups
+    and the per-user values are read from, and where the validation loader evaluates exactly what the test loader
+    does (:func:`~recbole_mgformer.evaluation.same_evaluation`), the best validation pass is the test.
+
+    Wrap the validations in :meth:`validations` (a context manager: it records only where they may serve as the
+    test, so other runs' epochs pay nothing), then :meth:`measure`."""
+
+    def __init__(self, run, trainer, config, valid_data, test_data):
+        width = ranking_width(config, PER_USER_METRICS.get(run.kind, (None, 20))[1])
+        self.recorder = TopItemsRecorder(trainer, width)
+        self.trainer, self.test_data = trainer, test_data
+        self.validation_is_test = valid_data is not None and same_evaluation(valid_data, test_data)
+
+    def validations(self):
+        return self.recorder if self.validation_is_test else contextlib.nullcontext()
+
+    def measure(self, valid_result, **evaluate_kwargs):
+        """``(test result, TopItems, seconds, reused)``: the validation pass that returned ``valid_result`` where it
+        is the test (``reused``, nothing scored), else a test pass."""
+        top_items = self.recorder.top_items_of(valid_result) if self.validation_is_test else None
+        if top_items is not None:
+            return valid_result, top_items, 0.0, True
+        started = time.perf_counter()
+        with self.recorder:
+            test_result = self.trainer.evaluate(self.test_data, **evaluate_kwargs)
+        return test_result, self.recorder.top_items_of(test_result), time.perf_counter() - started, False

@@ -12,6 +12,7 @@ from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.datasets import table_kind
 from recbole_mgformer.benchmark.entries import slug, variant_name
 from recbole_mgformer.benchmark.run_record import (
+    OneTestPass,
     cap_fields,
     move_record,
     per_user_fields,
@@ -26,6 +27,7 @@ from recbole_mgformer.benchmark.run_record import (
 from recbole_mgformer.benchmark.scoring import score_variant, trained_entry, without_scoring
 from recbole_mgformer.benchmark.tuning import search_info, settings_hash, tuned_file_for
 from recbole_mgformer.compat import init_logger
+from recbole_mgformer.evaluation import evaluate_with_top_items, ranking_width
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import code_commit, write_record
 from recbole_mgformer.registry import fits_once
@@ -184,10 +186,14 @@ class Run:
                 "or delete it; to keep it, rerun with the settings it records"
             )
 
-    def best_epoch_fields(self, trainer, train_data, test_data):
+    def best_epoch_fields(self, trainer, train_data, test_data, top_items):
         """The record's fields read from the model at its best epoch's weights: the popularity groups and the
-        per-user values. A subclass adds its own here (``experiments/attention_probes.py``: the attention's state)."""
-        return {**popularity_fields(self, trainer, train_data, test_data), **per_user_fields(self, trainer, test_data)}
+        per-user values, from the test pass's ranking (``top_items``). A subclass adds its own here
+        (``experiments/attention_probes.py``: the attention's state)."""
+        return {
+            **popularity_fields(self, train_data, top_items),
+            **per_user_fields(self, trainer, test_data, top_items),
+        }
 
     def setup(self, checkpoint):
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
@@ -223,19 +229,26 @@ class Run:
         checkpoint = self.checkpoint
         config, model, trainer, (train_data, valid_data, test_data) = self.setup(checkpoint)
         started = time.perf_counter()
-        best_valid_result, timer = fit_resumably(
-            trainer, train_data, valid_data, checkpoint, self.label, config["show_progress"]
-        )
+        test = OneTestPass(self, trainer, config, valid_data, test_data)
+        with test.validations():
+            best_valid_result, timer = fit_resumably(
+                trainer, train_data, valid_data, checkpoint, self.label, config["show_progress"]
+            )
         fit_seconds = time.perf_counter() - started
         construct_seconds = (getattr(model, "build_seconds", None) or 0.0) if fits_once(self.model) else 0.0
-        started = time.perf_counter()
-        test_result = trainer.evaluate(test_data, load_best_model=True, show_progress=config["show_progress"])
-        test_seconds = time.perf_counter() - started
+        test_result, top_items, test_seconds, reused = test.measure(
+            best_valid_result, load_best_model=True, show_progress=config["show_progress"]
+        )
+        if reused:
+            log(f"{self.label}: the test set is the validation set; its best validation pass is the test")
         record = {
-            **record_head(self, config, tuning, best_valid_result, test_result, trainer, train_data, test_data),
+            **record_head(
+                self, config, tuning, best_valid_result, test_result, trainer, train_data, test_data, top_items
+            ),
             **timer.summary(config["valid_metric_bigger"]),
             **cap_fields(config, timer),
             "test_seconds": round(test_seconds, 3),
+            **({"test_from_valid_pass": True} if reused else {}),
             "fit_seconds": round(fit_seconds + construct_seconds, 1),
             # training and evaluation of every process the run took, the data preparation left out
             "seconds": round(construct_seconds + sum(timer.train_seconds) + sum(timer.valid_seconds) + test_seconds, 1),
@@ -269,11 +282,13 @@ class Run:
         missing = {"test_popularity", "per_user"} - set(record)
         if self.kind != "general" or not missing or not checkpoint.exists():
             return
-        _, _, trainer, (train_data, _, test_data) = self.setup(checkpoint)
-        trainer.evaluate(test_data, load_best_model=True, model_file=str(checkpoint))
+        config, _, trainer, (train_data, _, test_data) = self.setup(checkpoint)
+        _, top_items = evaluate_with_top_items(
+            trainer, test_data, ranking_width(config, 20), load_best_model=True, model_file=str(checkpoint)
+        )
         if "test_popularity" in missing:
-            record.update(popularity_fields(self, trainer, train_data, test_data))
+            record.update(popularity_fields(self, train_data, top_items))
         if "per_user" in missing:
-            record.update(per_user_fields(self, trainer, test_data))
+            record.update(per_user_fields(self, trainer, test_data, top_items))
         write_record(self.record_path, record)
         print(f"added {' and '.join(sorted(missing))} to {self.record_path}", flush=True)

@@ -33,7 +33,13 @@ import json
 import time
 
 from recbole_mgformer.benchmark.claims import claim
-from recbole_mgformer.benchmark.run_record import record_config, record_head, record_tail, settings_changes
+from recbole_mgformer.benchmark.run_record import (
+    OneTestPass,
+    record_config,
+    record_head,
+    record_tail,
+    settings_changes,
+)
 from recbole_mgformer.benchmark.tuning import trained_overrides
 from recbole_mgformer.records import code_commit, shown_path, write_record
 from recbole_mgformer.registry import get_model
@@ -189,18 +195,21 @@ def score_variant(run, trained, log=print):
         state, checkpoint, trained_record, run.model, record_config(config), train_data._dataset, valid_metric
     )
     trainer._load_model_state(trained_state(model, state, checkpoint), str(checkpoint))
+    test = OneTestPass(run, trainer, config, valid_data, test_data)
     started = time.perf_counter()
-    valid_result = trainer.evaluate(valid_data, load_best_model=False, show_progress=config["show_progress"])
+    with test.validations():
+        valid_result = trainer.evaluate(valid_data, load_best_model=False, show_progress=config["show_progress"])
     valid_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    test_result = trainer.evaluate(test_data, load_best_model=False, show_progress=config["show_progress"])
-    test_seconds = time.perf_counter() - started
+    test_result, top_items, test_seconds, reused = test.measure(
+        valid_result, load_best_model=False, show_progress=config["show_progress"]
+    )
     build_seconds = getattr(model, "build_seconds", None)
     scoring_seconds = (build_seconds or 0.0) + valid_seconds + test_seconds
     record = {
-        **record_head(run, config, run.tuning, valid_result, test_result, trainer, train_data, test_data),
+        **record_head(run, config, run.tuning, valid_result, test_result, trainer, train_data, test_data, top_items),
         **{key: trained_record.get(key) for key in TRAINED_FIELDS},
         "test_seconds": round(test_seconds, 3),
+        **({"test_from_valid_pass": True} if reused else {}),
         "scoring_seconds": round(scoring_seconds, 1),
         # the training it needed (the trained entry's, its test included) and its own scoring
         "seconds": round((trained_record.get("seconds") or 0.0) + scoring_seconds, 1),

@@ -3,11 +3,12 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import TINY_METRICS, benchmark_args
+from conftest import TINY_METRICS, benchmark_args, write_split
 
 from recbole_mgformer.benchmark import main
 from recbole_mgformer.benchmark.render import records_by_dataset
 from recbole_mgformer.benchmark.runs import Run
+from recbole_mgformer.benchmark.stats import read_per_user
 from recbole_mgformer.model.precision import resolve_precision
 from recbole_mgformer.resume import RunTimer
 from recbole_mgformer.trainer import load_checkpoint
@@ -44,12 +45,45 @@ def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_d
     assert "| BPR | 1 |" in popularity and "Unpopular = the 80% least interacted" in popularity
     assert (tmp_path / "results" / "tiny" / "popularity-tiny.png").read_bytes()[:4] == b"\x89PNG"
     # each test user's NDCG@20 beside the record, averaging to the record's, for the paired test
-    from recbole_mgformer.benchmark.stats import read_per_user
 
     per_user = read_per_user(runs / "mgformer-embedding-size-8-seed0.json")
     assert written["per_user"] == {"file": "mgformer-embedding-size-8-seed0.users.json.gz", "metric": "ndcg@20"}
     assert sum(per_user.values()) / len(per_user) == pytest.approx(written["test"]["ndcg@20"], abs=1e-4)
     assert written["tuning"] is None  # no equal-budget search chose its settings
+
+
+def count_scoring_batches(monkeypatch):
+    """A list that grows by one for every batch of users a trainer scores against every item."""
+    from recbole.trainer import Trainer
+
+    scored, batch_eval = [], Trainer._full_sort_batch_eval
+
+    def counting(self, batched_data):
+        scored.append(len(batched_data[0]))
+        return batch_eval(self, batched_data)
+
+    monkeypatch.setattr(Trainer, "_full_sort_batch_eval", counting)
+    return scored
+
+
+@pytest.mark.parametrize("test_file", ["test", "valid"])
+def test_a_run_scores_its_test_users_once_and_not_at_all_where_validation_is_the_test(tmp_path, monkeypatch, test_file):
+    write_split(tmp_path / "split", "tiny", test_file)
+    scored = count_scoring_batches(monkeypatch)
+    args = benchmark_args("EASE,BPR", tmp_path / "split", tmp_path, "--epochs=2", *TINY_METRICS)
+    assert main([*args, f"--benchmark_filename=[train, {test_file}, test]"]) == 0
+    runs = tmp_path / "results" / "runs" / "tiny"
+    reused = test_file == "test"
+    for name in ("ease", "bpr"):
+        record = json.loads((runs / f"{name}-seed0.json").read_text())
+        assert record.get("test_from_valid_pass", False) is reused
+        assert (record["test"] == record["valid"]) if reused else record["test_seconds"] > 0
+        per_user = read_per_user(runs / f"{name}-seed0.json")  # from the same pass as the test's metrics
+        assert len(per_user) == 40
+        assert sum(per_user.values()) / len(per_user) == pytest.approx(record["test"]["ndcg@20"], abs=1e-4)
+    # 40 users, one batch a pass: the validations (EASE 1, BPR 2), then a test pass each unless validation was it;
+    # the per-user values and the popularity groups score nothing of their own
+    assert scored == [40] * (3 if reused else 5)
 
 
 def test_a_record_without_group_metrics_or_per_user_values_gets_them_from_its_checkpoint(tiny_data, tmp_path):
@@ -59,7 +93,6 @@ def test_a_record_without_group_metrics_or_per_user_values_gets_them_from_its_ch
     record = json.loads(path.read_text())
     complete = record.pop("test_popularity")
     record.pop("per_user")
-    from recbole_mgformer.benchmark.stats import read_per_user
 
     per_user = path.with_name("bpr-seed0.users.json.gz")
     values = read_per_user(path)
