@@ -66,21 +66,26 @@ class TopItems:
 
     @classmethod
     def of_batch(cls, interaction, scores, positive_u, positive_i, uid_field, width):
-        """The ranking of one batch of RecBole's ``_full_sort_batch_eval`` output; ``scores`` (b, items)."""
-        items = scores.topk(width, dim=1).indices.cpu()  # the evaluator's own call when width = max(topk)
-        relevant = torch.zeros(scores.shape, dtype=torch.bool)
-        relevant[positive_u.cpu(), positive_i.cpu()] = True
-        return cls(interaction[uid_field].cpu(), items, relevant.gather(1, items), positive_u.cpu(), positive_i.cpu())
+        """The ranking of one batch of RecBole's ``_full_sort_batch_eval`` output, ``scores`` (b, items), left on
+        the scores' device (no host sync per batch: :meth:`join` copies once)."""
+        device = scores.device
+        items = scores.topk(width, dim=1).indices  # the evaluator's own call when width = max(topk)
+        relevant = torch.zeros(scores.shape, dtype=torch.bool, device=device)
+        relevant[positive_u.to(device), positive_i.to(device)] = True
+        users, positive_u, positive_i = (t.to(device) for t in (interaction[uid_field], positive_u, positive_i))
+        return cls(users, items, relevant.gather(1, items), positive_u, positive_i)
 
     @classmethod
     def join(cls, batches):
-        offsets = np.cumsum([0] + [len(batch.users) for batch in batches[:-1]])
+        """One ranking of every batch's rows, on the host."""
+        sizes = torch.tensor([len(batch.users) for batch in batches], device=batches[0].users.device)
+        offsets = torch.cumsum(sizes, 0) - sizes
         return cls(
-            torch.cat([batch.users for batch in batches]),
-            torch.cat([batch.items for batch in batches]),
-            torch.cat([batch.hits for batch in batches]),
-            torch.cat([batch.positive_rows + int(offset) for batch, offset in zip(batches, offsets)]),
-            torch.cat([batch.positive_items for batch in batches]),
+            torch.cat([batch.users for batch in batches]).cpu(),
+            torch.cat([batch.items for batch in batches]).cpu(),
+            torch.cat([batch.hits for batch in batches]).cpu(),
+            torch.cat([batch.positive_rows + offset for batch, offset in zip(batches, offsets)]).cpu(),
+            torch.cat([batch.positive_items for batch in batches]).cpu(),
         )
 
     def check_width(self, k):
