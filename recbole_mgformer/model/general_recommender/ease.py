@@ -16,22 +16,29 @@ import scipy.sparse as sp
 import torch
 from recbole.model.abstract_recommender import GeneralRecommender
 from recbole.model.general_recommender.ease import EASE as RecBoleEASE
+from threadpoolctl import threadpool_limits
 
 from recbole_mgformer.model.abstract_recommender import ItemSimilarityScores
 
 _SYMMETRISE_BLOCK = 2048  # rows copied at a time: O(n * block) extra memory, not a second n x n matrix
+# OpenBLAS's threaded potrf crashes (SIGSEGV, at its start) on large matrices: on 2 threads at n = 28,000 and
+# Yelp2018's 38,049 items, not at 26,000 (OpenBLAS 0.3.21 of scipy 1.12, and scipy 1.18's); on one thread it factors
+# and inverts 38,049. Above this size the two LAPACK calls run on one BLAS thread.
+_THREADED_LAPACK_MAX_SIZE = 16384
 
 
 def symmetric_inverse(gram):
     """The inverse of the symmetric positive definite ``gram`` (n, n), computed in place (``gram`` is consumed)."""
     potrf, potri = lapack.get_lapack_funcs(("potrf", "potri"), (gram,))
-    factor, info = potrf(gram, lower=False, overwrite_a=True, clean=False)
-    if info != 0:
-        raise ValueError(
-            f"EASE: the regularised Gram matrix is not positive definite (LAPACK potrf info {info}); "
-            "raise reg_weight (it must be > 0)"
-        )
-    inverse, info = potri(factor, lower=False, overwrite_c=True)
+    threads = 1 if gram.shape[0] > _THREADED_LAPACK_MAX_SIZE else None  # None: as many as BLAS has
+    with threadpool_limits(limits=threads, user_api="blas"):
+        factor, info = potrf(gram, lower=False, overwrite_a=True, clean=False)
+        if info != 0:
+            raise ValueError(
+                f"EASE: the regularised Gram matrix is not positive definite (LAPACK potrf info {info}); "
+                "raise reg_weight (it must be > 0)"
+            )
+        inverse, info = potri(factor, lower=False, overwrite_c=True)
     if info != 0:
         raise ValueError(f"EASE: the Cholesky inverse failed (LAPACK potri info {info}); raise reg_weight")
     fill_lower_from_upper(inverse)

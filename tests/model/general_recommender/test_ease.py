@@ -39,6 +39,38 @@ def test_weights_match_recboles_lu_inverse_on_a_larger_random_graph():
     assert weights.flags.c_contiguous
 
 
+@pytest.mark.parametrize("max_threaded_size, one_thread", [(100, True), (1000, False)])
+def test_a_large_gram_matrix_is_factored_on_one_blas_thread(monkeypatch, max_threaded_size, one_thread):
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import recbole_mgformer.model.general_recommender.ease as ease
+
+    monkeypatch.setattr(ease, "_THREADED_LAPACK_MAX_SIZE", max_threaded_size)
+    threads_seen = []
+    get_lapack_funcs = ease.lapack.get_lapack_funcs
+
+    def recording(names, arrays):
+        def watched(function):
+            def call(*args, **kwargs):
+                threads_seen.append(
+                    max(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+                )
+                return function(*args, **kwargs)
+
+            return call
+
+        return tuple(watched(function) for function in get_lapack_funcs(names, arrays))
+
+    monkeypatch.setattr(ease.lapack, "get_lapack_funcs", recording)
+    rng = np.random.default_rng(0)
+    r = sp.csr_matrix((rng.random((300, 200)) < 0.05).astype(np.float32))
+    with threadpool_limits(limits=2, user_api="blas"):  # as a 2-core machine runs it
+        weights = ease.ease_weights(r, 10.0)
+    assert threads_seen == ([1, 1] if one_thread else [2, 2])  # potrf, then potri
+    # the same weights either way: Eq. 8 (B = I - P diagMat(1 / diag(P)), zero on the diagonal)
+    np.testing.assert_allclose(weights, direct_ease(r.toarray().astype(np.float64), 10.0), rtol=1e-3, atol=1e-5)
+
+
 def test_the_lower_triangle_is_filled_across_block_edges(monkeypatch):
     import recbole_mgformer.model.general_recommender.ease as ease
 
