@@ -168,6 +168,11 @@ def popularity_fields(run, train_data, top_items):
     return {"test_popularity": popularity_metrics(top_items, train_data), "popularity_rule": GROUP_RULE}
 
 
+def run_ranking_width(run, config):
+    """How many top items a run's test ranking keeps: enough for RecBole's metrics and the run's per-user metric."""
+    return ranking_width(config, PER_USER_METRICS.get(run.kind, (None, 20))[1])
+
+
 class OneTestPass:
     """A run's test, scored once: the pass that gives RecBole's test metrics keeps the ranking the popularity groups
     and the per-user values are read from, and where the validation loader evaluates exactly what the test loader
@@ -177,8 +182,7 @@ class OneTestPass:
     test, so other runs' epochs pay nothing), then :meth:`measure`."""
 
     def __init__(self, run, trainer, config, valid_data, test_data):
-        width = ranking_width(config, PER_USER_METRICS.get(run.kind, (None, 20))[1])
-        self.recorder = TopItemsRecorder(trainer, width)
+        self.recorder = TopItemsRecorder(trainer, run_ranking_width(run, config))
         self.trainer, self.test_data = trainer, test_data
         self.validation_is_test = valid_data is not None and same_evaluation(valid_data, test_data)
 

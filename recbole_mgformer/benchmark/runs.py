@@ -21,13 +21,14 @@ from recbole_mgformer.benchmark.run_record import (
     record_head,
     record_path,
     record_tail,
+    run_ranking_width,
     settings_changes,
     stored_values,
 )
 from recbole_mgformer.benchmark.scoring import score_variant, trained_entry, without_scoring
 from recbole_mgformer.benchmark.tuning import search_info, settings_hash, tuned_file_for
 from recbole_mgformer.compat import init_logger
-from recbole_mgformer.evaluation import evaluate_with_top_items, ranking_width
+from recbole_mgformer.evaluation import evaluate_with_top_items
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import code_commit, write_record
 from recbole_mgformer.registry import fits_once
@@ -284,7 +285,7 @@ class Run:
             return
         config, _, trainer, (train_data, _, test_data) = self.setup(checkpoint)
         _, top_items = evaluate_with_top_items(
-            trainer, test_data, ranking_width(config, 20), load_best_model=True, model_file=str(checkpoint)
+            trainer, test_data, run_ranking_width(self, config), load_best_model=True, model_file=str(checkpoint)
         )
         if "test_popularity" in missing:
             record.update(popularity_fields(self, train_data, top_items))
