@@ -1,4 +1,4 @@
-"""Training-epoch and full-sort evaluation time of MGFormer beside RecBole's LightGCN (3 layers), DirectAU and
+"""Training-epoch and full-sort evaluation time of MGFormer beside LightGCN (3 layers), DirectAU and
 SimGCL on one dataset, measured side by side: every (model, batch size) runs once per repeat, interleaved, each
 in a fresh subprocess (so peak memory is its own), and times are reported as ratios to LightGCN in the same repeat.
 

@@ -1,4 +1,4 @@
-"""One training step (``calculate_loss`` + backward + Adam) of MGFormer beside RecBole's LightGCN, DirectAU and
+"""One training step (``calculate_loss`` + backward + Adam) of MGFormer beside LightGCN, DirectAU and
 MGFormer without attention, measured side by side in one process on the real training split of a dataset.
 
     python experiments/step_time.py                                   # amazon-beauty, batch 2048, 1 thread

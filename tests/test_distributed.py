@@ -144,7 +144,12 @@ def _ddp_step(local_rank, model_name, data_path, port, out_dir):
     model, trainer, (train_data, _, _) = prepare(config)
     # What each rank builds on its own, before DDP copies rank 0's parameters and buffers to it.
     init_seed(config["seed"] + local_rank, config["reproducibility"])
-    own = dict(type(model)(config, train_data._dataset).named_buffers())
+    # (a sparse graph is compared through its dense parts, buffers of their own)
+    own = {
+        name: value
+        for name, value in type(model)(config, train_data._dataset).named_buffers()
+        if value.layout == torch.strided
+    }
     trainer._train_epoch(OneBatch([halves()[local_rank]]), 0)
     torch.save({"params": model.state_dict(), "own_buffers": own}, Path(out_dir) / f"rank{local_rank}.pt")
     del trainer  # its DDP model's gradient reducer goes before the process group it holds (gloo's teardown waits)
@@ -167,9 +172,10 @@ def single_process_step(model_name, data_path, average_halves):
     "model_name, average_halves",
     [
         ("BPR", False),
-        ("LightGCN", False),
+        ("LightGCN", False),  # a graph model: its sparse graph stays out of DDP's broadcast
         # DirectAU's uniformity term pairs the rows of a batch, so each rank's term covers its own half,
         # as in any data-parallel contrastive loss.
+        ("DirectAU", True),
         ("MGFormer", True),
     ],
 )

@@ -27,7 +27,7 @@ def test_project_models_resolve_first_and_case_insensitively(cls):
     assert cls.__name__ in available_models()
 
 
-@pytest.mark.parametrize("name", ["BPR", "LightGCN", "Pop"])
+@pytest.mark.parametrize("name", ["BPR", "NGCF", "Pop"])
 def test_recbole_models_resolve_by_name(name):
     cls = get_model(name)
     assert cls.__name__ == name and cls.__module__.startswith("recbole.model")

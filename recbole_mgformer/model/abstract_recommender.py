@@ -107,6 +107,9 @@ class GraphRecommender(SharedSparseBuffers, CachedRepresentations, GeneralRecomm
         for name, part in zip(CSRParts._fields, parts):
             self.register_buffer(f"adjacency_{name}", part, persistent=False)
         self.register_buffer("adjacency", csr_tensor(parts, self.n_users + self.n_items), persistent=False)
+        # every rank builds the graph from the same data: DistributedDataParallel need not broadcast it, and it
+        # cannot broadcast a sparse tensor
+        self._ddp_params_and_buffers_to_ignore = ["adjacency", *(f"adjacency_{name}" for name in CSRParts._fields)]
 
     def _apply(self, fn, recurse=True):
         # moved or cast part by part, then one matrix again: a GPU holds the graph once

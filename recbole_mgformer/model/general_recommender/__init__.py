@@ -3,6 +3,7 @@ from recbole_mgformer.model.general_recommender.chebycf import ChebyCF
 from recbole_mgformer.model.general_recommender.directau import DirectAU
 from recbole_mgformer.model.general_recommender.ease import EASE
 from recbole_mgformer.model.general_recommender.gfcf import GFCF
+from recbole_mgformer.model.general_recommender.lightgcn import LightGCN
 from recbole_mgformer.model.general_recommender.mgformer import MGFormer
 from recbole_mgformer.model.general_recommender.sgl import SGL
 from recbole_mgformer.model.general_recommender.simgcl import SimGCL
@@ -16,6 +17,7 @@ __all__ = [
     "DirectAU",
     "EASE",
     "GFCF",
+    "LightGCN",
     "MGFormer",
     "SGL",
     "SimGCL",
