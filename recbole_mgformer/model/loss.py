@@ -156,7 +156,7 @@ def info_nce_loss(view1, view2, temperature, left_out=None):
 class _SumOfExponentials(torch.autograd.Function):
     """``exp(anchors @ candidates^T).sum(-1)`` with one (b, n) buffer: the exponentials overwrite the scores,
     and the backward scales them in place, where autograd's ``matmul``, ``div`` and ``exp`` each keep a (b, n)
-    tensor and make a pass over it (``experiments/sgl_step.py`` times SGL's step both ways). The caller keeps the
+    tensor and make a pass over it (``experiments/recbole_step.py`` times SGL's step both ways). The caller keeps the
     scores bounded (cosines over a temperature), so no maximum is subtracted."""
 
     @staticmethod

@@ -1,13 +1,14 @@
-"""One SGL training step as RecBole 1.2.1 writes it beside this project's SGL (the same losses on CSR graphs with a
-one-buffer InfoNCE), with the tuned settings on the real training split of a dataset.
+"""One training step of a model as RecBole 1.2.1 writes it beside this project's model of the same name, which
+replaces it (SGL: the same losses on CSR graphs with a one-buffer InfoNCE; LightGCN: the same model propagated
+through a symmetric CSR graph), with the tuned settings, if any, on the real training split of a dataset.
 
-    python experiments/sgl_step.py                     # amazon-beauty, batch 2048, 1 then 2 threads
-    python experiments/sgl_step.py --threads 1
+    python experiments/recbole_step.py                     # SGL on amazon-beauty, batch 2048, 1 then 2 threads
+    python experiments/recbole_step.py --model LightGCN --dataset yelp2018-full --threads 2
 
-Both models start from the same weights and the same views; each repeat times ``--steps`` steps of one, then of the
-other (interleaved, so a noisy neighbour slows both alike), after a warm-up step, at each thread count in turn. The
-first batch's losses of the two are compared too (they must agree to float32 rounding). Writes a JSON record to
-results/performance/runs/performance/ and the table to results/performance/sgl_step-<dataset>.md.
+Both models start from the same weights (and SGL the same views); each repeat times ``--steps`` steps of one, then
+of the other (interleaved, so a noisy neighbour slows both alike), after a warm-up step, at each thread count in
+turn. The first batch's losses of the two are compared too (they must agree to float32 rounding). Writes a JSON
+record to results/performance/runs/performance/ and the table to results/performance/<model>_step-<dataset>.md.
 """
 
 import argparse
@@ -20,22 +21,30 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def build_pair(dataset, batch_size, n_batches, overrides):
-    """(RecBole's SGL, this project's SGL), the same weights and views, and ``n_batches`` training batches."""
+# the models this project replaces under RecBole's name with the same training step
+MODELS = ("SGL", "LightGCN")
+
+
+def build_pair(model_name, dataset, batch_size, n_batches, overrides):
+    """``{"RecBole's <model>": ..., "this project's <model>": ...}`` with the same weights (and SGL's views), and
+    ``n_batches`` training batches."""
+    import importlib
+
     import numpy as np
-    from recbole.model.general_recommender.sgl import SGL as RecBoleSGL
 
     from recbole_mgformer.quick_start import build_config, prepare, tuned_config_file
 
-    tuned = tuned_config_file("SGL", dataset)
+    recbole_module = importlib.import_module(f"recbole.model.general_recommender.{model_name.lower()}")
+    recbole_class = getattr(recbole_module, model_name)
+    tuned = tuned_config_file(model_name, dataset)
     config, _ = build_config(
-        "SGL",
+        model_name,
         dataset,
         [tuned] if tuned else [],
         {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides},
     )
     project, _, (train_data, _, _) = prepare(config)
-    recbole = RecBoleSGL(config, train_data._dataset).to(config["device"])
+    recbole = recbole_class(config, train_data._dataset).to(config["device"])
     recbole.load_state_dict(project.state_dict())
     for model in (recbole, project):
         np.random.seed(config["seed"])  # SGL draws its views from numpy's global generator
@@ -45,7 +54,7 @@ def build_pair(dataset, batch_size, n_batches, overrides):
         batches.append(batch)
         if len(batches) == n_batches:
             break
-    return {"RecBole's SGL": recbole, "this project's SGL": project}, batches, config
+    return {f"RecBole's {model_name}": recbole, f"this project's {model_name}": project}, batches, config
 
 
 def thread_counts(text):
@@ -91,9 +100,11 @@ def main(argv=None):
     import torch
 
     from experiments.recorded_run import timing_provenance, write_table
+    from recbole_mgformer.quick_start import tuned_config_file
     from recbole_mgformer.records import git_commit, package_versions, write_record
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="SGL", choices=MODELS)
     parser.add_argument("--dataset", default="amazon-beauty")
     parser.add_argument("--batch_size", type=int, default=2048)
     parser.add_argument("--threads", type=thread_counts, default=[1, 2], help="thread counts, e.g. 1,2 (default)")
@@ -104,10 +115,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     commit = git_commit(ROOT)
     overrides = {"data_path": args.data_path} if args.data_path else {}
-    models, batches, config = build_pair(args.dataset, args.batch_size, 1 + args.steps, overrides)
+    models, batches, config = build_pair(args.model, args.dataset, args.batch_size, 1 + args.steps, overrides)
     with torch.no_grad():
         losses = [float(model.calculate_loss(batches[0])) for model in models.values()]
-    start = {key: value.clone() for key, value in models["RecBole's SGL"].state_dict().items()}
+    start = {key: value.clone() for key, value in models[f"RecBole's {args.model}"].state_dict().items()}
     records = []
     for threads in args.threads:
         runs = time_steps(models, start, batches, config, args.repeats, threads)
@@ -128,22 +139,24 @@ def main(argv=None):
     settings = {
         "embedding_size": config["embedding_size"],
         "n_layers": config["n_layers"],
-        "type": config["type"],
+        **({"type": config["type"]} if args.model == "SGL" else {}),
         "batch_size": args.batch_size,
         "threads": args.threads,
     }
     provenance = timing_provenance(commit, args.repeats, settings)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     write_record(
-        Path(args.results) / "runs" / "performance" / f"sgl-step-{args.dataset}-{stamp}.json",
+        Path(args.results) / "runs" / "performance" / f"{args.model.lower()}-step-{args.dataset}-{stamp}.json",
         {"records": records, "provenance": provenance, "versions": package_versions()},
     )
     lines = [
-        f"# SGL's training step on {args.dataset}",
+        f"# {args.model}'s training step on {args.dataset}",
         "",
-        f"Produced by `python experiments/sgl_step.py` (the tuned SGL, d {config['embedding_size']}, batch "
-        f"{args.batch_size}): one step (`calculate_loss` + backward + Adam) of RecBole 1.2.1's SGL and of this "
-        "project's (`model/general_recommender/sgl.py`), from the same weights and views, interleaved in one "
+        f"Produced by `python experiments/recbole_step.py --model {args.model} --dataset {args.dataset}` (d "
+        f"{config['embedding_size']}, {config['n_layers']} layers, batch {args.batch_size}"
+        f"{', the tuned settings' if tuned_config_file(args.model, args.dataset) else ''}): "
+        f"one step (`calculate_loss` + backward + Adam) of RecBole 1.2.1's {args.model} and of this project's "
+        f"(`model/general_recommender/{args.model.lower()}.py`), from the same weights, interleaved in one "
         f"process, at each thread count. Their first-batch losses: {losses[0]:.6g} and {losses[1]:.6g}.",
         "",
         "| threads | model | step ms (median) | min-max | ratio to RecBole's |",
@@ -154,7 +167,7 @@ def main(argv=None):
         f"{r['ratio_to_recbole']} |"
         for r in records
     ]
-    write_table(Path(args.results) / f"sgl_step-{args.dataset}.md", lines, provenance)
+    write_table(Path(args.results) / f"{args.model.lower()}_step-{args.dataset}.md", lines, provenance)
 
 
 if __name__ == "__main__":

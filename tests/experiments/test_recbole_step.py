@@ -7,12 +7,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from experiments.sgl_step import main, thread_counts  # noqa: E402
+from experiments.recbole_step import main, thread_counts  # noqa: E402
 
 
-def test_main_times_both_sgls_from_the_same_start_at_each_thread_count_and_writes_their_table(tiny_data, tmp_path):
+@pytest.mark.parametrize("model", ["SGL", "LightGCN"])
+def test_main_times_recboles_model_and_ours_from_the_same_start_at_each_thread_count_and_writes_their_table(
+    tiny_data, tmp_path, model
+):
     main(
         [
+            "--model",
+            model,
             "--dataset",
             "tiny",
             "--batch_size",
@@ -28,15 +33,15 @@ def test_main_times_both_sgls_from_the_same_start_at_each_thread_count_and_write
             f"--data_path={tiny_data}",
         ]
     )
-    table = (tmp_path / "sgl_step-tiny.md").read_text()
+    table = (tmp_path / f"{model.lower()}_step-tiny.md").read_text()
     for threads in (1, 2):
-        assert f"| {threads} | RecBole's SGL |" in table and f"| {threads} | this project's SGL |" in table
-    record = json.loads(next((tmp_path / "runs" / "performance").glob("sgl-step-tiny-*.json")).read_text())
+        assert f"| {threads} | RecBole's {model} |" in table and f"| {threads} | this project's {model} |" in table
+    record = json.loads(next((tmp_path / "runs" / "performance").glob(f"{model.lower()}-step-tiny-*.json")).read_text())
     assert [(r["threads"], r["model"]) for r in record["records"]] == [
-        (1, "RecBole's SGL"),
-        (1, "this project's SGL"),
-        (2, "RecBole's SGL"),
-        (2, "this project's SGL"),
+        (1, f"RecBole's {model}"),
+        (1, f"this project's {model}"),
+        (2, f"RecBole's {model}"),
+        (2, f"this project's {model}"),
     ]
     recbole, project = record["records"][:2]
     assert recbole["ratio_to_recbole"] == 1.0 and project["steps_timed"] == 1
