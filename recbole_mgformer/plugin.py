@@ -46,12 +46,15 @@ def _alias_model_modules():
 
 
 def _refines(module, builtin, name):
-    """Does the project's model in ``module`` subclass RecBole's model of the same name (a deliberate, faster
-    version of it, as SGL is) rather than collide with it by accident?"""
+    """Is the project's model in ``module`` a deliberate, faster version of RecBole's model of the same name (it
+    subclasses it, as SGL does, or says so with ``REFINES_RECBOLE``, as LightGCN does, whose graph base class
+    cannot run RecBole's constructor) rather than a collision by accident?"""
     from recbole_mgformer.registry import model_class
 
     project, recbole = model_class(module, name), model_class(builtin, name)
-    return project is not None and recbole is not None and issubclass(project, recbole)
+    if project is None or recbole is None:
+        return False
+    return issubclass(project, recbole) or getattr(project, "REFINES_RECBOLE", False)
 
 
 def _install_trainers():

@@ -95,18 +95,19 @@ def test_recbole_get_model_finds_every_project_model(name):
     assert get_model("BPR").__module__ == "recbole.model.general_recommender.bpr"  # RecBole's own still resolve
 
 
-def test_recboles_sgl_keeps_its_name_quietly_beside_the_projects_refinement_of_it():
-    # a fresh process: registration happens once, and the project's SGL subclasses RecBole's
+@pytest.mark.parametrize("name", ["SGL", "LightGCN"])
+def test_recboles_model_keeps_its_name_quietly_beside_the_projects_refinement_of_it(name):
+    # a fresh process: registration happens once; SGL subclasses RecBole's, LightGCN says it refines it
     code = (
         "import logging, sys; logging.basicConfig(stream=sys.stdout); import recbole_mgformer; "
         "recbole_mgformer.register(); "
         "from recbole.utils import get_model; from recbole_mgformer.registry import get_model as ours; "
-        "print(get_model('SGL').__module__, ours('SGL').__module__)"
+        f"print(get_model('{name}').__module__, ours('{name}').__module__)"
     )
     printed = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, text=True).stdout
     assert printed.split() == [
-        "recbole.model.general_recommender.sgl",
-        "recbole_mgformer.model.general_recommender.sgl",
+        f"recbole.model.general_recommender.{name.lower()}",
+        f"recbole_mgformer.model.general_recommender.{name.lower()}",
     ]
     assert "already has" not in printed
 
