@@ -10,6 +10,15 @@ ML100K_FAST = {"epochs": 8, "stopping_step": 8, "show_progress": False, "state":
 ML100K_SHORT_FAST_RATE = {**ML100K_FAST, "epochs": 4, "stopping_step": 4, "learning_rate": 0.01}
 
 
+def dense_lightgcn(model, a, n_layers):
+    """LightGCN's output written out for ``model``'s ego embeddings ``E_0``: the mean of ``E_0, A E_0, ...,
+    A^L E_0`` by dense products with ``a`` (n, n)."""
+    layers = [torch.cat([model.user_embedding.weight, model.item_embedding.weight]).detach()]
+    for _ in range(n_layers):
+        layers.append(a @ layers[-1])
+    return torch.stack(layers).mean(dim=0)
+
+
 def noisy(x, eps, generator):
     """SimGCL's noise written out: ``eps * sign(x) * u / ||u||`` with ``u ~ U(0, 1)`` per row."""
     u = torch.rand(x.shape, generator=generator)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 from recbole.model.general_recommender.lightgcn import LightGCN as RecBoleLightGCN
-from references import direct_bpr_and_reg
+from references import dense_lightgcn, direct_bpr_and_reg
 
 from recbole_mgformer.model.general_recommender.lightgcn import LightGCN
 from recbole_mgformer.registry import get_model
@@ -13,9 +13,7 @@ def test_the_registry_gives_this_projects_lightgcn():
 
 def test_forward_averages_layers_zero_to_l_of_the_dense_propagation(tiny_setup, dense_adjacency):
     _, model, _, (train, _, _) = tiny_setup("LightGCN", n_layers=3)
-    a = dense_adjacency(train)
-    e0 = torch.cat([model.user_embedding.weight, model.item_embedding.weight]).detach()
-    expected = torch.stack([e0, a @ e0, a @ a @ e0, a @ a @ a @ e0]).mean(dim=0)
+    expected = dense_lightgcn(model, dense_adjacency(train), 3)
     with torch.no_grad():
         users, items = model()
     torch.testing.assert_close(torch.cat([users, items]), expected)
@@ -24,9 +22,7 @@ def test_forward_averages_layers_zero_to_l_of_the_dense_propagation(tiny_setup, 
 def test_loss_is_bpr_plus_l2_on_the_batchs_ego_embeddings(tiny_setup, dense_adjacency):
     _, model, _, (train, _, _) = tiny_setup("LightGCN", n_layers=2, reg_weight=0.01, require_pow=True)
     batch = next(iter(train))
-    a = dense_adjacency(train)
-    e0 = torch.cat([model.user_embedding.weight, model.item_embedding.weight]).detach()
-    nodes = torch.stack([e0, a @ e0, a @ a @ e0]).mean(dim=0)
+    nodes = dense_lightgcn(model, dense_adjacency(train), 2)
     expected = direct_bpr_and_reg(model, batch, *nodes.split([model.n_users, model.n_items]))
     torch.testing.assert_close(model.calculate_loss(batch), expected)
 
