@@ -8,6 +8,7 @@ import torch
 from recbole.model.abstract_recommender import GeneralRecommender
 
 from recbole_mgformer.model.graph import CSRParts, csr_parts, csr_tensor, normalized_adjacency
+from recbole_mgformer.model.loss import bpr_loss
 
 
 class SharedSparseBuffers:
@@ -88,6 +89,26 @@ class ItemSimilarityScores:
         scores = left[users] @ right  # (batch, items)
         scores = scores.toarray() if sp.issparse(scores) else np.asarray(scores)
         return torch.from_numpy(scores.ravel().astype(np.float32, copy=False)).to(self.device)
+
+
+class BPRWithEgoL2:
+    """The pairwise loss of LightGCN and its contrastive descendants: BPR on the batch's (user, positive, negative)
+    triples plus ``reg_weight`` times RecBole's ``EmbLoss`` of the ego embeddings they touch. The model sets
+    ``reg_weight``, ``require_pow`` and ``reg_loss`` (an ``EmbLoss``)."""
+
+    def recommendation_loss(self, interaction, user_all, item_all):
+        """users (n_users, d) and items (n_items, d) are the propagated representations the scores use."""
+        users = interaction[self.USER_ID]
+        positives, negatives = interaction[self.ITEM_ID], interaction[self.NEG_ITEM_ID]
+        user_e = user_all[users]
+        loss = bpr_loss((user_e * item_all[positives]).sum(-1), (user_e * item_all[negatives]).sum(-1))
+        regulariser = self.reg_loss(
+            self.user_embedding(users),
+            self.item_embedding(positives),
+            self.item_embedding(negatives),
+            require_pow=self.require_pow,
+        )
+        return loss + self.reg_weight * regulariser.squeeze()
 
 
 class GraphRecommender(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):

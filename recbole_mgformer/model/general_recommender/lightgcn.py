@@ -14,13 +14,12 @@ from recbole.model.init import xavier_uniform_initialization
 from recbole.model.loss import EmbLoss
 from recbole.utils import InputType
 
-from recbole_mgformer.model.abstract_recommender import GraphRecommender
+from recbole_mgformer.model.abstract_recommender import BPRWithEgoL2, GraphRecommender
 from recbole_mgformer.model.graph import lightgcn_propagate
-from recbole_mgformer.model.loss import bpr_loss
 from recbole_mgformer.model.options import non_negative_float, non_negative_int, positive_int
 
 
-class LightGCN(GraphRecommender):
+class LightGCN(BPRWithEgoL2, GraphRecommender):
     r"""LightGCN; its options are RecBole's (``recbole/properties/model/LightGCN.yaml``): ``embedding_size``,
     ``n_layers``, ``reg_weight``, ``require_pow``."""
 
@@ -46,15 +45,4 @@ class LightGCN(GraphRecommender):
 
     def calculate_loss(self, interaction):
         self.forget_representations()
-        users = interaction[self.USER_ID]
-        positives, negatives = interaction[self.ITEM_ID], interaction[self.NEG_ITEM_ID]
-        user_all, item_all = self.forward()
-        user_e = user_all[users]
-        loss = bpr_loss((user_e * item_all[positives]).sum(-1), (user_e * item_all[negatives]).sum(-1))
-        regulariser = self.reg_loss(
-            self.user_embedding(users),
-            self.item_embedding(positives),
-            self.item_embedding(negatives),
-            require_pow=self.require_pow,
-        )
-        return loss + self.reg_weight * regulariser.squeeze()
+        return self.recommendation_loss(interaction, *self.forward())

@@ -11,13 +11,13 @@ from recbole.model.init import xavier_uniform_initialization
 from recbole.model.loss import EmbLoss
 from recbole.utils import InputType
 
-from recbole_mgformer.model.abstract_recommender import GraphRecommender
+from recbole_mgformer.model.abstract_recommender import BPRWithEgoL2, GraphRecommender
 from recbole_mgformer.model.graph import generator_rand, lightgcn_layers, sign_preserving_noise
-from recbole_mgformer.model.loss import bpr_loss, distinct_ids, info_nce_loss
+from recbole_mgformer.model.loss import distinct_ids, info_nce_loss
 from recbole_mgformer.model.options import non_negative_float, positive_float, positive_int
 
 
-class SimGCL(GraphRecommender):
+class SimGCL(BPRWithEgoL2, GraphRecommender):
     r"""SimGCL; see ``properties/model/SimGCL.yaml`` for its options."""
 
     input_type = InputType.PAIRWISE
@@ -33,6 +33,7 @@ class SimGCL(GraphRecommender):
         self.tau = positive_float(config, "tau", name)
         self.cl_weight = non_negative_float(config, "lambda", name)
         self.reg_weight = non_negative_float(config, "reg_weight", name)
+        self.require_pow = True  # the authors' L2: squared norms
         self.user_embedding = nn.Embedding(self.n_users, self.embedding_size)
         self.item_embedding = nn.Embedding(self.n_items, self.embedding_size)
         self.reg_loss = EmbLoss()
@@ -70,17 +71,6 @@ class SimGCL(GraphRecommender):
         return info_nce_loss(view1[0][users], view2[0][users], self.tau, user_repeats) + info_nce_loss(
             view1[1][items], view2[1][items], self.tau, item_repeats
         )
-
-    def recommendation_loss(self, interaction, user_all, item_all):
-        """BPR on the batch's triples plus L2 on the ego embeddings they touch."""
-        users = interaction[self.USER_ID]
-        positives, negatives = interaction[self.ITEM_ID], interaction[self.NEG_ITEM_ID]
-        user_e = user_all[users]
-        loss = bpr_loss((user_e * item_all[positives]).sum(-1), (user_e * item_all[negatives]).sum(-1))
-        regulariser = self.reg_loss(
-            self.user_embedding(users), self.item_embedding(positives), self.item_embedding(negatives), require_pow=True
-        )
-        return loss + self.reg_weight * regulariser.squeeze()
 
     def calculate_loss(self, interaction):
         self.forget_representations()
