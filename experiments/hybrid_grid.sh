@@ -1,8 +1,11 @@
 #!/bin/bash
-# The bounded hybrid attempt (issue 55): MGFormer attention=False (its tuned file) plus GF-CF's scores as a residual
-# (filter_residual: gfcf, GF-CF at the k and alpha of the dataset's own GF-CF search, $GFCF_SETTINGS). The weight is
-# chosen on validation NDCG@20 at seed 0 from {0.25, 0.5, 1, 2} (records to $GRID), then the chosen weight runs at
-# seeds 0, 1, 2 ($SEEDS) onto the board ($RESULTS).
+# The bounded hybrid attempt (issue 55): MGFormer attention=False plus a filter's scores as a residual
+# (filter_residual: $FILTER, gfcf or chebycf; its low-rank part, filter_residual_k and _alpha, from the dataset's own
+# search of that filter, properties/benchmark/<dataset>/<GFCF|ChebyCF>.yaml, else its paper's settings in
+# properties/model/; $FILTER_ARGS replaces them). The weight is chosen on validation NDCG@20 at seed 0 from $WEIGHTS
+# (0.25 0.5 1 2; records to $GRID), then the chosen weight runs at seeds $SEEDS (0,1,2) onto the board ($RESULTS).
+# $BASE is the trained entry's options (attention=False: its tuned file; on a set without one, the settings it ran
+# at, e.g. BASE='attention=False; embedding_size=128; ...').
 #
 # MGFormer attention=False trains once a seed, as its own board row ($RESULTS/runs/<dataset>/, its best epoch kept in
 # $CHECKPOINTS), and every weight is scored from that checkpoint, not trained again
@@ -15,9 +18,9 @@
 # weight, before this: their records exist, so this script skips them.)
 #
 # Usage: DATASET=amazon-beauty bash experiments/hybrid_grid.sh [--key=value ...]   (DATASET defaults to ml-100k; the
-# arguments go to every benchmark command; PYTHON picks the interpreter; RESULTS, GRID, CHECKPOINTS and
-# GFCF_SETTINGS the folders and the GF-CF file; SEEDS the board's seeds). Several processes may run it at once: each
-# run is claimed by one.
+# arguments go to every benchmark command; PYTHON picks the interpreter; RESULTS, GRID and CHECKPOINTS the folders;
+# FILTER, FILTER_ARGS, WEIGHTS, BASE and SEEDS as above). Several processes may run it at once: each run is claimed
+# by one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -26,30 +29,40 @@ RESULTS=${RESULTS:-results}
 GRID=${GRID:-$RESULTS/exploration/hybrid-grid}
 CHECKPOINTS=${CHECKPOINTS:-saved/benchmark}
 SEEDS=${SEEDS:-0,1,2}
-GFCF_SETTINGS=${GFCF_SETTINGS:-properties/benchmark/$DATASET/GFCF.yaml}
-FILTER=$($PY - "$GFCF_SETTINGS" <<'PY'
+FILTER=${FILTER:-gfcf}
+BASE=${BASE:-attention=False}
+read -r -a WEIGHTS <<< "${WEIGHTS:-0.25 0.5 1 2}"
+FILTER_ARGS=${FILTER_ARGS:-$($PY - "$DATASET" "$FILTER" <<'PY'
 import sys
 from recbole_mgformer.benchmark.tuning import read_settings
-settings = read_settings(sys.argv[1])
-print(f"--filter_residual_k={settings['k']} --filter_residual_alpha={settings['alpha']}")
+from recbole_mgformer.defaults import benchmark_config_file, model_config_file
+from recbole_mgformer.model.filter_residual import FILTERS
+dataset, kind = sys.argv[1:]
+filter_class, rank_key = FILTERS[kind]
+name = filter_class.__name__
+path = benchmark_config_file(name, dataset) or model_config_file(name)
+settings = read_settings(path)
+print(f"{name}'s low-rank part from {path}", file=sys.stderr)
+print(f"--filter_residual_k={settings[rank_key]} --filter_residual_alpha={settings['alpha']}")
 PY
-)
-echo "$DATASET: GF-CF residual from $GFCF_SETTINGS: $FILTER"
-COMMON=(--datasets "$DATASET" --checkpoint_dir "$CHECKPOINTS" --retrain-missing-checkpoints --precision=fp32 $FILTER "$@")
-WEIGHTS=(0.25 0.5 1 2)
-entry() { echo "MGFormer[attention=False; filter_residual=gfcf; filter_residual_weight=$1]"; }
-GRID_ENTRIES=$(for W in "${WEIGHTS[@]}"; do entry "$W"; done | paste -sd, -)
+)}
+echo "$DATASET: $FILTER residual: $FILTER_ARGS"
+COMMON=(--datasets "$DATASET" --checkpoint_dir "$CHECKPOINTS" --retrain-missing-checkpoints --precision=fp32 $FILTER_ARGS "$@")
+entry() { echo "MGFormer[$BASE; filter_residual=$FILTER; filter_residual_weight=$1]"; }
+ENTRIES=(); for W in "${WEIGHTS[@]}"; do ENTRIES+=("$(entry "$W")"); done
+GRID_ENTRIES=$(IFS=,; echo "${ENTRIES[*]}")
 $PY -m recbole_mgformer.benchmark --models "$GRID_ENTRIES" --seeds 0 --results "$GRID" --trained-results "$RESULTS" \
   "${COMMON[@]}"
-BEST=$($PY - "$GRID/runs" "$DATASET" "${WEIGHTS[@]}" <<'PY'
+BEST=$($PY - "$GRID/runs" "$DATASET" "${WEIGHTS[@]}" -- "${ENTRIES[@]}" <<'PY'
 import json, sys
 from recbole_mgformer.benchmark.entries import parse_entry, variant_name
 from recbole_mgformer.benchmark.runs import record_path
-runs, dataset, weights = sys.argv[1], sys.argv[2], sys.argv[3:]
-def valid_ndcg(weight):
-    entry = f"MGFormer[attention=False; filter_residual=gfcf; filter_residual_weight={weight}]"
+runs, dataset, *rest = sys.argv[1:]
+weights, entries = rest[: rest.index("--")], rest[rest.index("--") + 1 :]
+def valid_ndcg(entry):
     return json.loads(record_path(runs, dataset, variant_name(*parse_entry(entry)), 0).read_text())["valid"]["ndcg@20"]
-print(max(weights, key=valid_ndcg))  # the first of equal scores: the smallest weight
+best = max(range(len(entries)), key=lambda i: valid_ndcg(entries[i]))  # the first of equal scores: the smallest weight
+print(weights[best])
 PY
 )
 echo "weight chosen on validation NDCG@20 at seed 0: $BEST"

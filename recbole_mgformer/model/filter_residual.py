@@ -2,22 +2,32 @@
 at test time, ``s_ui = e_u . e_i + w * r_ui``. Training is unchanged: the DirectAU loss is on the outputs, so the
 residual gets no gradient from it; the weight ``w`` is a fixed setting, chosen on validation.
 
-The filter is this project's GF-CF (``model/general_recommender/gfcf.py``), fitted once on the training split when
-the model is built, with its own settings under ``filter_residual_*`` names. Its scores grow with a user's number of
-interactions and the model's with the user's token norm, so neither scale means anything against the other: ``r``
-is the filter's scores of the user standardised over the items and given the spread of the model's own scores of
-that user (:func:`matched_residual`). Each user's items then rank as ``z(model) + w z(filter)`` would, so ``w`` is
-the filter's share whatever the scales: 1 gives it the same spread as the model's scores.
+The filter is this project's GF-CF or ChebyCF (``model/general_recommender/``), fitted once on the training split when
+the model is built. Both filter with ``R~``'s top singular vectors besides their polynomial part, so
+``filter_residual_k`` and ``filter_residual_alpha`` set that low-rank part (GF-CF's ``k`` and ``alpha``, ChebyCF's
+``eta`` and ``alpha``); the filter's other settings are its ``properties/model/<Name>.yaml`` defaults (its
+paper's). Its scores grow with a user's number of interactions and the model's with the user's token norm, so
+neither scale means anything against the other: ``r`` is the filter's scores of the user standardised over the
+items and given the spread of the model's own scores of that user (:func:`matched_residual`). Each user's items
+then rank as ``z(model) + w z(filter)`` would, so ``w`` is the filter's share whatever the scales: 1 gives it the
+same spread as the model's scores.
 
 Shapes: ``b`` users, ``items`` item ids (RecBole's padding id 0 included, as in the scores it receives).
 """
 
 import torch
 
+from recbole_mgformer.defaults import model_config_file
+from recbole_mgformer.model.general_recommender.chebycf import ChebyCF
 from recbole_mgformer.model.general_recommender.gfcf import GFCF
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
+from recbole_mgformer.safety.settings import load_yaml
 
-FILTER_RESIDUALS = ("none", "gfcf")
+# filter_residual value -> (filter class, its key for the number of singular vectors)
+FILTERS = {"gfcf": (GFCF, "k"), "chebycf": (ChebyCF, "eta")}
+FILTER_RESIDUALS = ("none", *FILTERS)
+# keys of a filter's YAML that configure RecBole's training of it alone, not the filter
+TRAINING_KEYS = ("train_neg_sample_args", "epochs")
 
 
 class FilterConfig:
@@ -32,8 +42,8 @@ class FilterConfig:
 
 
 def residual_filter(config, dataset, model="MGFormer"):
-    """``(filter, weight)`` of the ``filter_residual`` options: a fitted GF-CF (no trainable parameter) and
-    ``w``, or ``(None, 0.0)`` for ``none``. A bad value is an error naming its ``filter_residual_*`` key."""
+    """``(filter, weight)`` of the ``filter_residual`` options: a fitted GF-CF or ChebyCF (no trainable parameter)
+    and ``w``, or ``(None, 0.0)`` for ``none``. A bad value is an error naming its ``filter_residual_*`` key."""
     kind = choice(config, "filter_residual", FILTER_RESIDUALS, model)
     if kind == "none":
         return None, 0.0
@@ -41,7 +51,7 @@ def residual_filter(config, dataset, model="MGFormer"):
     k = positive_int(config, "filter_residual_k", model)
     alpha = non_negative_float(config, "filter_residual_alpha", model)
     batch_size = positive_int(config, "filter_residual_batch_size", model)
-    # GF-CF's own check would name its key ``k``; an SVD of the (users x items) matrix, padding ids included
+    # the filter's own check would name its key (k, eta); an SVD of the (users x items) matrix, padding ids included
     limit = min(dataset.user_num, dataset.item_num) - 1
     if alpha > 0 and k > limit:
         raise ValueError(
@@ -50,9 +60,19 @@ def residual_filter(config, dataset, model="MGFormer"):
             f"filter_residual_k <= {limit}. Set a smaller --filter_residual_k=..., or "
             "--filter_residual_alpha=0 (no SVD)"
         )
-    fitted = GFCF(FilterConfig(config, {"k": k, "alpha": alpha, "filter_batch_size": batch_size}), dataset)
-    fitted.fake_loss.requires_grad_(False)  # RecBole's trainer needs it in GF-CF alone; here nothing trains it
+    filter_class, rank_key = FILTERS[kind]
+    own = filter_defaults(filter_class.__name__)
+    own.update({rank_key: k, "alpha": alpha, "filter_batch_size": batch_size})
+    fitted = filter_class(FilterConfig(config, own), dataset)
+    fitted.fake_loss.requires_grad_(False)  # RecBole's trainer needs it in the filter alone; here nothing trains it
     return fitted, weight
+
+
+def filter_defaults(name):
+    """The settings of filter model ``name`` in its ``properties/model/<name>.yaml``, less RecBole's training keys."""
+    with open(model_config_file(name)) as file:
+        settings = load_yaml(file)
+    return {key: value for key, value in settings.items() if key not in TRAINING_KEYS}
 
 
 def matched_residual(model_scores, filter_scores):

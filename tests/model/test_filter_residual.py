@@ -1,5 +1,5 @@
-"""MGFormer's filter residual (issue 55, model/filter_residual.py): GF-CF's scores, standardised per user and scaled
-to the spread of the model's own scores, added at test time; training unchanged."""
+"""MGFormer's filter residual (issue 55, model/filter_residual.py): GF-CF's or ChebyCF's scores, standardised per user
+and scaled to the spread of the model's own scores, added at test time; training unchanged."""
 
 import copy
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from recbole.data.interaction import Interaction
 
-from recbole_mgformer.model.filter_residual import FilterConfig, matched_residual
+from recbole_mgformer.model.filter_residual import FilterConfig, filter_defaults, matched_residual
 
 RESIDUAL = {"filter_residual": "gfcf", "filter_residual_k": 8, "filter_residual_alpha": 0.3}
 
@@ -78,12 +78,19 @@ def test_weight_zero_gives_the_plain_models_scores_exactly_and_trains_the_same(t
     assert np.array_equal(full_sort(hybrid), full_sort(plain))
 
 
-@pytest.mark.parametrize("attention", [False, True])
-def test_full_sort_adds_w_times_the_scaled_scores_of_the_filter_model(tiny_setup, attention):
+# the filter model alone at the settings the residual gives it: its low-rank part from filter_residual_k and _alpha
+FILTER_ALONE = {"gfcf": ("GFCF", {"k": 8, "alpha": 0.3}), "chebycf": ("ChebyCF", {"eta": 8, "alpha": 0.3})}
+
+
+@pytest.mark.parametrize("attention, kind", [(False, "gfcf"), (True, "gfcf"), (False, "chebycf")])
+def test_full_sort_adds_w_times_the_scaled_scores_of_the_filter_model(tiny_setup, attention, kind):
     _, plain, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32")
-    _, hybrid, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32", filter_residual_weight=0.7, **RESIDUAL)
-    _, gfcf, _, _ = tiny_setup("GFCF", seed=3, k=8, alpha=0.3)  # the same split: the same seed draws it
-    plain_scores, filtered = full_sort(plain), full_sort(gfcf)
+    residual = {**RESIDUAL, "filter_residual": kind}
+    _, hybrid, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32", filter_residual_weight=0.7, **residual)
+    name, settings = FILTER_ALONE[kind]
+    _, alone, _, _ = tiny_setup(name, seed=3, **settings)  # the same split: the same seed draws it
+    assert type(hybrid.residual_filter).__name__ == name
+    plain_scores, filtered = full_sort(plain), full_sort(alone)
     expected = plain_scores + 0.7 * expected_residual(plain_scores, filtered)
     np.testing.assert_allclose(full_sort(hybrid), expected, rtol=1e-5, atol=1e-5)
     assert np.abs(full_sort(hybrid) - plain_scores).max() > 1e-2  # the filter moves the scores
@@ -137,7 +144,7 @@ def test_the_scores_cache_is_cleared_by_a_training_step(tiny_setup):
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        ({"filter_residual": "ease"}, r"MGFormer: unknown filter_residual 'ease'; choose one of none, gfcf"),
+        ({"filter_residual": "ease"}, r"MGFormer: unknown filter_residual 'ease'; choose one of none, gfcf, chebycf"),
         ({"filter_residual": True}, r"unknown filter_residual True"),
         ({**RESIDUAL, "filter_residual_weight": -0.5}, r"MGFormer: filter_residual_weight must be a number >= 0"),
         ({**RESIDUAL, "filter_residual_weight": "high"}, r"filter_residual_weight must be a number >= 0, got 'high'"),
@@ -150,6 +157,19 @@ def test_the_scores_cache_is_cleared_by_a_training_step(tiny_setup):
 def test_bad_values_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup(attention=False, **overrides)
+
+
+def test_chebycf_takes_its_papers_settings_but_its_low_rank_part_from_the_residual_options(tiny_setup):
+    papers = {"K": 8, "phi": 1.5, "eta": 512, "alpha": 0.2, "beta": 0.4, "filter_batch_size": 1024}
+    assert filter_defaults("ChebyCF") == papers
+    residual = {**RESIDUAL, "filter_residual": "chebycf", "filter_residual_k": 6, "filter_residual_alpha": 0.5}
+    _, model, _, _ = tiny_setup(attention=False, filter_residual_batch_size=16, **residual)
+    chebycf = model.residual_filter
+    assert (chebycf.order, chebycf.phi, chebycf.beta) == (8, 1.5, 0.4)
+    assert (chebycf.eta, chebycf.alpha, chebycf.filter_batch_size) == (6, 0.5, 16)
+    assert chebycf.ideal is not None
+    with pytest.raises(ValueError, match=r"ARPACK needs filter_residual_k <= 40"):
+        tiny_setup(attention=False, **{**residual, "filter_residual_k": 512})
 
 
 def test_without_the_low_pass_filter_any_k_is_accepted(tiny_setup):
