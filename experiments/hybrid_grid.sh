@@ -1,9 +1,10 @@
 #!/bin/bash
 # The bounded hybrid attempt (issue 55): MGFormer attention=False plus a filter's scores as a residual
-# (filter_residual: $FILTER, gfcf or chebycf; its low-rank part, filter_residual_k and _alpha, from the dataset's own
-# search of that filter, properties/benchmark/<dataset>/<GFCF|ChebyCF>.yaml, else its paper's settings in
-# properties/model/; $FILTER_ARGS replaces them). The weight is chosen on validation NDCG@20 at seed 0 from $WEIGHTS
-# (0.25 0.5 1 2; records to $GRID), then the chosen weight runs at seeds $SEEDS (0,1,2) onto the board ($RESULTS).
+# (filter_residual: $FILTER, gfcf, chebycf or bspm, at its settings from the dataset's own search of that filter,
+# properties/benchmark/<dataset>/<GFCF|ChebyCF|BSPM>.yaml, else its paper's in properties/model/:
+# recbole_mgformer/benchmark/hybrid.py; $FILTER_ARGS replaces them). The weight is chosen on validation NDCG@20 at
+# seed 0 from $WEIGHTS (0.25 0.5 1 2; records to $GRID), then the chosen weight runs at seeds $SEEDS (0,1,2) onto the
+# board ($RESULTS).
 # $BASE is the trained entry's options (attention=False: its tuned file; on a set without one, the settings it ran
 # at, e.g. BASE='attention=False; embedding_size=128; ...').
 #
@@ -32,20 +33,7 @@ SEEDS=${SEEDS:-0,1,2}
 FILTER=${FILTER:-gfcf}
 BASE=${BASE:-attention=False}
 read -r -a WEIGHTS <<< "${WEIGHTS:-0.25 0.5 1 2}"
-FILTER_ARGS=${FILTER_ARGS:-$($PY - "$DATASET" "$FILTER" <<'PY'
-import sys
-from recbole_mgformer.benchmark.tuning import read_settings
-from recbole_mgformer.defaults import benchmark_config_file, model_config_file
-from recbole_mgformer.model.filter_residual import FILTERS
-dataset, kind = sys.argv[1:]
-filter_class, rank_key = FILTERS[kind]
-name = filter_class.__name__
-path = benchmark_config_file(name, dataset) or model_config_file(name)
-settings = read_settings(path)
-print(f"{name}'s low-rank part from {path}", file=sys.stderr)
-print(f"--filter_residual_k={settings[rank_key]} --filter_residual_alpha={settings['alpha']}")
-PY
-)}
+FILTER_ARGS=${FILTER_ARGS:-$($PY -m recbole_mgformer.benchmark.hybrid "$DATASET" "$FILTER")}
 echo "$DATASET: $FILTER residual: $FILTER_ARGS"
 COMMON=(--datasets "$DATASET" --checkpoint_dir "$CHECKPOINTS" --retrain-missing-checkpoints --precision=fp32 $FILTER_ARGS "$@")
 entry() { echo "MGFormer[$BASE; filter_residual=$FILTER; filter_residual_weight=$1]"; }

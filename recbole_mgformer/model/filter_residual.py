@@ -2,15 +2,17 @@
 at test time, ``s_ui = e_u . e_i + w * r_ui``. Training is unchanged: the DirectAU loss is on the outputs, so the
 residual gets no gradient from it; the weight ``w`` is a fixed setting, chosen on validation.
 
-The filter is this project's GF-CF or ChebyCF (``model/general_recommender/``), fitted once on the training split when
-the model is built. Both filter with ``R~``'s top singular vectors besides their polynomial part, so
+The filter is this project's GF-CF, ChebyCF or BSPM (``model/general_recommender/``), fitted once on the training
+split when the model is built. Each filters with ``R~``'s top singular vectors besides its polynomial or ODE part, so
 ``filter_residual_k`` and ``filter_residual_alpha`` set that low-rank part (GF-CF's ``k`` and ``alpha``, ChebyCF's
-``eta`` and ``alpha``); the filter's other settings are its ``properties/model/<Name>.yaml`` defaults (its
-paper's). Its scores grow with a user's number of interactions and the model's with the user's token norm, so
-neither scale means anything against the other: ``r`` is the filter's scores of the user standardised over the
-items and given the spread of the model's own scores of that user (:func:`matched_residual`). Each user's items
-then rank as ``z(model) + w z(filter)`` would, so ``w`` is the filter's share whatever the scales: 1 gives it the
-same spread as the model's scores.
+``eta`` and ``alpha``, BSPM's ``factor_dim`` and ``idl_beta``); its other settings are its
+``properties/model/<Name>.yaml`` defaults (its paper's), over which ``filter_residual_settings`` writes (e.g. BSPM's
+Yelp2018 solver: ``{'solver_sharpen': 'euler', 'T_s': 1.2, 't_point_combination': True}``).
+
+Its scores grow with a user's number of interactions and the model's with the user's token norm, so neither scale means
+anything against the other: ``r`` is the filter's scores of the user standardised over the items and given the spread of
+the model's own scores of that user (:func:`matched_residual`). Each user's items then rank as ``z(model) + w
+z(filter)`` would, so ``w`` is the filter's share whatever the scales: 1 gives it the same spread as the model's scores.
 
 Shapes: ``b`` users, ``items`` item ids (RecBole's padding id 0 included, as in the scores it receives).
 """
@@ -18,13 +20,14 @@ Shapes: ``b`` users, ``items`` item ids (RecBole's padding id 0 included, as in 
 import torch
 
 from recbole_mgformer.defaults import model_config_file
+from recbole_mgformer.model.general_recommender.bspm import BSPM
 from recbole_mgformer.model.general_recommender.chebycf import ChebyCF
 from recbole_mgformer.model.general_recommender.gfcf import GFCF
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
 from recbole_mgformer.safety.settings import load_yaml
 
-# filter_residual value -> (filter class, its key for the number of singular vectors)
-FILTERS = {"gfcf": (GFCF, "k"), "chebycf": (ChebyCF, "eta")}
+# filter_residual value -> (filter class, its keys of the low-rank part: singular vectors, weight)
+FILTERS = {"gfcf": (GFCF, "k", "alpha"), "chebycf": (ChebyCF, "eta", "alpha"), "bspm": (BSPM, "factor_dim", "idl_beta")}
 FILTER_RESIDUALS = ("none", *FILTERS)
 # keys of a filter's YAML that configure RecBole's training of it alone, not the filter
 TRAINING_KEYS = ("train_neg_sample_args", "epochs")
@@ -42,8 +45,9 @@ class FilterConfig:
 
 
 def residual_filter(config, dataset, model="MGFormer"):
-    """``(filter, weight)`` of the ``filter_residual`` options: a fitted GF-CF or ChebyCF (no trainable parameter)
-    and ``w``, or ``(None, 0.0)`` for ``none``. A bad value is an error naming its ``filter_residual_*`` key."""
+    """``(filter, weight)`` of the ``filter_residual`` options: a fitted GF-CF, ChebyCF or BSPM (no trainable
+    parameter) and ``w``, or ``(None, 0.0)`` for ``none``. A bad value is an error naming its ``filter_residual_*``
+    key."""
     kind = choice(config, "filter_residual", FILTER_RESIDUALS, model)
     if kind == "none":
         return None, 0.0
@@ -60,12 +64,43 @@ def residual_filter(config, dataset, model="MGFormer"):
             f"filter_residual_k <= {limit}. Set a smaller --filter_residual_k=..., or "
             "--filter_residual_alpha=0 (no SVD)"
         )
-    filter_class, rank_key = FILTERS[kind]
-    own = filter_defaults(filter_class.__name__)
-    own.update({rank_key: k, "alpha": alpha, "filter_batch_size": batch_size})
-    fitted = filter_class(FilterConfig(config, own), dataset)
+    filter_class, rank_key, share_key = FILTERS[kind]
+    given = config["filter_residual_settings"]
+    own = filter_settings(filter_class.__name__, given, (rank_key, share_key), model)
+    own.update({rank_key: k, share_key: alpha, "filter_batch_size": batch_size})
+    try:
+        fitted = filter_class(FilterConfig(config, own), dataset)
+    except ValueError as error:
+        if not given:
+            raise
+        # the filter names its own key (T_s); the user set it in filter_residual_settings
+        raise ValueError(f"{model}: filter_residual_settings: {error}") from error
     fitted.fake_loss.requires_grad_(False)  # RecBole's trainer needs it in the filter alone; here nothing trains it
     return fitted, weight
+
+
+def filter_settings(name, overrides, residual_keys, model="MGFormer"):
+    """Filter ``name``'s settings: its YAML defaults with ``overrides`` (``filter_residual_settings``, a mapping of
+    its own keys) written over them. The keys the residual sets itself (``residual_keys``, the low-rank part, and
+    ``filter_batch_size``) are refused there, so each setting has one place."""
+    defaults = filter_defaults(name)
+    overrides = {} if overrides is None else overrides
+    if not isinstance(overrides, dict):
+        raise ValueError(
+            f"{model}: filter_residual_settings must be a mapping of {name}'s settings, got {overrides!r} (e.g. "
+            "--filter_residual_settings=\"{'T_s': 1.2}\")"
+        )
+    owned = {residual_keys[0]: "filter_residual_k", residual_keys[1]: "filter_residual_alpha"}
+    owned["filter_batch_size"] = "filter_residual_batch_size"
+    for key in overrides:
+        if key in owned:
+            raise ValueError(f"{model}: set {name}'s {key} with --{owned[key]}=..., not in filter_residual_settings")
+        if key not in defaults:
+            raise ValueError(
+                f"{model}: filter_residual_settings: {name} has no setting {key!r}; its settings are "
+                f"{', '.join(sorted(set(defaults) - set(owned), key=str.lower))} (properties/model/{name}.yaml)"
+            )
+    return {**defaults, **overrides}
 
 
 def filter_defaults(name):

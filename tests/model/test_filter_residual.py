@@ -1,5 +1,5 @@
-"""MGFormer's filter residual (issue 55, model/filter_residual.py): GF-CF's or ChebyCF's scores, standardised per user
-and scaled to the spread of the model's own scores, added at test time; training unchanged."""
+"""MGFormer's filter residual (issue 55, model/filter_residual.py): GF-CF's, ChebyCF's or BSPM's scores, standardised
+per user and scaled to the spread of the model's own scores, added at test time; training unchanged."""
 
 import copy
 
@@ -79,16 +79,24 @@ def test_weight_zero_gives_the_plain_models_scores_exactly_and_trains_the_same(t
 
 
 # the filter model alone at the settings the residual gives it: its low-rank part from filter_residual_k and _alpha
-FILTER_ALONE = {"gfcf": ("GFCF", {"k": 8, "alpha": 0.3}), "chebycf": ("ChebyCF", {"eta": 8, "alpha": 0.3})}
+FILTER_ALONE = {
+    "gfcf": ("GFCF", {"k": 8, "alpha": 0.3}),
+    "chebycf": ("ChebyCF", {"eta": 8, "alpha": 0.3}),
+    "bspm": ("BSPM", {"factor_dim": 8, "idl_beta": 0.3}),
+}
+BSPM_YELP = {"solver_sharpen": "euler", "T_s": 1.2, "t_point_combination": True}
 
 
-@pytest.mark.parametrize("attention, kind", [(False, "gfcf"), (True, "gfcf"), (False, "chebycf")])
-def test_full_sort_adds_w_times_the_scaled_scores_of_the_filter_model(tiny_setup, attention, kind):
+@pytest.mark.parametrize(
+    "attention, kind, settings",
+    [(False, "gfcf", {}), (True, "gfcf", {}), (False, "chebycf", {}), (False, "bspm", {}), (False, "bspm", BSPM_YELP)],
+)
+def test_full_sort_adds_w_times_the_scaled_scores_of_the_filter_model(tiny_setup, attention, kind, settings):
     _, plain, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32")
-    residual = {**RESIDUAL, "filter_residual": kind}
+    residual = {**RESIDUAL, "filter_residual": kind, "filter_residual_settings": settings}
     _, hybrid, _, _ = tiny_setup(attention=attention, seed=3, precision="fp32", filter_residual_weight=0.7, **residual)
-    name, settings = FILTER_ALONE[kind]
-    _, alone, _, _ = tiny_setup(name, seed=3, **settings)  # the same split: the same seed draws it
+    name, low_rank = FILTER_ALONE[kind]
+    _, alone, _, _ = tiny_setup(name, seed=3, **low_rank, **settings)  # the same split: the same seed draws it
     assert type(hybrid.residual_filter).__name__ == name
     plain_scores, filtered = full_sort(plain), full_sort(alone)
     expected = plain_scores + 0.7 * expected_residual(plain_scores, filtered)
@@ -144,7 +152,10 @@ def test_the_scores_cache_is_cleared_by_a_training_step(tiny_setup):
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        ({"filter_residual": "ease"}, r"MGFormer: unknown filter_residual 'ease'; choose one of none, gfcf, chebycf"),
+        (
+            {"filter_residual": "ease"},
+            r"MGFormer: unknown filter_residual 'ease'; choose one of none, gfcf, chebycf, bspm",
+        ),
         ({"filter_residual": True}, r"unknown filter_residual True"),
         ({**RESIDUAL, "filter_residual_weight": -0.5}, r"MGFormer: filter_residual_weight must be a number >= 0"),
         ({**RESIDUAL, "filter_residual_weight": "high"}, r"filter_residual_weight must be a number >= 0, got 'high'"),
@@ -152,6 +163,26 @@ def test_the_scores_cache_is_cleared_by_a_training_step(tiny_setup):
         ({**RESIDUAL, "filter_residual_k": 41}, r"ARPACK needs filter_residual_k <= 40.*--filter_residual_k="),
         ({**RESIDUAL, "filter_residual_alpha": -1.0}, r"filter_residual_alpha must be a number >= 0"),
         ({**RESIDUAL, "filter_residual_batch_size": 0}, r"filter_residual_batch_size must be a positive integer"),
+        (
+            {**RESIDUAL, "filter_residual_settings": [1.2]},
+            r"filter_residual_settings takes a mapping like {}, not \[1.2\]",
+        ),
+        (
+            {**RESIDUAL, "filter_residual": "bspm", "filter_residual_settings": {"T_sharp": 1.2}},
+            r"filter_residual_settings: BSPM has no setting 'T_sharp'; its settings are final_sharpening, K_b, .*T_s",
+        ),
+        (
+            {**RESIDUAL, "filter_residual": "bspm", "filter_residual_settings": {"idl_beta": 0.1}},
+            r"set BSPM's idl_beta with --filter_residual_alpha=\.\.\., not in filter_residual_settings",
+        ),
+        (
+            {**RESIDUAL, "filter_residual_settings": {"filter_batch_size": 8}},
+            r"set GFCF's filter_batch_size with --filter_residual_batch_size=",
+        ),
+        (
+            {**RESIDUAL, "filter_residual": "bspm", "filter_residual_settings": {"solver_sharpen": "heun"}},
+            r"MGFormer: filter_residual_settings: BSPM: unknown solver_sharpen 'heun'; choose one of euler, rk4",
+        ),
     ],
 )
 def test_bad_values_raise_clear_errors(tiny_setup, overrides, message):
@@ -170,6 +201,15 @@ def test_chebycf_takes_its_papers_settings_but_its_low_rank_part_from_the_residu
     assert chebycf.ideal is not None
     with pytest.raises(ValueError, match=r"ARPACK needs filter_residual_k <= 40"):
         tiny_setup(attention=False, **{**residual, "filter_residual_k": 512})
+
+
+def test_bspm_takes_its_papers_settings_with_the_residual_settings_written_over_them(tiny_setup):
+    residual = {**RESIDUAL, "filter_residual": "bspm", "filter_residual_k": 6, "filter_residual_alpha": 0.3}
+    _, model, _, _ = tiny_setup(attention=False, filter_residual_settings=BSPM_YELP, **residual)
+    bspm = model.residual_filter
+    assert type(bspm).__name__ == "BSPM" and (bspm.k, bspm.idl_beta) == (6, 0.3)
+    assert bspm.t_point_combination and bspm.final_sharpening  # the first from the settings, the second its paper's
+    assert bspm.schedule["sharpen"] == ("euler", 1.2, 1)  # the solver and T_s from the settings, K_s its paper's
 
 
 def test_without_the_low_pass_filter_any_k_is_accepted(tiny_setup):

@@ -40,5 +40,6 @@ FILTER_RESIDUAL_OPTIONS = frozenset(
         "filter_residual_k",
         "filter_residual_alpha",
         "filter_residual_batch_size",
+        "filter_residual_settings",
     }
 )

@@ -1,0 +1,51 @@
+"""The filter settings of experiments/hybrid_grid.sh: the ``filter_residual_*`` arguments that give MGFormer's residual
+filter the settings the filter has on a dataset's board, so the hybrid adds the filter the page shows.
+
+Usage: ``python -m recbole_mgformer.benchmark.hybrid DATASET FILTER`` prints them on one line (the source on stderr).
+"""
+
+import sys
+
+from recbole_mgformer.benchmark.tuning import read_settings
+from recbole_mgformer.defaults import benchmark_config_file, model_config_file
+from recbole_mgformer.model.filter_residual import FILTERS, TRAINING_KEYS, filter_defaults
+
+
+def filter_settings_source(dataset, kind):
+    """The file of filter ``kind``'s settings on ``dataset``: its tuned file there, else its paper's YAML."""
+    name = FILTERS[kind][0].__name__
+    return benchmark_config_file(name, dataset) or model_config_file(name)
+
+
+def residual_arguments(dataset, kind):
+    """The command-line arguments (a list) that set filter ``kind``'s residual to its settings on ``dataset``
+    (:func:`filter_settings_source`): its low-rank part as ``--filter_residual_k`` / ``--filter_residual_alpha``, and
+    any other setting that differs from its paper's in one ``--filter_residual_settings`` literal without spaces (the
+    script splits its arguments on them)."""
+    filter_class, rank_key, share_key = FILTERS[kind]
+    settings = read_settings(filter_settings_source(dataset, kind))
+    papers = {**filter_defaults(filter_class.__name__), **{key: settings[key] for key in (rank_key, share_key)}}
+    arguments = [f"--filter_residual_k={papers[rank_key]}", f"--filter_residual_alpha={papers[share_key]}"]
+    changed = {
+        key: value
+        for key, value in sorted(settings.items())
+        if key not in (rank_key, share_key, "filter_batch_size", *TRAINING_KEYS) and value != papers.get(key)
+    }
+    if changed:
+        literal = "{" + ",".join(f"{key!r}:{value!r}" for key, value in changed.items()) + "}"
+        if any(char.isspace() for char in literal):
+            raise ValueError(f"{kind} settings on {dataset} hold a space, which the script cannot pass: {literal}")
+        arguments.append(f"--filter_residual_settings={literal}")
+    return arguments
+
+
+def main(argv=None):
+    dataset, kind = sys.argv[1:] if argv is None else argv
+    if kind not in FILTERS:
+        sys.exit(f"unknown filter {kind!r}; choose one of {', '.join(FILTERS)}")
+    print(f"{FILTERS[kind][0].__name__}'s settings from {filter_settings_source(dataset, kind)}", file=sys.stderr)
+    print(" ".join(residual_arguments(dataset, kind)))
+
+
+if __name__ == "__main__":
+    main()

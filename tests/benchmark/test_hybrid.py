@@ -1,0 +1,52 @@
+"""benchmark/hybrid.py: the residual filter's settings experiments/hybrid_grid.sh passes are the filter's on the
+dataset's board (its tuned file there, else its paper's YAML), and MGFormer accepts them as they are printed."""
+
+import subprocess
+import sys
+
+import pytest
+
+from recbole_mgformer.benchmark.hybrid import filter_settings_source, residual_arguments
+from recbole_mgformer.benchmark.tuning import read_settings
+from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.model.filter_residual import FILTERS, filter_defaults
+
+
+def test_a_tuned_filter_gives_its_tuned_low_rank_part():
+    source = filter_settings_source("amazon-beauty", "gfcf")
+    assert source.endswith("properties/benchmark/amazon-beauty/GFCF.yaml")
+    tuned = read_settings(source)
+    assert residual_arguments("amazon-beauty", "gfcf") == [
+        f"--filter_residual_k={tuned['k']}",
+        f"--filter_residual_alpha={tuned['alpha']}",
+    ]
+
+
+def test_without_a_tuned_file_the_papers_settings_and_nothing_more():
+    assert filter_settings_source("gowalla-full", "chebycf").endswith("properties/model/ChebyCF.yaml")
+    assert residual_arguments("gowalla-full", "chebycf") == ["--filter_residual_k=512", "--filter_residual_alpha=0.2"]
+
+
+@pytest.mark.parametrize("dataset", ["amazon-beauty", "ml-100k"])
+@pytest.mark.parametrize("kind", sorted(FILTERS))
+def test_the_arguments_give_the_filter_exactly_its_settings_on_the_board(dataset, kind):
+    filter_class, rank_key, share_key = FILTERS[kind]
+    tuned = read_settings(filter_settings_source(dataset, kind))
+    overrides = parse_overrides(residual_arguments(dataset, kind))  # as run.py and the benchmark read them
+    given = {
+        **filter_defaults(filter_class.__name__),
+        **overrides.get("filter_residual_settings", {}),
+        rank_key: overrides["filter_residual_k"],
+        share_key: overrides["filter_residual_alpha"],
+    }
+    assert {key: given[key] for key in tuned} == tuned
+    assert not set(overrides.get("filter_residual_settings", {})) & {rank_key, share_key, "filter_batch_size"}
+
+
+def test_the_command_prints_the_arguments_on_one_line_and_refuses_an_unknown_filter():
+    command = [sys.executable, "-m", "recbole_mgformer.benchmark.hybrid"]
+    done = subprocess.run([*command, "ml-100k", "bspm"], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == residual_arguments("ml-100k", "bspm")
+    assert "properties/benchmark/ml-100k/BSPM.yaml" in done.stderr
+    refused = subprocess.run([*command, "ml-100k", "ease"], capture_output=True, text=True)
+    assert refused.returncode != 0 and "unknown filter 'ease'; choose one of gfcf, chebycf, bspm" in refused.stderr
