@@ -145,9 +145,13 @@ def published_lines(published, variants):
             "/ NDCG@20): " + "; ".join(published.source_text(v) for v in shown) + "."
         )
     # a published number shown beside a row under another key (a run at the paper's settings, its name showing them)
-    # is not missing
-    shown_names = {published.models[v]["name"] for v in shown}
-    missing = [v for v in published.models if v not in variants and published.models[v]["name"] not in shown_names]
+    # is not missing, and one with no row is listed once, under its first key
+    listed = {published.models[v]["name"] for v in shown}
+    missing = []
+    for variant, numbers in published.models.items():
+        if variant not in variants and numbers["name"] not in listed:
+            missing.append(variant)
+            listed.add(numbers["name"])
     if missing:
         lines.append(
             f"{published.label.capitalize()}, no row of ours yet: "
