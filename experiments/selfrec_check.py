@@ -61,15 +61,19 @@ def recall_and_ndcg_at_k(scores, train_items, test_items, k=TOP_K):
 
 
 def run_selfrec(selfrec, model, train_path, test_path, epochs, out):
-    """Train SELFRec's ``model`` in its own process tree and return one (epoch, recall, ndcg) per epoch."""
+    """Train SELFRec's ``model`` in this process (its ``.cuda()`` calls made no-ops); return its settings and one
+    (epoch, recall, ndcg) per epoch."""
     import torch
     import torch.nn as nn
     import yaml
 
     torch.Tensor.cuda = lambda self, *args, **kwargs: self
     nn.Module.cuda = lambda self, *args, **kwargs: self
-    sys.modules.setdefault("numba", type(sys)("numba"))
-    sys.modules["numba"].jit = lambda *args, **kwargs: lambda f: f  # only decorates SELFRec's unused kNN helpers
+    try:
+        import numba  # noqa: F401
+    except ImportError:  # SELFRec imports it only to compile kNN helpers these models never call
+        sys.modules["numba"] = type(sys)("numba")
+        sys.modules["numba"].jit = lambda *args, **kwargs: lambda f: f
     sys.path.insert(0, str(selfrec))
     os.chdir(out)  # SELFRec writes ./log and ./results
     from base.graph_recommender import GraphRecommender
