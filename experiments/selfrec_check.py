@@ -123,6 +123,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not (args.selfrec / "SELFRec.py").is_file():
         parser.error(f"--selfrec {args.selfrec} is not a SELFRec checkout (no SELFRec.py): clone Coder-Yu/SELFRec")
+    graph_models = sorted(
+        path.stem for path in (args.selfrec / "model" / "graph").glob("*.py") if path.stem.isidentifier()
+    )
+    if args.model not in graph_models:  # SELFRec builds an import statement from the name and runs it
+        parser.error(f"--model {args.model!r} is no graph model of this SELFRec checkout; choose one of {graph_models}")
 
     import random
 

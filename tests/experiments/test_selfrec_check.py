@@ -51,3 +51,12 @@ def test_a_path_that_is_no_selfrec_checkout_is_refused_by_name(tmp_path, capsys)
     with pytest.raises(SystemExit):
         main(["--selfrec", str(tmp_path)])
     assert "is not a SELFRec checkout" in capsys.readouterr().err
+
+
+def test_a_model_that_selfrec_lacks_is_refused_before_it_reaches_selfrec(tmp_path, capsys):
+    (tmp_path / "SELFRec.py").write_text("")
+    (tmp_path / "model" / "graph").mkdir(parents=True)
+    (tmp_path / "model" / "graph" / "SimGCL.py").write_text("")
+    with pytest.raises(SystemExit):
+        main(["--selfrec", str(tmp_path), "--model", "os; import os"])
+    assert "is no graph model of this SELFRec checkout; choose one of ['SimGCL']" in capsys.readouterr().err
