@@ -31,6 +31,10 @@ DATASETS = ROOT.parent / "shared" / "datasets"
 TOP_K = 20
 
 
+class EpochsDone(Exception):
+    """Raised after the last epoch's evaluation: it ends SELFRec's run before its own (slow) final ranking."""
+
+
 def write_selfrec_split(dataset_dir, out_dir):
     """``train.npz`` and ``test.npz`` (users x items) as SELFRec's ``user item 1`` lines; returns the two paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -97,7 +101,7 @@ def run_selfrec(selfrec, model, train_path, test_path, epochs, out):
         scores_by_epoch.append((epoch, recall / len(users), ndcg / len(users)))
         print(f"epoch {epoch}: test recall@20 {recall / len(users):.4f}, ndcg@20 {ndcg / len(users):.4f}", flush=True)
         if epoch + 1 == epochs:
-            raise StopIteration  # skips SELFRec's own slow final ranking
+            raise EpochsDone
 
     GraphRecommender.fast_evaluation = evaluate
     conf = yaml.safe_load((Path(selfrec) / "conf" / f"{model}.yaml").read_text())
@@ -106,7 +110,7 @@ def run_selfrec(selfrec, model, train_path, test_path, epochs, out):
     conf_path.write_text(yaml.safe_dump(conf))
     try:
         SELFRec(ModelConf(str(conf_path))).execute()
-    except StopIteration:
+    except EpochsDone:
         pass
     return conf, scores_by_epoch
 
@@ -116,11 +120,13 @@ def main(argv=None):
     parser.add_argument("--selfrec", type=Path, required=True, help="a SELFRec checkout")
     parser.add_argument("--model", default="SimGCL")
     parser.add_argument("--dataset", default="gowalla", choices=["gowalla", "yelp2018"])
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=3, help="epochs to train and rank after (at least 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work_dir", type=Path, default=Path("saved/selfrec"))
     parser.add_argument("--results", type=Path, default=ROOT / "results")
     args = parser.parse_args(argv)
+    if args.epochs < 1:
+        parser.error(f"--epochs {args.epochs}: train at least 1 epoch")
     if not (args.selfrec / "SELFRec.py").is_file():
         parser.error(f"--selfrec {args.selfrec} is not a SELFRec checkout (no SELFRec.py): clone Coder-Yu/SELFRec")
     graph_models = sorted(

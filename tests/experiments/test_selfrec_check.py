@@ -1,3 +1,4 @@
+import json
 import math
 import sys
 from pathlib import Path
@@ -60,3 +61,110 @@ def test_a_model_that_selfrec_lacks_is_refused_before_it_reaches_selfrec(tmp_pat
     with pytest.raises(SystemExit):
         main(["--selfrec", str(tmp_path), "--model", "os; import os"])
     assert "is no graph model of this SELFRec checkout; choose one of ['SimGCL']" in capsys.readouterr().err
+
+
+FAKE_SELFREC = {
+    "SELFRec.py": """
+class SELFRec:
+    def __init__(self, conf):
+        self.conf = conf
+
+    def execute(self):
+        from model.graph.Fake import Fake
+        Fake(self.conf).execute()
+""",
+    "util/conf.py": """
+import yaml
+
+class ModelConf:
+    def __init__(self, path):
+        self.config = yaml.safe_load(open(path))
+
+    def __getitem__(self, key):
+        return self.config[key]
+""",
+    "base/graph_recommender.py": """
+class GraphRecommender:
+    def fast_evaluation(self, epoch):
+        raise AssertionError("SELFRec's own evaluation ran")
+""",
+    "model/graph/Fake.py": """
+from types import SimpleNamespace
+import torch
+from base.graph_recommender import GraphRecommender
+
+def read(path):
+    return [line.split()[:2] for line in open(path)]
+
+class Fake(GraphRecommender):
+    # ids in order of first appearance, as SELFRec maps them; embeddings fixed, so the scores are known
+    def __init__(self, conf):
+        train, test = read(conf["training.set"]), read(conf["test.set"])
+        user, item, train_u, test_u = {}, {}, {}, {}
+        for u, i in train:
+            user.setdefault(u, len(user)), item.setdefault(i, len(item))
+            train_u.setdefault(u, {})[i] = 1
+        for u, i in test:
+            test_u.setdefault(u, {})[i] = 1
+        self.data = SimpleNamespace(user=user, item=item, training_set_u=train_u, test_set=test_u)
+        self.epochs = conf["max.epoch"]
+        generator = torch.Generator().manual_seed(0)
+        self.user_emb = torch.randn(len(user), 4, generator=generator)
+        self.item_emb = torch.randn(len(item), 4, generator=generator)
+
+    def execute(self):
+        for epoch in range(self.epochs):
+            self.fast_evaluation(epoch)
+        raise AssertionError("SELFRec's slow final ranking ran")
+""",
+    "conf/Fake.yaml": "model: {name: Fake, type: graph}\nmax.epoch: 20\n",
+}
+
+
+def test_a_fake_selfrec_model_is_ranked_each_epoch_and_stopped_before_its_own_final_ranking(tmp_path, monkeypatch):
+    import torch
+
+    selfrec = tmp_path / "SELFRec"
+    for name, text in FAKE_SELFREC.items():
+        (selfrec / name).parent.mkdir(parents=True, exist_ok=True)
+        (selfrec / name).write_text(text)
+    rng = np.random.default_rng(1)
+    interactions = (rng.random((40, 30)) < 0.3).astype(np.float32)
+    interactions[:, 0] = interactions[0, :] = 1  # every user and item trains
+    held_out = (rng.random((40, 30)) < 0.5) & (interactions == 0)
+    train = sp.csr_matrix(np.where(held_out, 0, interactions))
+    (tmp_path / "data" / "gowalla").mkdir(parents=True)
+    sp.save_npz(tmp_path / "data" / "gowalla" / "train.npz", train)
+    sp.save_npz(tmp_path / "data" / "gowalla" / "test.npz", sp.csr_matrix(held_out.astype(np.float32)))
+    # what the harness changes for SELFRec, undone after the test
+    monkeypatch.setattr("experiments.selfrec_check.DATASETS", tmp_path / "data")
+    monkeypatch.setattr(torch.Tensor, "cuda", torch.Tensor.cuda)
+    monkeypatch.setattr(torch.nn.Module, "cuda", torch.nn.Module.cuda)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    try:
+        main(["--selfrec", str(selfrec), "--model", "Fake", "--epochs", "2", "--results", str(tmp_path / "results")])
+    finally:
+        for name in [m for m in sys.modules if m.split(".")[0] in ("SELFRec", "base", "util", "model")]:
+            del sys.modules[name]
+
+    (record_path,) = (tmp_path / "results" / "runs" / "selfrec").glob("gowalla-fake-*.json")
+    record = json.loads(record_path.read_text())
+    assert [entry["epoch"] for entry in record["test_by_epoch"]] == [0, 1]
+    assert record["selfrec_conf"]["max.epoch"] == 2
+    # The same fixed embeddings, ranked directly in SELFRec's id order.
+    coo = train.tocoo()
+    users = {u: k for k, u in enumerate(dict.fromkeys(coo.row))}
+    items = {i: k for k, i in enumerate(dict.fromkeys(coo.col))}
+    generator = torch.Generator().manual_seed(0)
+    user_e, item_e = torch.randn(len(users), 4, generator=generator), torch.randn(len(items), 4, generator=generator)
+    tested = [u for u in range(40) if held_out[u].any()]
+    scores = (user_e @ item_e.T).numpy()[[users[u] for u in tested]]
+    expected = direct_recall_and_ndcg(
+        scores,
+        [[items[i] for i in np.flatnonzero(train[u].toarray())] for u in tested],
+        [[items[i] for i in np.flatnonzero(held_out[u])] for u in tested],
+        20,
+    )
+    for entry in record["test_by_epoch"]:
+        assert (entry["recall@20"], entry["ndcg@20"]) == pytest.approx(expected)
