@@ -139,14 +139,17 @@ def main(argv=None):
 
     import torch
 
-    random.seed(args.seed), np.random.seed(args.seed), torch.manual_seed(args.seed)
-    work, results = (args.work_dir / args.dataset).resolve(), args.results.resolve()  # SELFRec runs in work
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    # absolute paths: SELFRec runs in the work folder
+    selfrec, work, results = args.selfrec.resolve(), (args.work_dir / args.dataset).resolve(), args.results.resolve()
     train_path, test_path = write_selfrec_split(DATASETS / args.dataset, work)
     selfrec_commit = subprocess.run(
-        ["git", "-C", str(args.selfrec), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ["git", "-C", str(selfrec), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     started = time.time()
-    conf, epochs = run_selfrec(args.selfrec, args.model, train_path, test_path, args.epochs, work)
+    conf, epochs = run_selfrec(selfrec, args.model, train_path, test_path, args.epochs, work)
     record = {
         "model": args.model,
         "dataset": args.dataset,
@@ -155,7 +158,7 @@ def main(argv=None):
         "test_by_epoch": [{"epoch": e, "recall@20": r, "ndcg@20": n} for e, r, n in epochs],
         "seed": args.seed,
         "wall_s": round(time.time() - started, 1),
-        "commit": git_commit(),
+        "commit": git_commit(ROOT),
         "machine": machine(),
         "versions": package_versions(),
     }
