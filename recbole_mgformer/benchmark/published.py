@@ -1,7 +1,8 @@
 """Published numbers shown beside ours: ``properties/published/<name>.yaml`` holds one table's Recall@20 / NDCG@20
 by our rows' names (``GFCF`` for the published GF-CF, ``MGFormer degree_mask=none`` for the MGFormer paper's
 "w/o mask"), each with its source, for the datasets it lists (``datasets``, default the file's name), with the
-column label (``label``, default ``published``) and a note on how they were selected (``note``)."""
+column label (``label``, default ``published``) and a note on how they were selected (``note``). A row of ours at
+other settings names the paper's entry instead of copying it: ``"SimGCL epochs=20": {<<: *SimGCL, name: SimGCL}``."""
 
 import dataclasses
 import math

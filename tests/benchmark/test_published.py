@@ -120,3 +120,19 @@ def test_the_page_reads_the_files_it_is_given(tmp_path, monkeypatch):
     assert "| theirs Recall@20 | theirs NDCG@20 | vs theirs |" in page
     assert "| 0.2000 | 0.1000 | -50.0% / -50.0% |" in page
     assert "Selected somehow." in page and "BPR: a table" in page
+
+
+def test_a_row_at_other_settings_takes_the_papers_entry_it_points_at(tmp_path):
+    text = 'models:\n  A: &A {recall@20: 0.2, ndcg@20: 0.1, source: a table}\n  "A epochs=5": {<<: *A, name: A}\n'
+    table = published_numbers("tiny", write(tmp_path, "tiny", text))
+    assert table.numbers("A epochs=5") == (0.2, 0.1)
+    assert table.source_text("A epochs=5") == "A epochs=5 (published as A): a table"
+    yelp = published_numbers("yelp2018")  # the shipped aliases: the paper's numbers and source under our row's name
+    assert yelp.numbers("SimGCL epochs=20") == yelp.numbers("SimGCL")
+    assert (
+        yelp.models[
+            "SGL n_layers=3 ssl_tau=0.2 ssl_weight=0.1 drop_ratio=0.1 reg_weight=0.0001 learning_rate=0.001 "
+            "train_batch_size=2048 epochs=20"
+        ]["name"]
+        == "SGL-ED"
+    )
