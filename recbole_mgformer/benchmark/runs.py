@@ -250,6 +250,7 @@ class Run:
             **cap_fields(config, timer),
             "test_seconds": round(test_seconds, 3),
             **({"test_from_valid_pass": True} if reused else {}),
+            # this process's wall time, a resumed run's since its resume; the pages' "fit s" is benchmark.cost's
             "fit_seconds": round(fit_seconds + construct_seconds, 1),
             # training and evaluation of every process the run took, the data preparation left out
             "seconds": round(construct_seconds + sum(timer.train_seconds) + sum(timer.valid_seconds) + test_seconds, 1),
