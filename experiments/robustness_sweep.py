@@ -759,6 +759,14 @@ GROUPS = {
 QUICK_SKIPS = {"stdin"}  # two DDP processes: a minute on 2 cores
 
 
+def all_groups():
+    """The sweep's first groups, then the classes of ``experiments/robustness_classes.py``."""
+    sys.modules.setdefault("experiments.robustness_sweep", sys.modules[__name__])  # one copy, run as a script too
+    from experiments.robustness_classes import GROUPS as CLASSES
+
+    return {**GROUPS, **CLASSES}
+
+
 # ------------------------------------------------------------------------------------------------ the page
 
 
@@ -811,13 +819,14 @@ def main(argv=None):
         default=0,
         help="seed of the fuzzed bytes, the sampled options and the kill moments (default 0)",
     )
-    parser.add_argument("--cases", default="", help="comma-separated groups to run: " + ", ".join(GROUPS))
+    parser.add_argument("--cases", default="", help="comma-separated groups to run: " + ", ".join(all_groups()))
     parser.add_argument("--timeout", type=int, default=180, help="seconds a command may take (default 180)")
     parser.add_argument("--output", default=str(ROOT / "results" / "notes" / "robustness.md"))
     parser.add_argument("--workdir", default=None, help="scratch folder (default: a temporary one, removed)")
     args = parser.parse_args(argv)
+    every = all_groups()
     groups = [
-        name for name in selected(GROUPS, args.cases) if not (args.quick and name in QUICK_SKIPS and not args.cases)
+        name for name in selected(every, args.cases) if not (args.quick and name in QUICK_SKIPS and not args.cases)
     ]
     started = time.monotonic()
     commit = git_commit(ROOT)
@@ -827,7 +836,7 @@ def main(argv=None):
         results = []
         for name in groups:
             print(f"{name} ...", flush=True)
-            found = GROUPS[name](space)
+            found = every[name](space)
             for r in found:
                 print(f"  {r.outcome:14s} {r.group}: {r.case}", flush=True)
             results += found

@@ -10,7 +10,7 @@ The figure is the product of two measurements that need different conditions, so
 - how many epochs (and validations) a row needs: read from the leaderboard's own records,
   ``results/runs/<dataset>/<variant>-seed<k>.json``, every seed there is, each with its validation history.
   Counting epochs does not depend on the machine or on what else runs on it, so these come from the long runs of
-  ``python -m recbole_mgformer.benchmark``, which resume across sessions and machines.
+  ``python -m recbole_mgformer.benchmark``, which survive a stopped or replaced machine.
 - what an epoch and a validation cost: measured here, on quiet cores, each row in a fresh process with the real
   data loader and the settings of its records (``--max_steps`` steps scaled to the epoch, as
   ``experiments/epoch_time.py`` does, and two full-sort validations), interleaved over ``--repeats``.

@@ -7,13 +7,14 @@ only state dicts and plain values, and every load goes through :func:`load_check
 
 import numbers
 import os
-import socket
 import zipfile
 
 import numpy
 import scipy.sparse
 import torch
 from recbole.utils import ModelType
+
+from recbole_mgformer.input_checks import write_new_file
 
 
 def plain_value(value):
@@ -108,14 +109,11 @@ def check_model_state(model, checkpoint, source="the checkpoint"):
 
 def save_atomically(state, path):
     """``torch.save`` through a temporary file, so a reader never sees half a checkpoint: not after a crash,
-    and not while the first process of each machine writes its copy into a checkpoint_dir they share."""
-    temporary = f"{path}.{socket.gethostname()}-{os.getpid()}.tmp"
-    try:
-        torch.save(state, temporary)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    and not while the first process of each machine writes its copy into a checkpoint_dir they share. The
+    temporary is this call's own (two writers never share one); the checkpoint is replaced, as a run updates its
+    own file each better epoch: the name is the run's, claimed when first written
+    (:func:`recbole_mgformer.trainer.claim_file`), or a benchmark run's, which its claim holds."""
+    write_new_file(path, lambda temporary: torch.save(state, temporary), option="checkpoint", overwrite=True)
 
 
 def checkpoint_other_parameter(model):

@@ -11,7 +11,7 @@ import sys
 import yaml
 
 from recbole_mgformer.input_checks import user_errors
-from recbole_mgformer.quick_start import run_recommender
+from recbole_mgformer.quick_start import best_epoch_reason, run_recommender
 from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
 
 
@@ -24,6 +24,8 @@ def parse_overrides(arguments):
         key, sep, raw = argument[2:].partition("=") if argument.startswith("--") else ("", "", "")
         if not key or not sep:
             raise SystemExit(f"error: cannot read argument {argument!r}; write config overrides as --key=value")
+        if key in overrides:  # the last would win silently, as a YAML key set twice would
+            raise SystemExit(f"error: --{key} is given twice; keep one --{key}=... on the command line")
         try:
             overrides[key] = load_yaml(raw) if raw else None
         except yaml.YAMLError as error:
@@ -43,13 +45,18 @@ def config_settings(args, rest):
 
 
 def format_summary(model, dataset, result, metrics=("recall@20", "ndcg@20")):
-    """Two lines, valid and test: ``metrics`` where the run computed them (top-k runs), else every metric
-    it computed (AUC and LogLoss of a context-aware run, Recall@10 of a sequential one)."""
-    lines = [f"{model} on {dataset}"]
+    """A head line (with the best epoch, where the run had epochs), then valid and test: ``metrics`` where the run
+    computed them (top-k runs), else every metric it computed (AUC and LogLoss of a context-aware run, Recall@10 of a
+    sequential one); then where the run's checkpoint and log went, where it says."""
+    best_epoch, epochs = result.get("best_epoch"), result.get("epochs")
+    epoch = f": best epoch {best_epoch} of {epochs}{best_epoch_reason(model, best_epoch)}" if epochs else ""
+    lines = [f"{model} on {dataset}{epoch}"]
     for split, values in (("valid", result["best_valid_result"]), ("test", result["test_result"])):
         values = dict(values or {})
         names = [name for name in metrics if name in values] or list(values)
         lines.append(f"  {split:5s} " + "  ".join(f"{name} {float(values[name]):.4f}" for name in names))
+    outputs = (("checkpoint", result.get("checkpoint")), ("log", result.get("log_file")))
+    lines += [f"{name} {path}" for name, path in outputs if path]
     return "\n".join(lines)
 
 

@@ -15,8 +15,21 @@
   reports metrics as if it had (it refuses ``topk`` <= 0 itself).
 - :func:`check_device`: ``device: cuda`` without a usable GPU is an error, ``use_gpu: True`` a warning;
   ``device: cpu`` (or ``use_gpu: False``) is honoured where RecBole would take the GPU anyway.
+- :func:`check_evaluation`: ``valid_metric`` must be one of what ``metrics`` at ``topk`` compute
+  (``--valid_metric=Recall@50`` with ``topk: [20]`` failed after a whole epoch), the split ratios, order, grouping
+  and mode must be ones RecBole can use (``RS: [0, 0, 1]`` crashed deep in RecBole), the seed one numpy accepts, the
+  mode one the metrics can use (ranking metrics never on ``labeled`` pairs, a top-k below the sampled candidates of
+  ``uni100``), and a time order (``order: TO``, a ``TS`` split) needs ``TIME_FIELD`` among the loaded columns.
+
+What needs the data is checked once the dataset is built, by :func:`check_against_dataset`: ``topk`` above the item
+count, a time field that is not a float column, a labeled evaluation without labels, and a split that leaves the
+validation or test set empty.
+:func:`recbole_config_errors` and :func:`dataset_build_errors` turn what RecBole's Config and dataset refuse (value
+metrics under full ranking, filters that leave no interaction) into messages naming the settings.
 """
 
+import collections
+import contextlib
 import difflib
 import functools
 import inspect
@@ -25,12 +38,22 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import recbole
 import torch
 import yaml
-from recbole.utils import dataset_arguments, evaluation_arguments, general_arguments, training_arguments
+from recbole.utils import (
+    EvaluatorType,
+    FeatureSource,
+    FeatureType,
+    dataset_arguments,
+    evaluation_arguments,
+    general_arguments,
+    training_arguments,
+)
 
 from recbole_mgformer.defaults import dataset_config_file, model_config_file
+from recbole_mgformer.input_checks import metric_at_k, setting_type_error
 from recbole_mgformer.safety import SafeLoader, refuse_pickle_settings
 
 ESCAPE_KEY = "extra_config_keys"
@@ -270,6 +293,103 @@ def check_device(config):
     config.final_config_dict["use_gpu"] = device.type == "cuda"
 
 
+# ------------------------------------------------------------------------------------------------ evaluation
+
+
+def _setting_error(key, problem):
+    return ValueError(f"setting {key} {problem}; fix it in your config file or on the command line (--{key}=...)")
+
+
+def computed_metrics(config):
+    """The names of the results a run of ``config`` reports (``recall@20``, ``auc``), as RecBole's evaluator keys
+    them, in the order of ``metrics`` and ``topk``."""
+    names = []
+    for metric in config["metrics"]:
+        names += [f"{metric}@{k}" for k in config["topk"]] if metric_at_k(metric) else [metric]
+    return names
+
+
+def check_valid_metric(config):
+    """``valid_metric`` must be one of the results the run computes: RecBole looks it up in the validation results
+    after the first epoch, and a key they lack failed there."""
+    valid_metric = config["valid_metric"]
+    computed = computed_metrics(config)
+    if valid_metric.lower() in (name.lower() for name in computed):
+        return
+    name, _, k = valid_metric.partition("@")
+    if name.lower() not in (str(m).lower() for m in config["metrics"]):
+        fix = f"add {name} to metrics (e.g. --metrics=[{', '.join(map(str, config['metrics']))},{name}])"
+    else:
+        fix = f"add {k} to topk (e.g. --topk=[{', '.join(map(str, config['topk']))},{k}])"
+    raise ValueError(
+        f"valid_metric {valid_metric} is not among the results the run computes (metrics "
+        f"{list(config['metrics'])} at topk {list(config['topk'])}: {', '.join(computed)}), so the first validation "
+        f"would fail after a whole epoch; {fix}, or choose valid_metric among those"
+    )
+
+
+def _time_ordered(config):
+    split = config["eval_args"]["split"]
+    return not config["benchmark_filename"] and (config["eval_args"]["order"] == "TO" or "TS" in split)
+
+
+def check_time_order(config):
+    """A time order (``order: TO``, a ``TS`` split) sorts by ``TIME_FIELD``, which must be set and loaded."""
+    if not _time_ordered(config):
+        return
+    time_field, load_col, unload_col = config["TIME_FIELD"], config["load_col"], config["unload_col"]
+    why = "eval_args orders interactions by time (order: TO, or a TS split)"
+    if not time_field:
+        raise ValueError(f"{why}, but TIME_FIELD is not set; set TIME_FIELD to the time column, or use order: RO")
+    listed = load_col.get("inter") if isinstance(load_col, dict) else "*"
+    if listed != "*" and time_field not in (listed or ()):
+        raise ValueError(
+            f"{why}, but load_col does not load the TIME_FIELD {time_field!r} (load_col inter: {listed}); add it, "
+            f"e.g. load_col: {{inter: [{', '.join([*(listed or ()), time_field])}]}}, or use order: RO"
+        )
+    if isinstance(unload_col, dict) and time_field in (unload_col.get("inter") or ()):
+        raise ValueError(f"{why}, but unload_col leaves out the TIME_FIELD {time_field!r}; remove it from unload_col")
+
+
+def _modes(config):
+    return set(config["eval_args"]["mode"].values())
+
+
+def check_eval_mode(config):
+    """Ranking metrics rank candidates, so they need full ranking or sampled candidates (``uni100``), never
+    ``labeled`` pairs (RecBole's evaluation then fails on its first batch); with sampled candidates a top-k at or
+    above their count holds every candidate, a recall of 1 by construction."""
+    if config["eval_type"] != EvaluatorType.RANKING:
+        return
+    metrics, modes = list(config["metrics"]), _modes(config)
+    if "labeled" in modes:
+        raise ValueError(
+            f"metrics {metrics} rank items, but eval_args mode is labeled, which scores labeled pairs only (RecBole's "
+            "evaluation fails on it); set eval_args mode: full (or uni100), or use value metrics such as [AUC, LogLoss]"
+        )
+    sampled = [int(mode[3:]) for mode in modes if mode[:3] in ("uni", "pop")]
+    if sampled and any(metric_at_k(m) for m in metrics) and max(config["topk"]) > min(sampled):
+        raise ValueError(
+            f"topk {list(config['topk'])} reaches the {min(sampled) + 1} candidates eval_args mode "
+            f"{'/'.join(sorted(modes))} ranks for a held-out item ({min(sampled)} sampled and the item itself): the "
+            f"top-{max(config['topk'])} would hold them all, a hit by construction; lower topk to at most "
+            f"{min(sampled)}, or sample more candidates (e.g. mode: uni100)"
+        )
+
+
+def check_evaluation(config):
+    """The evaluation settings of a built Config: each of a shape RecBole can use (metrics, topk, valid_metric,
+    eval_args, seed; see :func:`recbole_mgformer.input_checks.setting_type_error`), the validation metric among the
+    results, and a time order with a time field to order by."""
+    for key in ("metrics", "topk", "valid_metric", "eval_args", "seed"):
+        problem = setting_type_error(key, config[key], None)
+        if problem:
+            raise _setting_error(key, problem)
+    check_valid_metric(config)
+    check_eval_mode(config)
+    check_time_order(config)
+
+
 def check_config(config, model_class, trainer_class=None, config_files=None):
     """All checks of this module, in the order a user would want to hear of them."""
     check_known_keys(config, model_class, trainer_class, config_files)
@@ -277,3 +397,188 @@ def check_config(config, model_class, trainer_class=None, config_files=None):
     check_finite(config)
     check_sizes(config)
     check_device(config)
+    check_evaluation(config)
+
+
+# ------------------------------------------------------------------------------------------------ what RecBole refuses
+
+# What RecBole's Config raises on settings it refuses, and the settings to name (the rest: its own message)
+RECBOLE_REFUSALS = {
+    "Full sort evaluation do not match value-based metrics": (
+        "metrics",
+        "are value metrics (AUC, LogLoss, MAE, RMSE), which score labeled pairs, but eval_args mode is full (every "
+        "item ranked); set eval_args mode: labeled (with a label field or threshold), or use ranking metrics such as "
+        "[Recall, NDCG]",
+    ),
+    "Ranking metrics and value metrics can not be used at the same time": (
+        "metrics",
+        "mix ranking and value metrics, which RecBole cannot compute in one run; keep one kind",
+    ),
+    "only support repeatable recommendation": (
+        "repeatable",
+        "must be True for a sequential model; set repeatable: True",
+    ),
+}
+
+
+def _from_recbole(error):
+    frames = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        frames.append(Path(traceback.tb_frame.f_code.co_filename).resolve())
+        traceback = traceback.tb_next
+    return bool(frames) and frames[-1].is_relative_to(RECBOLE_DIR)
+
+
+@contextlib.contextmanager
+def recbole_config_errors(config_dict=None):
+    """Around RecBole's Config: what it refuses of the settings (a ValueError, TypeError, NotImplementedError or
+    RuntimeError raised in RecBole's own code) becomes a ValueError naming the setting and the fix."""
+    try:
+        yield
+    except (ValueError, TypeError, NotImplementedError, RuntimeError, AttributeError) as error:
+        if not _from_recbole(error):
+            raise
+        text = str(error)
+        for pattern, (key, why) in RECBOLE_REFUSALS.items():
+            if pattern in text:
+                shown = (config_dict or {}).get(key)
+                raise ValueError(f"setting {key}{f' {shown!r}' if shown is not None else ''} {why}") from None
+        raise ValueError(
+            f"RecBole refused the settings: {text}; fix the setting it names in your config file or on the command line"
+        ) from None
+
+
+FILTER_SETTINGS = ("val_interval", "user_inter_num_interval", "item_inter_num_interval", "rm_dup_inter")
+
+
+@contextlib.contextmanager
+def dataset_build_errors(config):
+    """Around building ``config``'s dataset: filters that leave no interaction (RecBole's "Some feat is empty")
+    become a ValueError naming the filters in effect."""
+    try:
+        yield
+    except ValueError as error:
+        if not (_from_recbole(error) and "Some feat is empty" in str(error)):
+            raise
+        raise ValueError(_no_data_message(config)) from None
+
+
+def _no_data_message(config):
+    filters = ", ".join(f"{key}: {config[key]}" for key in FILTER_SETTINGS if config[key] not in (None, False))
+    return (
+        f"the data of {config['dataset']} leaves no interaction (or no user or item) after its filters"
+        + (f" ({filters})" if filters else "")
+        + "; widen the filters, or check the dataset's files"
+    )
+
+
+def _column(dataset, field):
+    column = dataset.inter_feat[field]
+    return column.numpy() if hasattr(column, "numpy") else np.asarray(column)
+
+
+def _split_sizes(config, dataset):
+    """``(train, valid, test)`` interaction counts RecBole's split of ``dataset`` will give (its own arithmetic,
+    ``Dataset._calcu_split_ids`` per group), or None for a split that depends on more than counts (TS, files)."""
+    split = config["eval_args"]["split"]
+    if config["benchmark_filename"] or "TS" in split:
+        return None
+    per_user = collections.Counter(collections.Counter(_column(dataset, dataset.uid_field).tolist()).values())
+    if "LS" in split:
+
+        def at_least(n):  # users with n or more interactions: each gives one to each set it can fill
+            return sum(users for count, users in per_user.items() if count >= n)
+
+        valid, test = {
+            "valid_and_test": (at_least(3), at_least(2)),
+            "valid_only": (at_least(2), 0),
+            "test_only": (0, at_least(2)),
+        }[split["LS"]]
+        return dataset.inter_num - valid - test, valid, test
+    ratios = [r / sum(split["RS"]) for r in split["RS"]]
+    group_by = config["eval_args"]["group_by"]
+    groups = per_user.items() if group_by == "user" else [(dataset.inter_num, 1)]
+    sizes = np.zeros(3, dtype=np.int64)
+    for count, users in groups:
+        bounds = [0, *dataset._calcu_split_ids(tot=count, ratios=ratios), count]
+        sizes += users * np.diff(bounds)
+    return tuple(int(size) for size in sizes)
+
+
+def check_split_sizes(config, dataset):
+    """A set the split gives a share must get interactions: each user's share is rounded down, so a validation share
+    over users of a few interactions each leaves the validation set empty, and the run would go on without it."""
+    sizes = _split_sizes(config, dataset)
+    if sizes is None:
+        return
+    split = config["eval_args"]["split"]
+    most = max(collections.Counter(_column(dataset, dataset.uid_field).tolist()).values())
+    wanted = {"valid": True, "test": True}
+    if "RS" in split:
+        wanted = {"valid": split["RS"][1] > 0, "test": split["RS"][2] > 0}
+    elif "LS" in split:
+        wanted = {"valid": split["LS"] != "test_only", "test": split["LS"] != "valid_only"}
+    for name, size in zip(("valid", "test"), sizes[1:]):
+        if wanted[name] and size == 0:
+            raise ValueError(
+                f"eval_args split {split} leaves the {name} set of {config['dataset']} empty: its users have at most "
+                f"{most} interactions each after filtering, too few for a {name} part (RecBole rounds each user's "
+                f"share down); give it a larger share, keep users with more interactions, or give it no share to run "
+                f"without it"
+            )
+
+
+def check_topk_fits(config, dataset):
+    """A top-k list longer than the items there are ranks the padding item and every item: a recall of 1 by
+    construction, not a measurement."""
+    if config["eval_type"] != EvaluatorType.RANKING or not any(metric_at_k(m) for m in config["metrics"]):
+        return
+    items = dataset.item_num - 1  # id 0 is RecBole's padding
+    if max(config["topk"]) > items:
+        raise ValueError(
+            f"topk {list(config['topk'])} goes above the {items} items of {config['dataset']} (after filtering): a "
+            f"top-{max(config['topk'])} list would hold every item; lower topk to at most {items} (and valid_metric "
+            "with it)"
+        )
+
+
+def check_time_field(config, dataset):
+    """The time field a time order sorts by is a float column of the interactions (a token field sorts by id)."""
+    if not _time_ordered(config):
+        return
+    field = config["TIME_FIELD"]
+    if dataset.field2source.get(field) != FeatureSource.INTERACTION:
+        raise ValueError(
+            f"eval_args orders interactions by time, but {config['dataset']}'s interactions have no {field!r} "
+            "column (the TIME_FIELD); add it to the .inter file and load_col, or use order: RO"
+        )
+    if dataset.field2type[field] != FeatureType.FLOAT:
+        raise ValueError(
+            f"the time field {field!r} of {config['dataset']} is a {dataset.field2type[field].value} column, so "
+            f"RecBole would order interactions by token id, not by time; declare it '{field}:float'"
+        )
+
+
+def check_labels(config, dataset):
+    """Labeled evaluation scores each held-out pair against its label, which the interactions must have (a label
+    column, or one ``threshold`` makes from a rating)."""
+    label = config["LABEL_FIELD"]
+    if "labeled" in _modes(config) and label not in dataset.inter_feat:
+        raise ValueError(
+            f"eval_args mode labeled scores each pair against its label, but the interactions of {config['dataset']} "
+            f"have no {label!r} column (the LABEL_FIELD); set threshold (e.g. threshold: {{rating: 4}}) to label "
+            f"them from a rating, add a {label}:float column, or use mode: full"
+        )
+
+
+def check_against_dataset(config, dataset):
+    """The checks that need the data, once ``dataset`` (RecBole's Dataset of ``config``) is built and before it is
+    split: interactions left after the filters, ``topk`` within the item count, a float time field for a time
+    order, labels for a labeled evaluation, and no set the split gives a share left empty."""
+    if dataset.inter_num == 0 or dataset.user_num <= 1 or dataset.item_num <= 1:
+        raise ValueError(_no_data_message(config))
+    check_topk_fits(config, dataset)
+    check_time_field(config, dataset)
+    check_labels(config, dataset)
+    check_split_sizes(config, dataset)

@@ -31,6 +31,19 @@ def dataset_config_file(dataset_name):
     return str(path) if path.is_file() else None
 
 
+def dataset_config_beside_data(dataset_name, data_path):
+    """``<data_path>/<name>/<name>.yaml``, the settings written beside a dataset's atomic files (the importer's
+    ``--write-config``), if that file exists, else None."""
+    path = Path(data_path) / dataset_name / f"{dataset_name}.yaml"
+    return str(path) if path.is_file() else None
+
+
+def general_protocol_file():
+    """``properties/protocol/general.yaml``: the project's general protocol (random 8:1:1 split per user, full
+    ranking, Recall and NDCG@20), for a dataset of a general model that has no YAML of its own."""
+    return str(properties_dir() / "protocol" / "general.yaml")
+
+
 def tuned_dir():
     """``properties/benchmark``: per-dataset tuned settings, one folder per dataset."""
     return properties_dir() / "benchmark"

@@ -4,9 +4,15 @@ output paths (never silently replacing a file or a non-empty folder). Each failu
 and the fix."""
 
 import contextlib
+import errno
+import math
 import numbers
 import os
+import re
+import secrets
+import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -18,10 +24,18 @@ class ConfigFileError(ValueError):
     """A config file that is missing, not UTF-8, not YAML, or not a mapping of settings."""
 
 
-def _yaml_loader():
-    from recbole.config import Config
+def _compose_and_load(text):
+    """The composed root node and the settings of a YAML text, read with the project's safe loader (RecBole's float
+    resolver, no Python objects from tags, and bounded: :class:`recbole_mgformer.safety.settings.YamlBombError` for
+    a document that aliases expand past what any config needs)."""
+    from recbole_mgformer.safety.settings import SafeLoader
 
-    return Config._build_yaml_loader(None)  # RecBole's: numbers like 1e-3 are floats
+    loader = SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    finally:
+        loader.dispose()
 
 
 def _where(path, mark):
@@ -63,10 +77,12 @@ def read_config_file(path):
         raise ConfigFileError(
             f"{path}:{line}: byte {raw[error.start : error.start + 1]!r} is not UTF-8; save the config file as UTF-8"
         ) from None
-    loader = _yaml_loader()
+    from recbole_mgformer.safety.settings import YamlBombError
+
     try:
-        node = yaml.compose(text, Loader=loader)
-        settings = yaml.load(text, Loader=loader)
+        node, settings = _compose_and_load(text)
+    except YamlBombError as error:
+        raise ConfigFileError(f"{_where(path, error.problem_mark)}: {error.problem}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or str(error)
@@ -96,24 +112,163 @@ def _is_number(value):
 SHAPES = {"eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "group_by": "user", "mode": "full"}}
 
 
+# ------------------------------------------------------------------------------------------------ evaluation settings
+
+LS_MODES = ("valid_and_test", "valid_only", "test_only")
+EVAL_ARGS_KEYS = ("split", "order", "group_by", "mode")
+EVAL_MODE = re.compile(r"full|labeled|(?:uni|pop)[1-9][0-9]*")
+SEED_BOUND = 2**32  # numpy's seeding takes 0 <= seed < 2**32
+# settings RecBole's Config or its first use fails on when unset (``topk: ~``, ``seed: ~``)
+REQUIRED = ("metrics", "topk", "valid_metric", "eval_args", "seed")
+
+
+def _metric_registry():
+    from recbole.evaluator.register import metric_types, metrics_dict
+
+    return metrics_dict, metric_types
+
+
+def metric_at_k(name):
+    """Whether RecBole's metric ``name`` is reported at each top-k cut-off (``recall@20``), not once (``auc``)."""
+    metrics_dict, _ = _metric_registry()
+    return any(need in ("rec.topk", "rec.items") for need in metrics_dict[name.lower()].metric_need)
+
+
+def is_value_metric(name):
+    from recbole.utils import EvaluatorType
+
+    return _metric_registry()[1][name.lower()] == EvaluatorType.VALUE
+
+
+def _whole(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _topk_problem(value):
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(_whole(k) and k > 0 for k in values):
+        return f"takes whole numbers above 0 (e.g. [10, 20]), not {value!r}"
+    return None
+
+
+def _metrics_problem(value):
+    metrics_dict, _ = _metric_registry()
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(m, str) for m in values):
+        return f"takes a list of RecBole's metric names (e.g. [Recall, NDCG]) or one name, not {value!r}"
+    unknown = [m for m in values if m.lower() not in metrics_dict]
+    if unknown:
+        return f"names {', '.join(map(repr, unknown))}, not among RecBole's metrics ({', '.join(metrics_dict)})"
+    ranking = [m for m in values if not is_value_metric(m)]
+    if ranking and len(ranking) < len(values):
+        scored = [m for m in values if is_value_metric(m)]
+        return (
+            f"mixes ranking metrics ({', '.join(ranking)}) and value metrics ({', '.join(scored)}), which RecBole "
+            "cannot compute in one run; keep one kind"
+        )
+    return None
+
+
+def _valid_metric_problem(value):
+    metrics_dict, _ = _metric_registry()
+    if not isinstance(value, str) or not value:
+        return (
+            f"takes the name of one of the run's metrics, at one of topk for a top-k one (e.g. NDCG@20), not {value!r}"
+        )
+    name, at, k = value.partition("@")
+    if name.lower() not in metrics_dict:
+        return f"names {name!r}, not among RecBole's metrics ({', '.join(metrics_dict)})"
+    if metric_at_k(name) and not (at and re.fullmatch(r"[1-9][0-9]*", k)):
+        return f"is {value!r}: {name} is reported at a cut-off, so write {name}@K with K one of topk (e.g. {name}@20)"
+    if not metric_at_k(name) and at:
+        return f"is {value!r}: {name} is reported once, not at a cut-off; write {name}"
+    return None
+
+
+def _seed_problem(value):
+    if not (_whole(value) and 0 <= value < SEED_BOUND):
+        return f"takes a whole number from 0 to {SEED_BOUND - 1} (what numpy's seeding accepts), not {value!r}"
+    return None
+
+
+def _ratios_problem(mode, ratios):
+    if not (isinstance(ratios, list) and len(ratios) == 3 and all(_is_number(r) for r in ratios)):
+        return f"split {mode} takes three numbers [train, valid, test] (e.g. {{{mode}: [0.8, 0.1, 0.1]}}), not {ratios}"
+    if not all(map(math.isfinite, ratios)):
+        return None  # named, with its place, by config_check.check_finite
+    if not all(r >= 0 for r in ratios):
+        return f"split {mode} {ratios!r}: each share must be a number of at least 0"
+    if ratios[0] <= 0:
+        return f"split {mode} {ratios} gives training no share (RecBole would train on nothing); give it one, e.g. 0.8"
+    if ratios[1] + ratios[2] <= 0:
+        return (
+            f"split {mode} {ratios!r} leaves nothing to validate or test on; give the validation and test sets a "
+            "share, e.g. [0.8, 0.1, 0.1]"
+        )
+    return None
+
+
+def _split_problem(split):
+    if not (isinstance(split, dict) and len(split) == 1):
+        return (
+            f"split takes one of {{RS: [train, valid, test]}}, {{TS: [train, valid, test]}} or {{LS: valid_and_test}}, "
+            f"not {split!r}"
+        )
+    ((mode, value),) = split.items()
+    if mode in ("RS", "TS"):
+        return _ratios_problem(mode, value)
+    if mode == "LS":
+        return None if value in LS_MODES else f"split LS takes one of {', '.join(LS_MODES)}, not {value!r}"
+    return f"split {mode!r} is no RecBole split; use RS (ratios at random), TS (ratios by time) or LS (leave one out)"
+
+
+def _mode_problem(mode):
+    phases = mode if isinstance(mode, dict) else {"valid": mode}
+    extra = [phase for phase in phases if phase not in ("valid", "test")]
+    if extra:
+        return f"mode takes one mode, or {{valid: <mode>, test: <mode>}}, not the key {extra[0]!r}"
+    bad = [m for m in phases.values() if not (isinstance(m, str) and EVAL_MODE.fullmatch(m))]
+    if bad:
+        return f"mode {bad[0]!r} is not one of full, labeled, uni<N> or pop<N> (e.g. uni100)"
+    return None
+
+
+def eval_args_problem(value):
+    """Why ``eval_args`` (a user's, or RecBole's merged one) cannot be split and evaluated, or None."""
+    if not isinstance(value, dict):
+        return f"takes a mapping like {SHAPES['eval_args']}, not {value!r}"
+    extra = [key for key in value if key not in EVAL_ARGS_KEYS]
+    if extra:
+        return f"has no setting {extra[0]!r} (RecBole would ignore it); its settings are {', '.join(EVAL_ARGS_KEYS)}"
+    problem = _split_problem(value["split"]) if "split" in value else None
+    if not problem and value.get("order", "RO") not in ("RO", "TO"):
+        problem = f"order takes RO (at random) or TO (by time), not {value['order']!r}"
+    group_by = value.get("group_by", "user")
+    if not problem and not (group_by is None or (isinstance(group_by, str) and group_by.lower() in ("user", "none"))):
+        problem = f"group_by takes user or none, not {group_by!r}"
+    if not problem and "mode" in value:
+        problem = _mode_problem(value["mode"])
+    return problem
+
+
+SHAPE_CHECKS = {
+    "topk": _topk_problem,
+    "metrics": _metrics_problem,
+    "valid_metric": _valid_metric_problem,
+    "seed": _seed_problem,
+    "eval_args": eval_args_problem,
+}
+
+
 def setting_type_error(key, value, default):
     """Why ``value`` cannot be ``key``'s setting, given its default; None when it can. Only shapes RecBole cannot
     use at all: text or a list where a number goes, a non-mapping where a mapping goes, top-k that are not
-    whole numbers, metrics RecBole does not know."""
+    whole numbers, metrics RecBole does not know (or of both kinds), a validation metric that is no metric, a seed
+    numpy refuses, a split or evaluation mode RecBole has not (see :func:`eval_args_problem`)."""
     if value is None:
-        return None
-    if key == "topk":
-        values = value if isinstance(value, list) else [value]
-        if not values or not all(isinstance(k, numbers.Integral) and not isinstance(k, bool) and k > 0 for k in values):
-            return f"takes whole numbers above 0 (e.g. [10, 20]), not {value!r}"
-        return None
-    if key == "metrics":
-        from recbole.evaluator.register import metrics_dict
-
-        unknown = [m for m in (value if isinstance(value, list) else [value]) if str(m).lower() not in metrics_dict]
-        if unknown:
-            return f"names {', '.join(map(repr, unknown))}, not among RecBole's metrics ({', '.join(metrics_dict)})"
-        return None
+        return f"must be set (e.g. {key}: {SHAPES.get(key, default)!r})" if key in REQUIRED else None
+    if key in SHAPE_CHECKS:
+        return SHAPE_CHECKS[key](value)
     default = SHAPES.get(key, default)
     if _is_number(default) and not _is_number(value):
         return f"takes a number (default {default}), not {value!r}"
@@ -126,17 +281,47 @@ def _raise_type_error(key, problem):
     raise ValueError(f"setting {key} {problem}; fix it in your config file or on the command line (--{key}=...)")
 
 
+def as_recbole_reads(config_dict):
+    """``config_dict`` as RecBole's Config reads it: each string read as a literal (``"20"`` the number 20,
+    ``"[10, 20]"`` a list), as its ``_convert_config_dict`` does (without ``eval``)."""
+    from recbole_mgformer.safety.settings import literal_settings
+
+    return literal_settings(dict(config_dict or {}))
+
+
+def combination_problem(settings):
+    """``(key, why)`` for settings that cannot work together, or None: value metrics (AUC, LogLoss, MAE, RMSE) score
+    labeled pairs, so they need ``eval_args`` mode labeled, never full ranking."""
+    metrics, eval_args = settings.get("metrics"), settings.get("eval_args")
+    if metrics is None or not isinstance(eval_args, dict) or "mode" not in eval_args:
+        return None
+    metrics = metrics if isinstance(metrics, list) else [metrics]
+    mode = eval_args["mode"]
+    modes = set(mode.values()) if isinstance(mode, dict) else {mode}
+    if metrics and all(is_value_metric(m) for m in metrics) and "full" in modes:
+        return (
+            "metrics",
+            f"{metrics!r} are value metrics, which score labeled pairs, but eval_args mode is full (every item "
+            "ranked); set eval_args mode: labeled, or use ranking metrics such as [Recall, NDCG]",
+        )
+    return None
+
+
 def check_user_settings(config_file_list=None, config_dict=None):
-    """The settings whose wrong shape RecBole's Config itself fails on (topk, metrics, eval_args), checked before
-    it is built."""
+    """The settings whose wrong shape RecBole's Config itself fails on (topk, metrics, valid_metric, seed,
+    eval_args), checked before it is built, as RecBole will read them (a string of ``config_dict`` as a literal),
+    and the combinations of them that cannot work."""
     settings = {}
     for path in config_file_list or ():
         settings.update(read_config_file(path))
-    settings.update(config_dict or {})
+    settings.update(as_recbole_reads(config_dict))
     for key, value in settings.items():
         problem = setting_type_error(key, value, None)
         if problem:
             _raise_type_error(key, problem)
+    combination = combination_problem(settings)
+    if combination:
+        _raise_type_error(*combination)
 
 
 def recbole_defaults():
@@ -218,6 +403,76 @@ def refuse_nonempty_folder(folder, option, overwrite=False, replaced=()):
             f"--overwrite to replace {', '.join(replaced) or 'its files'}"
         )
     return folder
+
+
+def check_writable(path, option):
+    """Stop before the work starts when ``option``'s ``path`` (a file or folder to be written) could not be
+    created: the first existing folder above it must accept a new file (a read-only or foreign folder fails
+    here, not after a whole run)."""
+    _check_parents(path, option)
+    for parent in Path(path).absolute().parents:
+        if parent.is_dir():
+            try:
+                with tempfile.TemporaryFile(dir=parent):
+                    pass
+            except OSError as error:
+                raise PermissionError(
+                    f"{option} {path}: cannot write in {parent} ({error.strerror or error}); choose a folder you "
+                    "can write to"
+                ) from None
+            return Path(path)
+    return Path(path)
+
+
+def temporary_beside(path):
+    """A name beside ``path`` that no other process (on this machine or one sharing the folder) will choose."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def claim(temporary, path, option, overwrite=False):
+    """Move the finished ``temporary`` file to ``path`` in one step: with ``overwrite`` by an atomic rename, else
+    by a hard link that fails when ``path`` exists, so two runs racing for one name never both say they wrote it
+    (check-then-write would let the second silently replace the first). Where the filesystem has no hard links,
+    an exclusive create claims the name first."""
+    temporary, path = Path(temporary), Path(path)
+    if overwrite:
+        os.replace(temporary, path)
+        return path
+    try:
+        try:
+            os.link(temporary, path)
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))  # claimed; now fill it whole
+            os.replace(temporary, path)
+            return path
+    except FileExistsError:
+        raise FileExistsError(
+            f"{option} {path}: the file exists (written by another run since this one started, or before); "
+            "choose another name, or pass --overwrite to replace it"
+        ) from None
+    os.unlink(temporary)
+    return path
+
+
+def write_new_file(path, write, option="--output", overwrite=False):
+    """Write ``path`` whole through ``write(temporary_path)``, then :func:`claim` it: a reader never sees half a
+    file, a crash leaves none, and an existing file is replaced only with ``overwrite``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = temporary_beside(path)
+    try:
+        write(temporary)
+        return claim(temporary, path, option, overwrite)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_new_text(path, text, option="--output", overwrite=False):
+    """:func:`write_new_file` of a UTF-8 text."""
+    return write_new_file(path, lambda temporary: temporary.write_text(text, encoding="utf-8"), option, overwrite)
 
 
 def _raised_here(error):

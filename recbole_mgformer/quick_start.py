@@ -8,6 +8,8 @@ data-parallel runs work on CPUs too (:mod:`recbole_mgformer.distributed`).
 
 import contextlib
 import gc
+import logging
+import os
 import sys
 import time
 from logging import getLogger
@@ -15,14 +17,25 @@ from pathlib import Path
 
 import torch.distributed as dist
 from recbole.data import data_preparation
-from recbole.utils import init_seed, set_color
+from recbole.utils import ModelType, init_seed, set_color
 
 from recbole_mgformer.compat import init_logger
-from recbole_mgformer.config_check import check_config
+from recbole_mgformer.config_check import (
+    check_against_dataset,
+    check_config,
+    dataset_build_errors,
+    recbole_config_errors,
+)
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.duplicates import apply_duplicate_policy
 from recbole_mgformer.data.sources import ensure_dataset
-from recbole_mgformer.defaults import benchmark_config_file, dataset_config_file, model_config_file
+from recbole_mgformer.defaults import (
+    benchmark_config_file,
+    dataset_config_beside_data,
+    dataset_config_file,
+    general_protocol_file,
+    model_config_file,
+)
 from recbole_mgformer.distributed import (
     DistributedConfig,
     check_sizes,
@@ -38,10 +51,17 @@ from recbole_mgformer.input_checks import (
     check_setting_types,
     check_user_settings,
     read_config_file,
+    recbole_defaults,
 )
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.registry import get_model, get_trainer
-from recbole_mgformer.resume import LATEST_SUFFIX, fit_resumably, forget_resume_state
+from recbole_mgformer.resume import (
+    best_and_latest,
+    check_resumable,
+    fit_resumably,
+    forget_resume_state,
+    mark_finished,
+)
 from recbole_mgformer.safety import create_dataset
 
 
@@ -56,20 +76,73 @@ def _argv_hidden():
         sys.argv = saved
 
 
+# the models the general protocol suits: a top-k over all items per user (sequential and context-aware models
+# need a protocol of their own: a time order, labels)
+GENERAL_KINDS = (ModelType.GENERAL, ModelType.TRADITIONAL, ModelType.KNOWLEDGE)
+
+
+def configured_data_path(config_files, config_dict):
+    """The ``data_path`` a Config of ``config_files`` and ``config_dict`` will read (the last setting wins; RecBole's
+    ``dataset/`` without one), before RecBole appends the dataset's name to it."""
+    if "data_path" in (config_dict or {}):
+        return str(config_dict["data_path"])
+    for path in reversed(list(config_files)):
+        settings = read_config_file(path)
+        if "data_path" in settings:
+            return str(settings["data_path"])
+    return str(recbole_defaults()["data_path"])
+
+
+def dataset_settings_file(dataset, model_class, config_files, config_dict):
+    """``(file, the user's, log line)``: the YAML read as ``dataset``'s, at a dataset YAML's precedence, whether the
+    user wrote it, and the line that names it. The project's ``properties/dataset/<name>.yaml``, else the user's
+    ``<data_path>/<name>/<name>.yaml`` beside the data, else the general protocol for a general model; None for
+    another model, which gets RecBole's defaults."""
+    shipped = dataset_config_file(dataset)
+    data_path = configured_data_path(config_files, config_dict)
+    beside = dataset_config_beside_data(dataset, data_path)
+    if shipped:
+        unread = f" ({beside} beside the data is not read; --config_files={beside} applies it)" if beside else ""
+        return shipped, False, f"dataset settings: {shipped}{unread}"
+    if beside:
+        return beside, True, f"dataset settings: {beside} (beside the data; the project ships none for {dataset})"
+    own = Path(data_path) / dataset / f"{dataset}.yaml"
+    if model_class.type in GENERAL_KINDS:
+        protocol = general_protocol_file()
+        line = (
+            f"{dataset} has no dataset YAML, so the project's general protocol applies under your settings "
+            f"({protocol}: random 8:1:1 split per user, full ranking, Recall and NDCG@20, best epoch by NDCG@20); "
+            f"create {own} to change it"
+        )
+        return protocol, False, line
+    kind = model_class.type.name.lower()
+    return None, False, f"{dataset} has no dataset YAML: RecBole's defaults apply to a {kind} model; create {own}"
+
+
 def build_config(model, dataset, config_file_list=None, config_dict=None):
-    """A RecBole Config: RecBole's defaults < project model YAML < project dataset YAML
-    < ``config_file_list`` < ``config_dict``, checked by :func:`recbole_mgformer.config_check.check_config`
-    (unknown keys, non-finite numbers, a GPU that is not there); a dataset name with a path in it, or a config
-    file that is not a YAML mapping, is an error naming it first (:mod:`recbole_mgformer.input_checks`)."""
+    """A RecBole Config: RecBole's defaults < project model YAML < the dataset's YAML < ``config_file_list`` <
+    ``config_dict``, checked by :func:`recbole_mgformer.config_check.check_config` (unknown keys, non-finite
+    numbers, a GPU that is not there); a dataset name with a path in it, or a config file that is not a YAML mapping,
+    is an error naming it first (:mod:`recbole_mgformer.input_checks`). The dataset's YAML is the project's, the one
+    beside the data, or the general protocol (:func:`dataset_settings_file`); ``config.dataset_settings`` is the log
+    line that names it."""
     check_dataset_name(dataset)
     check_user_settings(config_file_list, config_dict)  # config files named by file and line, then topk, metrics
     model_class = get_model(model)
-    defaults = [model_config_file(model_class.__name__), dataset_config_file(dataset)]
-    files = [f for f in defaults if f] + list(config_file_list or [])
-    with _argv_hidden():
+    model_file = model_config_file(model_class.__name__)
+    user_files = list(config_file_list or [])
+    dataset_file, users_own, settings_line = dataset_settings_file(
+        dataset, model_class, ([model_file] if model_file else []) + user_files, config_dict
+    )
+    own_files = [dataset_file, *user_files] if users_own else user_files  # checked and named in errors alike
+    if users_own:
+        check_user_settings(own_files, config_dict)
+    files = [f for f in (model_file, dataset_file) if f] + user_files
+    with _argv_hidden(), recbole_config_errors(config_dict):  # what RecBole refuses, named as a setting
         config = DistributedConfig(model=model_class, dataset=dataset, config_file_list=files, config_dict=config_dict)
-    check_config(config, model_class, get_trainer(config["MODEL_TYPE"], model_class.__name__), config_file_list)
-    check_setting_types(config, read_config_file(defaults[0]) if defaults[0] else None)
+    check_config(config, model_class, get_trainer(config["MODEL_TYPE"], model_class.__name__), own_files)
+    check_setting_types(config, read_config_file(model_file) if model_file else None)
+    config.dataset_settings = settings_line
     return config, model_class
 
 
@@ -80,8 +153,10 @@ def prepare_data(config):
     flush_subnormals(config)
     ensure_dataset(config["dataset"], Path(config["data_path"]).parent)  # known datasets, imported on first use
     apply_duplicate_policy(config, validate_dataset_files(config))
-    dataset = create_dataset(config)
+    with dataset_build_errors(config):  # filters that leave no interaction, named
+        dataset = create_dataset(config)
     getLogger().info(dataset)
+    check_against_dataset(config, dataset)  # settings the data make impossible (topk above the item count, ...)
     train_data, valid_data, test_data = data_preparation(config, dataset)
     if is_distributed(config):
         valid_data, test_data = shard_evaluation(valid_data), shard_evaluation(test_data)
@@ -121,13 +196,17 @@ def run_recommender(
     offset=0,
     tuned=True,
 ):
-    """Train ``model`` (a name) on ``dataset`` and evaluate it; returns the dict of ``run_recbole``:
-    ``best_valid_score``, ``valid_score_bigger``, ``best_valid_result``, ``test_result``.
+    """Train ``model`` (a name) on ``dataset`` and evaluate it; returns the dict of ``run_recbole``
+    (``best_valid_score``, ``valid_score_bigger``, ``best_valid_result``, ``test_result``) and where the run's output
+    went: ``checkpoint`` (the best epoch's .pth, None when nothing was saved) and ``log_file``, with ``epochs`` and
+    ``best_epoch`` (None for a model trained without epochs). The log's last line names both.
 
-    ``resume_file`` continues training from a checkpoint this project wrote. With ``tuned`` (the default), the
-    settings the benchmark tuned for this model and dataset (``properties/benchmark/<dataset>/<Model>.yaml``, where
-    one exists) apply under ``config_file_list`` and ``config_dict``, and the log names the file; ``tuned=False``
-    trains with RecBole's defaults and the model's YAML alone.
+    ``resume_file`` continues a killed run from a checkpoint this project wrote; a finished run's checkpoint is
+    refused (:func:`recbole_mgformer.resume.check_resumable`), since it is that run's result. With ``tuned`` (the
+    default), the settings the benchmark tuned for this model and dataset
+    (``properties/benchmark/<dataset>/<Model>.yaml``, where one exists) apply under ``config_file_list`` and
+    ``config_dict``, and the log names the file; ``tuned=False`` trains with RecBole's defaults and the model's YAML
+    alone.
 
     Data-parallel training (DDP) starts ``nproc`` processes on this machine; ``world_size`` counts the
     processes of all machines (-1: ``nproc``), ``offset`` is the global rank of this machine's first
@@ -135,6 +214,8 @@ def run_recommender(
     and ``dist_timeout`` (seconds) tune it. The result is local rank 0's.
     """
     world_size = check_sizes(nproc, world_size, offset)
+    if resume_file:
+        check_resumable(resume_file)  # before anything trains: a finished run's result is never replaced
     tuned_file = tuned_config_file(model, dataset) if tuned else None
     config_file_list = ([tuned_file] if tuned_file else []) + list(config_file_list or [])  # the user's win
     if world_size == 1:
@@ -175,12 +256,37 @@ def run_checkpoint(trainer, resume_file=None):
     beside it), else the new name RecBole's trainer chose."""
     if not resume_file:
         return Path(trainer.saved_model_file)
-    path = Path(resume_file)
-    if path.name.endswith(LATEST_SUFFIX):
-        path = path.with_name(path.name[: -len(LATEST_SUFFIX)] + ".pth")
-    if not (path.is_file() or path.with_suffix(LATEST_SUFFIX).is_file()):
+    path, latest = best_and_latest(resume_file)
+    if not (path.is_file() or latest.is_file()):
         raise FileNotFoundError(f"no checkpoint at {resume_file}; check the file name and checkpoint_dir")
     return path
+
+
+def best_epoch_reason(model, best_epoch):
+    """Why a run's best epoch is its first, in one clause (empty for a later one)."""
+    if best_epoch != 0:
+        return ""
+    if str(model).lower() == "mgformer":
+        return " (its first: the SVD encodings carry MGFormer to its best at once; results/notes/attention.md)"
+    return " (its first: no later epoch scored better)"
+
+
+def log_file():
+    """The file the root logger writes to (RecBole's ``init_logger`` adds it to the first run of a process; later
+    runs of that process log into it too), or None."""
+    files = [h.baseFilename for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+    return files[-1] if files else None
+
+
+def saved_checkpoint(trainer, saved):
+    """The absolute path of the checkpoint the run saved, or None."""
+    path = getattr(trainer, "saved_model_file", None) if saved else None
+    return os.path.abspath(path) if path and os.path.isfile(path) else None
+
+
+def writes_checkpoints(config):
+    """The first process of each machine writes the checkpoints (RecBole's rule)."""
+    return config["single_spec"] or config["local_rank"] == 0
 
 
 def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
@@ -188,11 +294,14 @@ def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
 
     With ``saved``, the last epoch is checkpointed beside the best one (``<best>.latest.pth``, with the
     validation history and timings) by :func:`recbole_mgformer.resume.fit_resumably`, the benchmark's fit:
-    ``resume_file`` (either file) continues a killed run from its last epoch. The last-epoch file is removed
-    once the run has been tested. ``tuned_file``: the tuned settings ``config`` was built with, named in the log."""
+    ``resume_file`` (either file) continues a killed run from its last epoch. Once the run has been tested, the best
+    checkpoint records that it finished (:func:`recbole_mgformer.resume.mark_finished`: no resume replaces it) and
+    the last-epoch file is removed. ``tuned_file``: the tuned settings ``config`` was built with, named in the log."""
     init_seed(config["seed"], config["reproducibility"])
     init_logger(config)
     logger = getLogger()
+    if getattr(config, "dataset_settings", None):
+        logger.info(config.dataset_settings)
     if tuned_file:
         logger.info(
             f"tuned settings applied: {tuned_file} (under your config files and settings; "
@@ -200,7 +309,7 @@ def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
         )
     logger.info(config)
     _, trainer, (train_data, valid_data, test_data) = prepare(config)
-    checkpoint = None
+    checkpoint = epochs = best_epoch = None
     if saved and hasattr(trainer, "_train_epoch"):  # every trainer with epochs
         checkpoint = run_checkpoint(trainer, resume_file)
         best_valid_result, timer = fit_resumably(
@@ -212,8 +321,9 @@ def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
             config["show_progress"],
         )
         best_valid_score = trainer.best_valid_score
+        epochs, best_epoch = timer.epochs(), timer.best_epoch(config["valid_metric_bigger"])
         logger.info(
-            f"epochs {timer.epochs()}, best epoch {timer.best_epoch(config['valid_metric_bigger'])}"
+            f"epochs {epochs}, best epoch {best_epoch}{best_epoch_reason(config['model'], best_epoch)}"
             + (f", resumed at epoch {timer.resumed_from}" if timer.resumed_from else "")
         )
     else:
@@ -224,12 +334,20 @@ def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
         )
     test_result = trainer.evaluate(test_data, load_best_model=saved, show_progress=config["show_progress"])
     if checkpoint is not None:
+        # marked before the last epoch goes, so a kill between the two still leaves the run ended
+        if writes_checkpoints(config) and os.path.isfile(trainer.saved_model_file):
+            mark_finished(trainer.saved_model_file, epochs, best_epoch)
         forget_resume_state(checkpoint)
     logger.info(set_color("best valid ", "yellow") + f": {best_valid_result}")
     logger.info(set_color("test result", "yellow") + f": {test_result}")
+    outputs = {"checkpoint": saved_checkpoint(trainer, saved), "log_file": log_file()}
+    logger.info(f"checkpoint: {outputs['checkpoint']}; log: {outputs['log_file']}")
     return {
         "best_valid_score": best_valid_score,
         "valid_score_bigger": config["valid_metric_bigger"],
         "best_valid_result": best_valid_result,
         "test_result": test_result,
+        **outputs,
+        "epochs": epochs,
+        "best_epoch": best_epoch,
     }

@@ -3,6 +3,13 @@
     python -m recbole_mgformer.recommend --checkpoint saved/MGFormer-Nov-25-2026_01-00-00.pth --users 196,186 --k 10
     python -m recbole_mgformer.recommend --checkpoint saved/BPR-....pth --users 196 --k 20 --output top.csv
     python -m recbole_mgformer.recommend --checkpoint saved/BPR-....pth --export-embeddings embeddings/
+    python -m recbole_mgformer.recommend --model MGFormer --dataset mine --users 196    # the newest such checkpoint
+
+``--checkpoint latest``, or ``--model`` and/or ``--dataset`` without ``--checkpoint``, takes the newest checkpoint in
+``--checkpoint_dir`` (default ``saved``) whose recorded config names that model and dataset, and says which.
+Outputs are claimed whole: ``--output`` and ``--export-embeddings`` never replace a file unasked (``--overwrite``), not
+even one another run wrote while this one worked, and a target that cannot be written stops the command before the
+checkpoint loads.
 
 The checkpoint loads with ``torch.load(weights_only=True)``; the dataset is rebuilt from the config it records
 (``--data_path`` when the data moved), so the ids match the ones the model trained on: the checkpoint keeps the
@@ -18,10 +25,16 @@ clear error.
 """
 
 import argparse
+import contextlib
 import csv
+import errno
+import io
 import json
+import os
+import shutil
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +43,19 @@ from recbole.data.interaction import Interaction
 from recbole.utils import ModelType
 
 from recbole_mgformer.checkpoints import load_data_and_model
-from recbole_mgformer.input_checks import refuse_existing, refuse_nonempty_folder
+from recbole_mgformer.input_checks import (
+    check_writable,
+    claim,
+    refuse_existing,
+    refuse_nonempty_folder,
+    temporary_beside,
+    write_new_text,
+)
+
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): two exports into one existing folder at once may mix their files
+    fcntl = None
 
 EXCLUDE = ("train", "seen", "none")
 
@@ -137,18 +162,13 @@ def representations(model, dataset):
 EXPORTED = ("users.npy", "items.npy", "users.txt", "items.txt", "meta.json")
 
 
-def export_embeddings(model, dataset, folder):
+def export_embeddings(model, dataset, folder, overwrite=False):
     """Writes ``users.npy``/``items.npy`` (one row per token, padding dropped), ``users.txt``/``items.txt``
     (the tokens, line i = row i) and ``meta.json``; returns the meta dict. ``meta["dot_product_scores"]``
     says whether ``users @ items.T`` reproduces the model's full-sort scores (checked on a few users), that
-    is whether an inner-product nearest-neighbour index ranks as the model does."""
+    is whether an inner-product nearest-neighbour index ranks as the model does. The files appear together or
+    not at all (:func:`claim_folder`): ``folder`` must be new or empty, or ``overwrite`` replaces these files."""
     users, items = representations(model, dataset)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    np.save(folder / "users.npy", users[1:].numpy())
-    np.save(folder / "items.npy", items[1:].numpy())
-    for name, field in (("users.txt", dataset.uid_field), ("items.txt", dataset.iid_field)):
-        (folder / name).write_text("".join(f"{token}\n" for token in dataset.field2id_token[field][1:]))
     sample = torch.arange(1, min(dataset.user_num, 9))
     scores = full_sort_scores(model, dataset, sample, None)[:, 1:]
     meta = {
@@ -159,38 +179,183 @@ def export_embeddings(model, dataset, folder):
         "items": int(items.shape[0] - 1),
         "dot_product_scores": bool(torch.allclose(users[sample] @ items[1:].T, scores, rtol=1e-4, atol=1e-5)),
     }
-    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+    def tokens(field):
+        return lambda path: path.write_text("".join(f"{token}\n" for token in dataset.field2id_token[field][1:]))
+
+    writers = {
+        "users.npy": lambda path: np.save(path, users[1:].numpy()),
+        "items.npy": lambda path: np.save(path, items[1:].numpy()),
+        "users.txt": tokens(dataset.uid_field),
+        "items.txt": tokens(dataset.iid_field),
+        "meta.json": lambda path: path.write_text(json.dumps(meta, indent=2) + "\n"),
+    }
+    claim_folder(folder, writers, "--export-embeddings", overwrite)
     return meta
+
+
+def claim_folder(folder, writers, option, overwrite=False):
+    """Write ``{name: write(path)}`` into a fresh temporary folder beside ``folder``, then claim them: a new
+    ``folder`` by renaming the temporary folder onto it (one step: a reader never sees half of it), an existing one
+    file by file while holding a lock on it. Either way a folder with files in it (another run's, written while this
+    one worked, or older) is refused, or with ``overwrite`` gets these files replaced (only these), so two runs
+    never both write it and never mix their files."""
+    folder = Path(folder)
+    target = Path(os.path.abspath(folder))  # "." and "a/.." too have a parent to hold the temporary
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = temporary_beside(target)
+    temporary.mkdir()
+    try:
+        for name, write in writers.items():
+            write(temporary / name)
+        if not target.exists():
+            try:
+                os.rename(temporary, target)
+                return folder
+            except OSError as error:  # another run made it meanwhile (then it is joined below), or a system error
+                if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise folder_error(folder, option, error) from None
+        if not target.is_dir():
+            raise FileExistsError(f"{option} {folder}: a file is there, not a folder; name a new folder")
+        with folder_lock(target):
+            if not overwrite and any(target.iterdir()):
+                raise FileExistsError(
+                    f"{option} {folder}: the folder is not empty (written by another run since this one started, "
+                    "or before); name a new or empty folder, or pass --overwrite to replace its files"
+                )
+            for name in writers:
+                claim(temporary / name, target / name, option, overwrite)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    return folder
+
+
+def folder_error(folder, option, error):
+    """A failed rename onto ``folder`` as a message naming the option and the fix, where there is one."""
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return PermissionError(
+            f"{option} {folder}: cannot write there ({error.strerror}); choose a folder you can write to"
+        )
+    return error
+
+
+@contextlib.contextmanager
+def folder_lock(folder):
+    """Hold an exclusive lock on ``folder`` (flock: dropped when the process ends, however it ends), so two runs
+    claiming files in it take turns."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
 
 
 # ------------------------------------------------------------------------------------------------ command line
 
 
-def write(result, output):
-    """CSV (user,rank,item,score) or JSON ({user: [{item, score}]}) by the file's suffix."""
+def write(result, output, overwrite=False):
+    """CSV (user,rank,item,score) or JSON ({user: [{item, score}]}) by the file's suffix, claimed whole
+    (:func:`~recbole_mgformer.input_checks.write_new_text`): an existing file, even one another run wrote while
+    this one worked, is replaced only with ``overwrite``."""
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
     if output.suffix == ".json":
         payload = {user: [{"item": item, "score": score} for item, score in items] for user, items in result.items()}
-        output.write_text(json.dumps(payload, indent=2) + "\n")
+        text = json.dumps(payload, indent=2) + "\n"
     elif output.suffix == ".csv":
-        with output.open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["user", "rank", "item", "score"])
-            for user, items in result.items():
-                writer.writerows([user, rank, item, f"{score:.6g}"] for rank, (item, score) in enumerate(items, 1))
+        handle = io.StringIO(newline="")
+        writer = csv.writer(handle)
+        writer.writerow(["user", "rank", "item", "score"])
+        for user, items in result.items():
+            writer.writerows([user, rank, item, f"{score:.6g}"] for rank, (item, score) in enumerate(items, 1))
+        text = handle.getvalue()
     else:
         raise ValueError(f"--output {output}: write .csv or .json")
+    return write_new_text(output, text, "--output", overwrite)
 
 
 def check_outputs(args):
-    """Before the checkpoint loads: nothing the command writes may replace a file unasked (``--overwrite``)."""
+    """Before the checkpoint loads: nothing the command writes may replace a file unasked (``--overwrite``), and
+    every target must be writable, so neither fails after the work."""
     if args.output:
         refuse_existing(args.output, "--output", args.overwrite)
         if Path(args.output).suffix not in (".csv", ".json"):
             raise ValueError(f"--output {args.output}: write .csv or .json")
+        check_writable(args.output, "--output")
     if args.export_embeddings:
-        refuse_nonempty_folder(args.export_embeddings, "--export-embeddings", args.overwrite, EXPORTED)
+        folder = refuse_nonempty_folder(args.export_embeddings, "--export-embeddings", args.overwrite, EXPORTED)
+        check_writable(os.path.abspath(folder), "--export-embeddings")  # the temporary folder goes beside it
+        if folder.is_dir():  # its files are claimed inside it
+            check_writable(folder / EXPORTED[0], "--export-embeddings")
+
+
+# ------------------------------------------------------------------------------------------------ which checkpoint
+
+
+def recorded_config(path):
+    """The config a checkpoint records, read with ``weights_only=True`` and its tensors mapped, not read."""
+    if os.path.getsize(path) == 0:
+        raise ValueError("empty: a run that has not saved yet, or a failed copy")
+    if not zipfile.is_zipfile(path):
+        raise ValueError("not a torch.save archive")
+    state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    config = state.get("config") if isinstance(state, dict) else None
+    if not isinstance(config, dict):
+        raise ValueError("it records no config")
+    return config
+
+
+def newest_checkpoint(folder, model=None, dataset=None):
+    """``(path, config)`` of the newest (last written) checkpoint in ``folder`` whose recorded config names
+    ``model`` (any case) and ``dataset`` (each: any, when None). A run's ``.latest.pth`` (its resume state, not its
+    best epoch) is not a candidate; a file that does not load with ``weights_only=True`` is skipped. None found: a
+    FileNotFoundError naming the folder, what it holds, and the command that makes one."""
+    folder = Path(folder)
+    wanted = " on ".join(filter(None, [model, dataset and f"dataset {dataset!r}"])) or "any model"
+    candidates = [
+        path
+        for path in (folder.glob("*.pth") if folder.is_dir() else [])
+        if path.is_file() and not path.name.endswith(".latest.pth") and not path.name.startswith(".")
+    ]
+    others = []
+    for path in sorted(candidates, key=lambda path: (path.stat().st_mtime, path.name), reverse=True):
+        try:
+            config = recorded_config(path)
+        except Exception as error:  # torch raises many kinds; the file is only skipped, and named
+            others.append(f"{path.name} (unreadable: {str(error).splitlines()[0][:80]})")
+            continue
+        if (model is None or str(config.get("model", "")).lower() == model.lower()) and (
+            dataset is None or config.get("dataset") == dataset
+        ):
+            return path, config
+        others.append(f"{path.name} ({config.get('model')} on {config.get('dataset')})")
+    held = f"its .pth files: {', '.join(others[:5])}{', ...' if len(others) > 5 else ''}" if others else "it holds none"
+    if not folder.is_dir():
+        held = "the folder does not exist"
+    train = f"python run.py --model={model or '<Model>'} --dataset={dataset or '<dataset>'} --checkpoint_dir={folder}"
+    raise FileNotFoundError(
+        f"no checkpoint of {wanted} in {folder} (--checkpoint_dir); {held}. Train one with: {train}, or pass "
+        "--checkpoint_dir where your runs saved theirs, or --checkpoint with the file"
+    )
+
+
+def chosen_checkpoint(args):
+    """The checkpoint file the command loads: ``--checkpoint`` as given, or the newest one of ``--model`` and
+    ``--dataset`` in ``--checkpoint_dir`` (``--checkpoint latest`` or no ``--checkpoint``), named on stderr."""
+    if args.checkpoint and args.checkpoint != "latest":
+        if args.model or args.dataset:
+            raise ValueError(
+                "--model and --dataset choose the newest checkpoint in --checkpoint_dir: give them with "
+                f"--checkpoint latest or without --checkpoint, not with the file {args.checkpoint}"
+            )
+        return args.checkpoint
+    path, config = newest_checkpoint(args.checkpoint_dir, args.model, args.dataset)
+    print(
+        f"checkpoint: {path} ({config.get('model')} on {config.get('dataset')}, the newest in {args.checkpoint_dir})",
+        file=sys.stderr,
+    )
+    return str(path)
 
 
 def render(result):
@@ -206,7 +371,14 @@ def main(argv=None):
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--checkpoint", required=True, help="a .pth written by this project or run_recbole")
+    parser.add_argument(
+        "--checkpoint",
+        help="a .pth written by this project or run_recbole, or 'latest': the newest in --checkpoint_dir (of "
+        "--model and --dataset when given)",
+    )
+    parser.add_argument("--model", help="without --checkpoint (or with 'latest'): the newest checkpoint of this model")
+    parser.add_argument("--dataset", help="without --checkpoint (or with 'latest'): the newest one of this dataset")
+    parser.add_argument("--checkpoint_dir", default="saved", help="where to look for the newest (default saved)")
     parser.add_argument("--users", default="", help="comma-separated user tokens, e.g. 196,186")
     parser.add_argument("--k", type=int, default=10, help="items per user (default 10)")
     parser.add_argument(
@@ -228,11 +400,16 @@ def main(argv=None):
     warnings.filterwarnings("ignore", category=FutureWarning, module="recbole")  # pandas 2's notes on RecBole's code
     if not args.users and not args.export_embeddings:
         parser.error("give --users, --export-embeddings, or both")
+    if not (args.checkpoint or args.model or args.dataset):
+        parser.error(
+            "give --checkpoint FILE, or --model and --dataset (the newest such checkpoint in --checkpoint_dir)"
+        )
     try:
         check_outputs(args)
-        _, model, dataset, train_data, _, _ = load(args.checkpoint, args.data_path)
+        checkpoint = chosen_checkpoint(args)
+        _, model, dataset, train_data, _, _ = load(checkpoint, args.data_path)
         if args.export_embeddings:
-            meta = export_embeddings(model, dataset, args.export_embeddings)
+            meta = export_embeddings(model, dataset, args.export_embeddings, args.overwrite)
             print(
                 f"wrote {meta['users']} users and {meta['items']} items (d={meta['dimension']}) to "
                 f"{args.export_embeddings}; dot product reproduces the scores: {meta['dot_product_scores']}"
@@ -240,11 +417,11 @@ def main(argv=None):
         if args.users:
             result = rank(model, dataset, train_data, args.users.split(","), args.k, args.exclude)
             if args.output:
-                write(result, args.output)
+                write(result, args.output, args.overwrite)
                 print(f"wrote {sum(map(len, result.values()))} recommendations to {args.output}")
             else:
                 print(render(result))
-    except (ValueError, FileNotFoundError, FileExistsError) as error:
+    except (ValueError, FileNotFoundError, FileExistsError, PermissionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

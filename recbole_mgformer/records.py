@@ -7,6 +7,8 @@ import statistics
 import subprocess
 from pathlib import Path
 
+from recbole_mgformer.input_checks import write_new_text
+
 
 def notes_lines(path):
     """The hand-written reading of a table (``results/<page>/notes.md``), as lines to append; none when absent."""
@@ -83,12 +85,24 @@ def machine():
     return f"{cpu}{native}, {os.cpu_count()} CPUs"
 
 
-def write_record(path, record):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)  # a run stopped mid-write leaves no half record behind
+class RecordExists(FileExistsError):
+    """A new record's name was taken by another process while this one ran."""
+
+
+def write_record(path, record, overwrite=True):
+    """``record`` as JSON at ``path``, written whole through a temporary of this process's own (a run stopped
+    mid-write leaves no half record, and two writers never share a temporary). ``overwrite`` replaces the record
+    at ``path`` (the same run updating it, or an experiment's rerun); without it the name is claimed atomically
+    and a record already there stays, with :class:`RecordExists` naming it."""
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+    try:
+        return write_new_text(path, text, option="record", overwrite=overwrite)
+    except FileExistsError:
+        raise RecordExists(
+            f"{path}: another process wrote this record while this one ran (two runs of the same entry and seed "
+            "into one results folder); it is kept and this run's result is not written: compare the two runs, "
+            "and give each process its own --results folder, or let one process run each seed"
+        ) from None
 
 
 def read_records(folder):

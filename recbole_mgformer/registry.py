@@ -102,8 +102,10 @@ def _find_module(package_prefix, name):
 
 def get_model(name):
     """The model class for ``name`` (case-insensitive), or a ValueError listing the available ones."""
+    if isinstance(name, type):
+        return name  # a model class already
     if not isinstance(name, str):
-        return name
+        raise ValueError(f"model {name!r} is not a model name; give one such as 'MGFormer', or a model class")
     for prefix in ("recbole_mgformer.model", "recbole.model"):
         module = _find_module(prefix, name)
         cls = None if module is None else model_class(module, name)

@@ -8,12 +8,19 @@ import json
 import math
 import statistics
 import time
+from pathlib import Path
 
 from recbole.utils import early_stopping
 
+from recbole_mgformer.checkpoint_files import checkpoint_damage, load_checkpoint, save_atomically
 from recbole_mgformer.random_state import capture_random_state, restore_random_state
 
 LATEST_SUFFIX = ".latest.pth"  # beside <run>.pth, the best epoch
+FINISHED_KEY = "finished"  # in <run>.pth once the run was tested: {"epochs": ..., "best_epoch": ...}
+
+
+class FinishedRunError(ValueError):
+    """A resume of a run that already ended: it would train again from the best epoch and replace the result."""
 
 
 class RunTimer:
@@ -148,3 +155,57 @@ def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progr
 def forget_resume_state(checkpoint):
     for path in _resume_files(checkpoint):
         path.unlink(missing_ok=True)
+
+
+def best_and_latest(resume_file):
+    """``(<run>.pth, <run>.latest.pth)`` of a checkpoint named as either file."""
+    path = Path(resume_file)
+    if path.name.endswith(LATEST_SUFFIX):
+        path = path.with_name(path.name[: -len(LATEST_SUFFIX)] + ".pth")
+    return path, path.with_suffix(LATEST_SUFFIX)
+
+
+def mark_finished(checkpoint, epochs, best_epoch):
+    """Record in the best checkpoint that its run ended (trained ``epochs`` epochs and tested), in one atomic write,
+    so that a resume of it is refused (:func:`check_resumable`) instead of training on from its best epoch."""
+    state = load_checkpoint(checkpoint)
+    state[FINISHED_KEY] = {"epochs": int(epochs), "best_epoch": None if best_epoch is None else int(best_epoch)}
+    save_atomically(state, checkpoint)
+
+
+def finished_run(best, latest):
+    """``{"epochs", "best_epoch"}`` of the run that wrote ``best`` if it ended (``epochs`` None when not recorded),
+    else None. A run marks its end (:func:`mark_finished`); a run that validates keeps its last epoch beside the best
+    one until it ends, so a best checkpoint alone, written before the mark existed, ended too."""
+    if not best.is_file() or (latest.is_file() and checkpoint_damage(best)):
+        return None  # a killed run resumes from its last epoch, as before
+    state = load_checkpoint(best)
+    if FINISHED_KEY in state:
+        return state[FINISHED_KEY]
+    if latest.is_file():
+        return None
+    eval_step = (state.get("config") or {}).get("eval_step", 1)
+    if isinstance(eval_step, int) and eval_step <= 0:  # never validates: no last-epoch file to miss
+        return None
+    return {"epochs": None, "best_epoch": state.get("epoch")}
+
+
+def check_resumable(resume_file):
+    """Refuse to resume a checkpoint that is missing, or whose run already ended (:func:`finished_run`): resuming it
+    would train again from its best epoch with fresh random streams and replace the run's result."""
+    best, latest = best_and_latest(resume_file)
+    if not (best.is_file() or latest.is_file()):
+        raise FileNotFoundError(f"no checkpoint at {resume_file}; check the file name and checkpoint_dir")
+    finished = finished_run(best, latest)
+    if finished is None:
+        return
+    if finished.get("epochs") is not None:
+        ended = f"it finished at epoch {finished['epochs'] - 1} and was tested"
+    else:
+        ended = f"it has no {latest.name} beside it, which a run keeps until it ends"
+    raise FinishedRunError(
+        f"{best} is the checkpoint of a finished run ({ended}); it holds the run's best epoch "
+        f"({finished.get('best_epoch')}) and is its result, kept as it is. Use it with "
+        f"`python -m recbole_mgformer.recommend --checkpoint {best} --users <user tokens>`; to train longer, "
+        "start a new run (e.g. with a larger --epochs) instead of --resume_file"
+    )

@@ -10,7 +10,7 @@ from recbole_mgformer.trainer import plain_value
 
 
 def test_the_rebuilt_config_equals_the_recorded_one(tiny_setup):
-    config, *_ = tiny_setup("MGFormer", uniformity_weight=0.7, topk=[3, 7])
+    config, *_ = tiny_setup("MGFormer", uniformity_weight=0.7, topk=[3, 7], valid_metric="NDCG@7")
     recorded = plain_value(config.final_config_dict)
     rebuilt = config_from_checkpoint(recorded)
     assert plain_value(rebuilt.final_config_dict) == recorded

@@ -49,8 +49,9 @@ def test_main_trains_with_config_files_and_overrides(tiny_data, tmp_path, capsys
         ["--model=MGFormer", "--dataset=tiny", f"--config_files={config_file}", "--epochs=1", "--embedding_size=8"]
     )
     out = capsys.readouterr().out
-    assert "MGFormer on tiny" in out and "test  recall@20" in out
+    assert "MGFormer on tiny: best epoch" in out and "test  recall@20" in out
     assert result["test_result"]["ndcg@20"] >= 0
+    assert f"checkpoint {result['checkpoint']}\n" in out and Path(result["checkpoint"]).is_file()
 
 
 def test_run_py_reports_an_unknown_model(tmp_path):
@@ -79,6 +80,30 @@ def test_summary_shows_top_k_metrics_or_every_metric_the_run_computed():
         "  valid auc 0.7723  logloss 0.5868",
         "  test  auc 0.7721  logloss 0.5900",
     ]
+
+
+def test_summary_names_the_best_epoch_with_its_reason_and_where_the_output_went():
+    result = {
+        "best_valid_result": {"recall@20": 0.2, "ndcg@20": 0.15},
+        "test_result": {"recall@20": 0.25, "ndcg@20": 0.125},
+        "checkpoint": "/runs/saved/MGFormer-1.pth",
+        "log_file": "/runs/log/MGFormer/MGFormer-ml-100k-1.log",
+        "epochs": 12,
+        "best_epoch": 0,
+    }
+    head, *_, checkpoint, log = format_summary("MGFormer", "ml-100k", result).splitlines()
+    assert head == (
+        "MGFormer on ml-100k: best epoch 0 of 12 (its first: the SVD encodings carry MGFormer to its best at once; "
+        "results/notes/attention.md)"
+    )
+    assert checkpoint == "checkpoint /runs/saved/MGFormer-1.pth"
+    assert log == "log /runs/log/MGFormer/MGFormer-ml-100k-1.log"
+    later = format_summary("BPR", "ml-100k", {**result, "best_epoch": 7}).splitlines()[0]
+    assert later == "BPR on ml-100k: best epoch 7 of 12"
+    first = format_summary("BPR", "ml-100k", {**result, "best_epoch": 0}).splitlines()[0]
+    assert first == "BPR on ml-100k: best epoch 0 of 12 (its first: no later epoch scored better)"
+    unsaved = format_summary("Pop", "ml-100k", {**result, "checkpoint": None, "epochs": None, "best_epoch": None})
+    assert unsaved.splitlines()[0] == "Pop on ml-100k" and "checkpoint" not in unsaved
 
 
 def test_an_override_that_is_code_is_refused_and_never_run(tmp_path, capsys):
@@ -135,3 +160,11 @@ def test_bad_input_ends_run_py_with_its_message_and_no_traceback(
     err = capsys.readouterr().err
     assert re.search(message, err) and "Traceback" not in err
     assert not (tmp_path / "saved").exists()
+
+
+@pytest.mark.parametrize("arguments", [["--epochs=1", "--epochs=2"], ["--learning_rate=0.01", "--learning_rate=0.1"]])
+def test_a_setting_given_twice_is_refused_not_silently_replaced(arguments):
+    with pytest.raises(SystemExit) as stopped:
+        parse_overrides(arguments)
+    key = arguments[0][2:].partition("=")[0]
+    assert f"--{key} is given twice" in str(stopped.value.code)

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -149,8 +150,123 @@ def test_a_models_own_option_may_take_a_word_where_its_default_is_a_number(tiny_
     config, _ = build_config(
         "MGFormer",
         "tiny",
-        config_dict={"data_path": str(tiny_data), "residual_scale": "learned", "topk": 20, "metrics": "Recall"},
+        config_dict={
+            "data_path": str(tiny_data),
+            "residual_scale": "learned",
+            "topk": 20,
+            "metrics": "Recall",
+            "valid_metric": "Recall@20",
+        },
     )
     assert config["residual_scale"] == "learned"
     with pytest.raises(ValueError, match=r"n_heads (takes a number|is \[2\])"):  # the project's MGFormer.yaml default
         build_config("MGFormer", "tiny", config_dict={"data_path": str(tiny_data), "n_heads": [2]})
+
+
+# ------------------------------------------------------------------------------------------------ YAML bombs
+
+
+def laughs(levels=9):
+    """A "billion laughs": each level an anchor of nine aliases to the one before, 9**levels values from a few
+    hundred bytes."""
+    lines = ["l0: &l0 [ha, ha, ha, ha, ha, ha, ha, ha, ha]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+BOMBS = {
+    "billion laughs": (laughs(), r"expands to more than 100,000 values through its aliases"),
+    "an alias inside its anchor": ("a: &a [1, *a]\n", r"refers to a value it is inside"),
+    "a mapping inside itself": ("a: &a {b: *a}\n", r"refers to a value it is inside"),
+    "deep nesting": ("a: " + "[" * 3000 + "]" * 3000 + "\n", r"nested more than 100 levels deep"),
+    "deep through aliases": (
+        "a0: &a0 [x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 150)),
+        r"nest more than 100 levels deep through aliases",
+    ),
+}
+
+
+@pytest.mark.parametrize("text, message", BOMBS.values(), ids=BOMBS)
+def test_a_config_that_expands_without_bound_is_refused_at_once(tmp_path, text, message):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text)
+    started = time.perf_counter()
+    with pytest.raises(ConfigFileError, match=rf"bomb.yaml:\d+:\d+: .*{message}.*never needs that"):
+        read_config_file(path)
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("text, message", BOMBS.values(), ids=BOMBS)
+def test_every_loader_of_a_users_yaml_is_bounded(text, message):
+    """``load_yaml`` reads command-line values, search spaces and retrain files, SafeLoader is RecBole's Config's, and
+    ``load_plain_yaml`` is ``yaml.safe_load`` bounded."""
+    import yaml
+
+    from recbole_mgformer.safety import SafeLoader, load_yaml
+    from recbole_mgformer.safety.settings import load_plain_yaml
+
+    for load in (load_yaml, load_plain_yaml, lambda text: yaml.load(text, Loader=SafeLoader)):
+        with pytest.raises(yaml.YAMLError, match=message):
+            load(text)
+
+
+def test_aliases_within_the_bound_still_read():
+    from recbole_mgformer.safety import load_yaml
+
+    assert load_yaml(laughs(5))["l4"][0][0][0][0] == ["ha"] * 9  # 9**5 = 59,049 values
+    assert load_yaml("base: &b {lr: 1e-3}\nrun: {<<: *b, epochs: 2}\n")["run"] == {"lr": 0.001, "epochs": 2}
+
+
+def test_the_runner_refuses_a_bomb_config_before_any_check_walks_it(tmp_path, capsys):
+    from recbole_mgformer import cli
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text("extra_config_keys: [l8]\n" + laughs())
+    started = time.perf_counter()
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--model=BPR", "--dataset=ml-100k", f"--config_files={path}"])
+    assert stop.value.code == 2 and "expands to more than 100,000 values" in capsys.readouterr().err
+    assert time.perf_counter() - started < 30
+
+
+# ------------------------------------------------------------------------------------------------ settings as read
+
+
+@pytest.mark.parametrize(
+    "config_dict",
+    [{"topk": "20"}, {"topk": "[10, 20]"}, {"metrics": "Recall"}, {"seed": "7"}, {"valid_metric": "NDCG@20"}],
+)
+def test_a_python_api_value_recbole_reads_is_accepted(config_dict):
+    from recbole_mgformer.input_checks import check_user_settings
+
+    check_user_settings(None, config_dict)
+
+
+@pytest.mark.parametrize(
+    "config_dict, message",
+    [
+        ({"topk": "twenty"}, r"setting topk takes whole numbers above 0 .*'twenty'"),
+        ({"metrics": {"Recall": 1}}, r"setting metrics takes a list of RecBole's metric names"),
+        ({"seed": "1.5"}, r"setting seed takes a whole number"),
+        ({"eval_args": "RS"}, r"setting eval_args takes a mapping"),
+        (
+            {"metrics": ["RMSE"], "eval_args": {"mode": "full"}},
+            r"setting metrics \['RMSE'\] are value metrics, .*mode is full",
+        ),
+    ],
+)
+def test_a_python_api_value_of_the_wrong_shape_is_named(config_dict, message):
+    from recbole_mgformer.input_checks import check_user_settings
+
+    with pytest.raises(ValueError, match=message):
+        check_user_settings(None, config_dict)
+
+
+def test_a_config_files_string_is_not_read_as_a_number(tmp_path):
+    """RecBole reads a config file's values as YAML only: ``topk: "20"`` stays text, which its Config refuses."""
+    from recbole_mgformer.input_checks import check_user_settings
+
+    path = tmp_path / "mine.yaml"
+    path.write_text('topk: "20"\n')
+    with pytest.raises(ValueError, match=r"setting topk takes whole numbers above 0 \(e.g. \[10, 20\]\), not '20'"):
+        check_user_settings([str(path)])

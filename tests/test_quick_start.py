@@ -34,9 +34,12 @@ def test_runner_returns_run_recbole_dict(tiny_data):
         "tiny",
         config_dict={"data_path": str(tiny_data), "epochs": 2, **TINY_RUN_CONFIG},
     )
-    assert set(result) == {"best_valid_score", "valid_score_bigger", "best_valid_result", "test_result"}
+    recbole_keys = {"best_valid_score", "valid_score_bigger", "best_valid_result", "test_result"}
+    assert set(result) == recbole_keys | {"checkpoint", "log_file", "epochs", "best_epoch"}
     assert result["valid_score_bigger"] is True
     assert result["best_valid_score"] == result["best_valid_result"]["ndcg@20"]
+    assert Path(result["checkpoint"]).is_absolute() and Path(result["checkpoint"]).is_file()
+    assert result["epochs"] == 2 and result["best_epoch"] in (0, 1)
 
 
 def test_a_run_flushes_subnormal_numbers_to_zero_unless_told_not_to(tiny_data):
@@ -251,3 +254,129 @@ def test_make_run_picks_up_the_tuned_mgformer_on_ml_100k():
     config, _ = build_config("MGFormer", "ml-100k", [path])
     tuned = yaml.safe_load(Path(path).read_text())
     assert tuned and all(config[key] == value for key, value in tuned.items())
+
+
+# ------------------------------------------------------------------------------------------------ dataset settings
+
+GENERAL_PROTOCOL = {  # as RecBole's Config holds it
+    "eval_args": {
+        "split": {"RS": [0.8, 0.1, 0.1]},
+        "order": "RO",
+        "group_by": "user",
+        "mode": {"valid": "full", "test": "full"},
+    },
+    "metrics": ["Recall", "NDCG"],
+    "topk": [20],
+    "valid_metric": "NDCG@20",
+}
+
+
+def protocol_of(config):
+    return {key: config[key] for key in GENERAL_PROTOCOL}
+
+
+@pytest.mark.parametrize("model", ["BPR", "MGFormer", "EASE"])
+def test_a_dataset_without_a_yaml_gets_the_general_protocol_and_says_so(tiny_data, model):
+    config, _ = build_config(model, "tiny", config_dict={"data_path": str(tiny_data)})
+    assert protocol_of(config) == GENERAL_PROTOCOL  # not RecBole's Recall/MRR/NDCG/Hit/Precision@10 by MRR@10
+    assert config.dataset_settings.startswith("tiny has no dataset YAML, so the project's general protocol applies")
+    assert f"create {tiny_data / 'tiny' / 'tiny.yaml'} to change it" in config.dataset_settings
+
+
+def test_the_general_protocol_is_under_the_users_files_and_settings(tiny_data, tmp_path):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(f"data_path: {tiny_data}\ntopk: [5, 10]\nvalid_metric: Recall@10\n")
+    config, _ = build_config("BPR", "tiny", [str(mine)], {"metrics": ["Recall"]})
+    assert config["topk"] == [5, 10] and config["valid_metric"] == "Recall@10" and config["metrics"] == ["Recall"]
+    assert config["eval_args"]["split"] == {"RS": [0.8, 0.1, 0.1]}
+
+
+def test_a_sequential_model_keeps_recboles_defaults_and_is_told_so(tiny_data):
+    settings = {"load_col": {"inter": ["user_id", "item_id", "timestamp"]}, "train_neg_sample_args": None}
+    config, _ = build_config("SASRec", "tiny", config_dict={"data_path": str(tiny_data), **settings})
+    assert config["valid_metric"] == "MRR@10"  # a time order and its own split: the general protocol does not fit
+    assert config["eval_args"]["order"] == "TO"
+    assert "tiny has no dataset YAML: RecBole's defaults apply to a sequential model; create" in config.dataset_settings
+
+
+def test_a_yaml_beside_the_data_is_the_datasets_own(tiny_data, tmp_path):
+    beside = tiny_data / "tiny" / "tiny.yaml"
+    beside.write_text("metrics: [Recall, NDCG, MRR]\ntopk: [5]\nvalid_metric: MRR@5\n")
+    config, _ = build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data)})
+    assert (config["metrics"], config["topk"], config["valid_metric"]) == (["Recall", "NDCG", "MRR"], [5], "MRR@5")
+    assert config.dataset_settings == f"dataset settings: {beside} (beside the data; the project ships none for tiny)"
+    mine = tmp_path / "mine.yaml"  # found where a config file sets data_path too, and under the user's settings
+    mine.write_text(f"data_path: {tiny_data}\nvalid_metric: NDCG@5\n")
+    config, _ = build_config("BPR", "tiny", [str(mine)], {"topk": [3, 5]})
+    assert (config["metrics"], config["topk"], config["valid_metric"]) == (["Recall", "NDCG", "MRR"], [3, 5], "NDCG@5")
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("topk: [5]\nvalid_metirc: NDCG@5\n", r"unknown config key 'valid_metirc' \(from config file .*tiny.yaml\)"),
+        ("topk: [5]\n\tvalid_metric: NDCG@5\n", r"tiny.yaml:2:1: not valid YAML"),
+        ("topk: five\n", r"topk"),
+    ],
+)
+def test_a_yaml_beside_the_data_is_checked_as_the_users_config_files_are(tiny_data, text, error):
+    (tiny_data / "tiny" / "tiny.yaml").write_text(text)
+    with pytest.raises(ValueError, match=error):
+        build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data)})
+
+
+def test_the_projects_dataset_yaml_comes_before_one_beside_the_data(dataset_configs, tiny_data):
+    dataset_configs("tiny", "topk: [7]\nvalid_metric: NDCG@7\n")
+    beside = tiny_data / "tiny" / "tiny.yaml"
+    beside.write_text("topk: [5]\nvalid_metric: NDCG@5\n")
+    config, _ = build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data)})
+    assert config["topk"] == [7]
+    assert config.dataset_settings.endswith(
+        f"tiny.yaml ({beside} beside the data is not read; --config_files={beside} applies it)"
+    )
+
+
+def test_a_run_logs_its_dataset_settings_and_ends_with_where_its_output_went(tiny_data, tmp_path, caplog):
+    settings = {"data_path": str(tiny_data), "epochs": 1, "checkpoint_dir": str(tmp_path / "saved"), **TINY_RUN_CONFIG}
+    with caplog.at_level("INFO"):
+        result = run_recommender("BPR", "tiny", config_dict={**settings, "state": "INFO"})
+    assert "tiny has no dataset YAML, so the project's general protocol applies" in caplog.text
+    assert caplog.records[-1].getMessage() == f"checkpoint: {result['checkpoint']}; log: {result['log_file']}"
+    assert Path(result["checkpoint"]).parent == tmp_path / "saved"
+
+
+def test_run_py_prints_where_its_checkpoint_and_log_went(tiny_data, tmp_path, monkeypatch, capsys):
+    import logging
+
+    from recbole_mgformer import cli
+
+    root, level = logging.getLogger(), logging.getLogger().level
+    monkeypatch.setattr(root, "handlers", [])  # as in a new process: RecBole's log file is attached
+    arguments = [f"--{key}={value}".replace("'", "") for key, value in TINY_RUN.items()]
+    try:
+        result = cli.main(["--model=BPR", "--dataset=tiny", *arguments, f"--data_path={tiny_data}", "--state=INFO"])
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.setLevel(level)
+    *_, checkpoint_line, log_line = capsys.readouterr().out.strip().splitlines()
+    checkpoint, log = Path(result["checkpoint"]), Path(result["log_file"])
+    assert checkpoint_line == f"checkpoint {checkpoint}" and log_line == f"log {log}"
+    assert checkpoint.parent == tmp_path / "saved" and checkpoint.is_file() and log.parent == tmp_path / "log" / "BPR"
+    assert log.read_text().rstrip().endswith(f"checkpoint: {checkpoint}; log: {log}")
+
+
+def test_a_best_first_epoch_is_named_with_its_reason(tiny_data, tmp_path, monkeypatch, caplog):
+    from recbole.trainer import Trainer
+
+    from recbole_mgformer.quick_start import best_epoch_reason
+
+    scores = iter([0.5, 0.4, 0.3])
+    monkeypatch.setattr(Trainer, "_valid_epoch", lambda self, *a, **k: (s := next(scores), {"ndcg@20": s}))
+    settings = {"data_path": str(tiny_data), "epochs": 3, "checkpoint_dir": str(tmp_path), **TINY_RUN_CONFIG}
+    with caplog.at_level("INFO"):
+        result = run_recommender("BPR", "tiny", config_dict={**settings, "state": "INFO"})
+    assert result["best_epoch"] == 0 and result["epochs"] == 3
+    assert "epochs 3, best epoch 0 (its first: no later epoch scored better)" in caplog.text
+    assert "results/notes/attention.md" in best_epoch_reason("MGFormer", 0)
+    assert best_epoch_reason("MGFormer", 4) == best_epoch_reason("BPR", None) == ""

@@ -4,6 +4,7 @@ import contextlib
 import csv
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from conftest import TINY_CONFIG, write_interactions
 from recbole.utils.case_study import full_sort_topk
 
 from recbole_mgformer import run_recommender
-from recbole_mgformer.recommend import export_embeddings, load, main, recommend
+from recbole_mgformer.recommend import EXPORTED, export_embeddings, load, main, recommend
 
 
 @contextlib.contextmanager
@@ -245,3 +246,167 @@ def test_outputs_never_replace_existing_files_unasked(checkpoints, tmp_path, cap
     assert "a file is there, not a folder" in capsys.readouterr().err
     assert main(["--checkpoint", checkpoint, "--export-embeddings", str(folder), "--overwrite"]) == 0
     assert (folder / "users.txt").read_text().startswith("u")
+
+
+# ------------------------------------------------------------------------------------------------ claimed outputs
+
+
+def test_an_output_written_by_another_run_meanwhile_is_kept_and_this_run_says_so(
+    checkpoints, tmp_path, monkeypatch, capsys
+):
+    # Both runs pass the check before their checkpoints load; the old code then replaced the first run's file
+    # and said "wrote" twice.
+    import recbole_mgformer.recommend as command
+
+    target, folder = tmp_path / "top.csv", tmp_path / "vectors"
+    real_rank, real_representations = command.rank, command.representations
+
+    def another_run_writes_first(write_it):
+        def wrapped(*args, **kwargs):
+            write_it()
+            return (real_rank if write_it is write_csv else real_representations)(*args, **kwargs)
+
+        return wrapped
+
+    def write_csv():
+        target.write_text("the other run's rows\n")
+
+    def write_folder():
+        folder.mkdir()
+        (folder / "users.npy").write_bytes(b"the other run's vectors")
+
+    monkeypatch.setattr(command, "rank", another_run_writes_first(write_csv))
+    assert main(["--checkpoint", str(checkpoints["BPR"]), "--users", "u0", "--output", str(target)]) == 2
+    captured = capsys.readouterr()
+    assert "wrote" not in captured.out and target.read_text() == "the other run's rows\n"
+    assert f"--output {target}: the file exists (written by another run since this one started" in captured.err
+
+    monkeypatch.setattr(command, "representations", another_run_writes_first(write_folder))
+    assert main(["--checkpoint", str(checkpoints["BPR"]), "--export-embeddings", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert "wrote" not in captured.out and f"--export-embeddings {folder}: the folder is not empty" in captured.err
+    assert [p.name for p in folder.iterdir()] == ["users.npy"]
+    assert (folder / "users.npy").read_bytes() == b"the other run's vectors"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["top.csv", "vectors"]  # no temporaries left
+
+
+def test_overwrite_replaces_the_exported_files_only_and_whole(checkpoints, tmp_path):
+    folder = tmp_path / "vectors"
+    folder.mkdir()
+    (folder / "users.npy").write_bytes(b"old")
+    (folder / "README.md").write_text("my notes\n")
+    assert main(["--checkpoint", str(checkpoints["MGFormer"]), "--export-embeddings", str(folder), "--overwrite"]) == 0
+    assert (folder / "README.md").read_text() == "my notes\n"
+    meta = json.loads((folder / "meta.json").read_text())
+    assert np.load(folder / "users.npy").shape == (40, meta["dimension"]) and meta["model"] == "MGFormer"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors"]  # its temporary folder is gone
+    (tmp_path / "empty").mkdir()
+    for name in ("new", "empty"):  # a new folder comes whole; an empty one is filled
+        assert main(["--checkpoint", str(checkpoints["BPR"]), "--export-embeddings", str(tmp_path / name)]) == 0
+        assert sorted(p.name for p in (tmp_path / name).iterdir()) == sorted(EXPORTED)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "new", "vectors"]
+
+
+def blocked_paths(tmp_path):
+    """Targets no process can create, root included (tests run as root, whom permissions do not stop)."""
+    (tmp_path / "a-file").write_text("")
+    return {"under /proc": "/proc/self/recommend-out/x", "below a file": str(tmp_path / "a-file" / "x")}
+
+
+@pytest.mark.parametrize("where", ["under /proc", "below a file", "in a read-only folder"])
+@pytest.mark.parametrize("option, name", [("--output", "top.csv"), ("--export-embeddings", "vectors")])
+def test_an_unwritable_target_stops_the_command_before_the_checkpoint_loads(
+    checkpoints, tmp_path, monkeypatch, capsys, where, option, name
+):
+    import recbole_mgformer.input_checks as input_checks
+    import recbole_mgformer.recommend as command
+
+    monkeypatch.setattr(command, "load", lambda *args: pytest.fail("the checkpoint loaded before the check"))
+    if where == "in a read-only folder":  # as for a user without root: creating a file there fails
+
+        def refused(*args, dir=None, **kwargs):
+            raise PermissionError(13, "Permission denied", str(dir))
+
+        monkeypatch.setattr(input_checks.tempfile, "TemporaryFile", refused)
+        target = str(tmp_path / "readonly" / name)
+    else:
+        target = blocked_paths(tmp_path)[where].replace("/x", f"/{name}")
+    assert main(["--checkpoint", str(checkpoints["BPR"]), "--users", "u0", option, target]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: {option} {target}: ") and "Traceback" not in error
+    fix = "name a path in a folder" if where == "below a file" else "choose a folder you can write to"
+    assert fix in error
+
+
+# ------------------------------------------------------------------------------------------------ which checkpoint
+
+
+@pytest.fixture
+def saved(checkpoints, tmp_path):
+    """A checkpoint_dir of copies: BPR (older), MGFormer (newer), and files that are no candidates, newest of all:
+    a .latest.pth (resume state), a file that is no checkpoint and an empty one (a run claiming its name)."""
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    for age, (name, source) in enumerate([("MGFormer", checkpoints["MGFormer"]), ("BPR", checkpoints["BPR"])]):
+        copy = folder / f"{name}-copy.pth"
+        copy.write_bytes(source.read_bytes())
+        os.utime(copy, (1_000_000 - age * 1000,) * 2)
+    (folder / "MGFormer-copy.latest.pth").write_bytes(checkpoints["BPR"].read_bytes())
+    (folder / "notes.pth").write_text("not a checkpoint")
+    (folder / "BPR-starting.pth").write_bytes(b"")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "selection, chosen",
+    [
+        (["--model", "BPR", "--dataset", "tiny"], "BPR-copy.pth"),
+        (["--checkpoint", "latest", "--model", "bpr"], "BPR-copy.pth"),
+        (["--dataset", "tiny"], "MGFormer-copy.pth"),
+        (["--checkpoint", "latest"], "MGFormer-copy.pth"),
+    ],
+)
+def test_the_newest_checkpoint_of_a_model_and_dataset_is_found_and_named(checkpoints, saved, capsys, selection, chosen):
+    model = chosen.split("-")[0]
+    assert main([*selection, "--checkpoint_dir", str(saved), "--users", "u1", "--k", "3"]) == 0
+    captured = capsys.readouterr()
+    assert f"checkpoint: {saved / chosen} ({model} on tiny, the newest in {saved})" in captured.err
+    expected = recommend(checkpoints[model], ["u1"], k=3)["u1"]
+    assert [line.split()[2] for line in captured.out.splitlines()[1:]] == [item for item, _ in expected]
+
+
+@pytest.mark.parametrize(
+    "selection, folder, expected",
+    [
+        (
+            ["--model", "BPR", "--dataset", "other"],
+            "saved",
+            r"no checkpoint of BPR on dataset 'other' in .*saved \(--checkpoint_dir\); its .pth files: "
+            r"((notes.pth \(unreadable: not a torch.save archive\)|BPR-starting.pth \(unreadable: empty: a run that "
+            r"has not saved yet, or a failed copy\)), ){2}MGFormer-copy.pth \(MGFormer on tiny\), "
+            r"BPR-copy.pth \(BPR on tiny\)\. Train one with: python run.py --model=BPR --dataset=other "
+            r"--checkpoint_dir=.*saved, or pass --checkpoint_dir",
+        ),
+        (
+            ["--model", "LightGCN"],
+            "absent",
+            r"no checkpoint of LightGCN in .*absent \(--checkpoint_dir\); the folder does not exist\. Train one with: "
+            r"python run.py --model=LightGCN --dataset=<dataset>",
+        ),
+        (
+            ["--checkpoint", "some.pth", "--model", "BPR"],
+            "saved",
+            "--model and --dataset choose the newest checkpoint in --checkpoint_dir: give them with --checkpoint",
+        ),
+    ],
+)
+def test_no_checkpoint_to_choose_is_a_clear_error(saved, capsys, selection, folder, expected):
+    assert main([*selection, "--checkpoint_dir", str(saved.parent / folder), "--users", "u1"]) == 2
+    assert re.search(expected, capsys.readouterr().err)
+
+
+def test_a_checkpoint_or_a_model_and_dataset_must_be_given(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--users", "u1"])
+    assert stopped.value.code == 2
+    assert "give --checkpoint FILE, or --model and --dataset" in capsys.readouterr().err

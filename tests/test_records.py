@@ -1,10 +1,14 @@
+import json
 import subprocess
+from pathlib import Path
 
+import pytest
 import torch
 
 import recbole_mgformer.model.precision as precision
 from recbole_mgformer.defaults import properties_dir
 from recbole_mgformer.records import (
+    RecordExists,
     code_commit,
     display_path,
     git_commit,
@@ -83,6 +87,39 @@ def test_shown_path_names_package_files_and_results_files_wherever_they_lie(tmp_
 def test_records_round_trip(tmp_path):
     write_record(tmp_path / "a.json", {"variant": "A", "valid": {"ndcg@20": 0.5}})
     assert read_records(tmp_path) == [{"variant": "A", "valid": {"ndcg@20": 0.5}}]
+
+
+def test_a_record_is_replaced_only_when_asked_and_a_new_one_never_replaces_another_runs(tmp_path):
+    path = tmp_path / "runs" / "bpr-seed0.json"
+    write_record(path, {"run": 1})
+    write_record(path, {"run": 2})  # the same run updating its record (the default)
+    assert json.loads(path.read_text()) == {"run": 2}
+    with pytest.raises(RecordExists, match=r"bpr-seed0.json: another process wrote this record while this one ran"):
+        write_record(path, {"run": 3}, overwrite=False)
+    assert json.loads(path.read_text()) == {"run": 2}
+    assert write_record(tmp_path / "runs" / "bpr-seed1.json", {"run": 4}, overwrite=False).exists()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["bpr-seed0.json", "bpr-seed1.json"]  # no temporaries
+
+
+def test_a_records_temporary_is_its_own(tmp_path, monkeypatch):
+    # The old temporary was the record's name with .tmp: a file of that name was lost, and two writers of one record
+    # at once shared it (the second's rename found it gone).
+    neighbour = tmp_path / "a.tmp"
+    neighbour.write_text("someone's file\n")
+    real_write_text, nested = Path.write_text, []
+
+    def another_writer_meanwhile(self, *args, **kwargs):
+        written = real_write_text(self, *args, **kwargs)
+        if not nested:
+            nested.append(self)
+            write_record(tmp_path / "a.json", {"writer": "other"})
+        return written
+
+    monkeypatch.setattr(Path, "write_text", another_writer_meanwhile)
+    write_record(tmp_path / "a.json", {"writer": "this"})
+    assert json.loads((tmp_path / "a.json").read_text()) == {"writer": "this"}  # the last whole record, nothing mixed
+    assert neighbour.read_text() == "someone's file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.tmp"]
 
 
 def test_display_path_is_relative_inside_the_base_and_unchanged_outside(tmp_path, monkeypatch):

@@ -89,3 +89,9 @@ def test_one_lookup_finds_every_project_model_under_the_one_list_of_model_types(
     } <= found
     assert {model_type for model_type, _ in found} <= set(MODEL_TYPES)
     assert model_class(module, "MGFORMER") is MGFormer and model_class(module, "attention") is None
+
+
+@pytest.mark.parametrize("name", [None, 123, ["MGFormer"]])
+def test_a_model_that_is_neither_a_name_nor_a_class_is_named_in_the_error(name):
+    with pytest.raises(ValueError, match="is not a model name"):
+        get_model(name)

@@ -187,6 +187,8 @@ def test_kd_dagfm_builds_only_its_teacher_networks(tmp_path):
             "data_path": str(tmp_path / "data"),
             "state": "WARNING",
             "phase": "teacher_training",
+            "load_col": {"inter": ["user_id", "item_id", "rating"]},
+            "threshold": {"rating": 4},  # labeled evaluation needs labels (config_check.check_labels)
             "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "mode": "labeled"},
         },
     )

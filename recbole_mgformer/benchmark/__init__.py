@@ -12,7 +12,7 @@ or ``MGFormer-ablations`` for the paper's Table 3 ablations and ``attention: Fal
 ``properties/dataset/`` gives its protocol and its table (``benchmark_table``: general, sequential or context)
 and the page that shows it (``benchmark_page``). Each run writes
 ``results/runs/<dataset>/<variant>-seed<seed>.json``; a run whose record exists is skipped, so a long benchmark
-resumes across sessions and machines, and an interrupted run resumes from its checkpoint. Several processes may
+survives a stopped or replaced machine, and an interrupted run resumes from its checkpoint. Several processes may
 share the folders (e.g. one per core, or per machine on a shared disk): each run and search is claimed by the one
 process working on it, and the others skip it. Every page, ``results/<page>/leaderboard.md``, is rendered from all
 records.

@@ -8,7 +8,14 @@ from pathlib import Path
 from recbole_mgformer.benchmark import context, general, sequential
 from recbole_mgformer.benchmark.claims import Busy
 from recbole_mgformer.benchmark.datasets import check_model_fits, same_for_every_seed
-from recbole_mgformer.benchmark.entries import comma_list, parse_entry, split_models, tuning_target
+from recbole_mgformer.benchmark.entries import (
+    comma_list,
+    parse_entry,
+    parse_seeds,
+    seed_conflict,
+    split_models,
+    tuning_target,
+)
 from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.input_checks import user_errors
 
@@ -34,6 +41,9 @@ def planned_runs(args, extra, command):
     from recbole_mgformer.benchmark.runs import Run
     from recbole_mgformer.registry import fits_once
 
+    if "seed" in extra:
+        raise ValueError(seed_conflict(f"--seed={extra['seed']} sets the seed of every run"))
+    seeds = parse_seeds(args.seeds)
     entries = [parse_entry(e) for e in split_models(args.models)]
     datasets = comma_list(args.datasets)
     for model, _ in entries:
@@ -50,7 +60,6 @@ def planned_runs(args, extra, command):
         "trained_runs_dir": Path(args.trained_results or args.results) / "runs",
         "retrain_missing": args.retrain_missing_checkpoints,
     }
-    seeds = [int(seed) for seed in comma_list(args.seeds)]
     if args.tune_budget:  # each entry's search, then its seeds: a row at a time
         runs = [
             Run(model, overrides, dataset, seed, **settings)
@@ -198,8 +207,12 @@ def _main(argv):
     from recbole_mgformer.benchmark import __doc__ as doc
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    # no abbreviations: a RecBole setting such as --seed=5 would otherwise be taken for --seeds 5
     parser = argparse.ArgumentParser(
-        prog="recbole-mgformer-benchmark", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="recbole-mgformer-benchmark",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("--models", default="MGFormer,DirectAU,SimGCL,XSimGCL,SGL,LightGCN,BPR")
     parser.add_argument(

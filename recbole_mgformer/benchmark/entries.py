@@ -52,7 +52,39 @@ def parse_entry(entry):
         from recbole_mgformer.cli import parse_overrides  # imports the runner (and torch): not to render a page
 
         overrides = parse_overrides([f"--{p}" for p in pairs])
+        if "seed" in overrides:
+            raise ValueError(seed_conflict(f"model entry {entry!r} sets seed={overrides['seed']}"))
     return name, overrides
+
+
+SEED_BOUND = 2**32  # numpy's seeding takes 0 <= seed < 2**32
+
+
+def seed_conflict(where):
+    """Why a seed set elsewhere than ``--seeds`` is refused: every run of the entry would train at that one seed
+    and the table would show them as seeds apart (``± 0.0000``)."""
+    return (
+        f"{where}, but each run's seed comes from --seeds: the runs of --seeds would all train at that one seed and "
+        "count as different seeds; remove it and pass the seeds with --seeds (e.g. --seeds 5 or --seeds 0,1,2)"
+    )
+
+
+def parse_seeds(text):
+    """``'0,1,2'`` -> ``[0, 1, 2]``: whole numbers numpy can seed with, each once, at least one."""
+    seeds = []
+    for part in comma_list(text):
+        try:
+            seed = int(part)
+        except ValueError:
+            seed = None
+        if seed is None or not 0 <= seed < SEED_BOUND:
+            raise ValueError(f"--seeds {text}: {part!r} is not a seed; give whole numbers from 0 to {SEED_BOUND - 1}")
+        if seed in seeds:
+            raise ValueError(f"--seeds {text}: seed {seed} is given twice; give each seed once")
+        seeds.append(seed)
+    if not seeds:
+        raise ValueError(f"--seeds {text!r} names no seed; give one or more, e.g. --seeds 0,1,2")
+    return seeds
 
 
 # the options Table 3 ablates one at a time (attention=False has its own comparison, the "Attention:" line): the

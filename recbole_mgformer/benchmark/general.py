@@ -8,9 +8,17 @@ runs."""
 import statistics
 from pathlib import Path
 
-from recbole_mgformer.benchmark.cost import chart_name, cost_chart, cost_points, format_seconds, mean_time_to_fit
+from recbole_mgformer.benchmark.cost import (
+    chart_name,
+    cost_chart,
+    cost_points,
+    format_seconds,
+    label_of,
+    mean_time_to_fit,
+)
 from recbole_mgformer.benchmark.datasets import page_of, untuned_heading
 from recbole_mgformer.benchmark.general_verdicts import is_deterministic_row, verdict_lines
+from recbole_mgformer.benchmark.names import family_of
 from recbole_mgformer.benchmark.published import published_numbers
 from recbole_mgformer.benchmark.sections import defaults_first_note, section_label, sections
 from recbole_mgformer.benchmark.stats import mean_ci
@@ -53,11 +61,13 @@ def _columns(published, best):
 
     def published_cell(index):
         return lambda row: (
-            "" if published.numbers(row["variant"]) is None else f"{published.numbers(row['variant'])[index]:.4f}"
+            ""
+            if published.numbers(row["full_variant"]) is None
+            else f"{published.numbers(row['full_variant'])[index]:.4f}"
         )
 
     def gap_cell(row):
-        gap = published.gap(row["variant"], {m: row["stats"][m][0] for m in METRICS})
+        gap = published.gap(row["full_variant"], {m: row["stats"][m][0] for m in METRICS})
         return "" if gap is None else " / ".join(f"{100 * gap[m]:+.1f}%" for m in METRICS)
 
     return [
@@ -75,7 +85,19 @@ def _columns(published, best):
         ("minutes", lambda row: _mean_of(row["records"], "seconds", ".1f", scale=1 / 60)),
         ("fit s", lambda row: format_seconds(mean_time_to_fit(row["records"]))),
         ("parameters", lambda row: parameters_cell(row["records"][0])),
+        ("settings", settings_cell),
     ]
+
+
+def settings_cell(row):
+    """A link to the row's record (its first seed's), whose name and config hold the full settings; the link's
+    title shows the record's own name where the row is shown by a short one. Blank where the page does not link
+    its records (a table rendered on its own)."""
+    link = row["records"][0].get("_record_link")
+    if link is None:
+        return ""
+    title = f' "{row["full_variant"]}"' if row["full_variant"] != row["variant"] else ""
+    return f"[record]({link}{title})"
 
 
 def parameters_cell(record):
@@ -86,13 +108,14 @@ def parameters_cell(record):
     return f"{record['parameters']:,}" if record.get("parameters", 0) > 1 else ""
 
 
-def _rows(records):
+def rows_of(records):
     rows = []
     for variant, group in by_variant(records).items():
         stats = {m: mean_ci([r["test"][m] for r in group]) for m in METRICS}
         rows.append(
             {
                 "variant": variant,
+                "full_variant": group[0].get("full_variant", variant),
                 "model": group[0]["model"],
                 "records": group,
                 "stats": stats,
@@ -127,22 +150,25 @@ def render_table(rows, published, tuned=False):
     return lines + ([""] + verdicts if verdicts else [])
 
 
-def cost_sections(records):
-    """``[(section label, rows)]`` of one dataset's records, for its cost picture."""
-    return [(section_label(budget), _rows(group)) for budget, group in sections(records)]
+def cost_sections(records, dataset=None):
+    """``[(protocol label, rows)]`` of one dataset's records, for its cost picture."""
+    return [(section_label(budget, dataset), rows_of(group)) for budget, group in sections(records)]
 
 
 def published_lines(published, variants):
     """The note and sources of the published numbers under a dataset's tables, and the published models that have
-    no row yet (none of their keys, which share a published ``name``, has a row); none without published numbers."""
+    no row yet (none of their keys, which share a published ``name``, has a row); none without published numbers.
+    ``variants``: ``{record name: shown name}`` of the rows (the published numbers are keyed by record names)."""
     if not published.models:
         return []
+    if not isinstance(variants, dict):
+        variants = {v: v for v in variants}
     shown = [v for v in published.models if v in variants]
     lines = [published.note] if published.note else []
     if shown:
         lines.append(
             f'Sources ({published.label}; "vs {published.label}": ours / {published.label} - 1, Recall@20 '
-            "/ NDCG@20): " + "; ".join(published.source_text(v) for v in shown) + "."
+            "/ NDCG@20): " + "; ".join(published.source_text(v, variants[v]) for v in shown) + "."
         )
     # a published number shown beside a row under another key (a run at the paper's settings, its name showing them)
     # is not missing, and one with no row is listed once, under its first key
@@ -164,10 +190,18 @@ def published_lines(published, variants):
     return [line for text in lines for line in ("", text)]
 
 
-def scored_lines(records):
+def scored_lines(records, shown=None):
     """The note under a table with rows scored from a trained entry's checkpoint (benchmark.scoring): what they
-    were scored from, and how their protocol differs from training them."""
-    scored = sorted({(r["variant"], r["scored_from"]["variant"]) for r in records if r.get("scored_from")})
+    were scored from, and how their protocol differs from training them. ``shown``: ``{record name: shown name}``
+    of the dataset's rows, naming the trained entry as its row shows it."""
+    shown = shown or {}
+    scored = sorted(
+        {
+            (r["variant"], shown.get(r["scored_from"]["variant"], r["scored_from"]["variant"]))
+            for r in records
+            if r.get("scored_from")
+        }
+    )
     if not scored:
         return []
     shown = "; ".join(f"{variant} from {trained}" for variant, trained in scored)
@@ -184,12 +218,13 @@ def render_dataset(dataset, records):
     lines = [f"## {dataset}", ""]
     parts = sections(records)
     published = published_numbers(dataset)
+    shown = {r.get("full_variant", r["variant"]): r["variant"] for r in records}
     for budget, group in parts:
         if budget is not None:
             lines += [f"### Tuned with the same budget: {budget}", ""]
         elif len(parts) > 1:
             lines += [f"### {untuned_heading(dataset)}", ""]
-        lines += render_table(_rows(group), published, tuned=budget is not None)
+        lines += render_table(rows_of(group), published, tuned=budget is not None)
         while lines[-1] == "":  # one blank line before the notes under a table
             lines.pop()
         searches = sorted({(r["variant"], r["tuning"]["search"]) for r in group if r.get("tuning")})
@@ -205,11 +240,11 @@ def render_dataset(dataset, records):
                 + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned)
                 + ".",
             ]
-        lines += scored_lines(group)
+        lines += scored_lines(group, shown)
         lines.append("")
     while lines[-1] == "":
         lines.pop()
-    lines += published_lines(published, {r["variant"] for r in records})
+    lines += published_lines(published, shown)
     if cost_points(cost_sections(records)):
         chart = chart_name(dataset, page_of(dataset))
         lines += [
@@ -232,9 +267,12 @@ def render_costs(by_dataset, folder):
     time to fit; returns the paths written."""
     written = []
     for dataset in sorted(by_dataset):
-        points = cost_points(cost_sections(by_dataset[dataset]))
+        parts = cost_sections(by_dataset[dataset], dataset)
+        points = cost_points(parts)
         if points:
-            written.append(cost_chart(dataset, points, Path(folder) / chart_name(dataset, page_of(dataset))))
+            families = {label_of(row): family_of(row["model"]) for _, rows in parts for row in rows}
+            path = Path(folder) / chart_name(dataset, page_of(dataset))
+            written.append(cost_chart(dataset, points, path, families))
     return written
 
 
@@ -260,6 +298,12 @@ def render_page(by_dataset, runs_shown):
         "speed benchmark). \"parameters\": a trained model's trainable parameters, a closed-form model's stored "
         "values (dense entries and sparse nonzeros it keeps to score, the interaction matrix included; blank in "
         "its records written before they were counted).",
+        "",
+        'Rows are shown by short names (`names.yaml` beside the records); each row\'s "settings" link opens its '
+        'record, with the full settings. "MGFormer tokens": MGFormer without its attention layer (`attention: '
+        "False`); \"+ ChebyCF (0.5)\": a training-free filter's scores added to the model's with weight 0.5; "
+        '"(test-picked)": that weight was chosen on the test items the row is scored on (the `-full` protocols '
+        "have no other held-out set), so the row's lead is no clean result.",
         "",
     ]
     mixed = defaults_first_note([r for records in by_dataset.values() for r in records])

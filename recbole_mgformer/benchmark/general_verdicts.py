@@ -5,6 +5,7 @@ test over users' test NDCG@20 (:mod:`recbole_mgformer.benchmark.stats`).
 """
 
 from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS
+from recbole_mgformer.benchmark.names import chosen_on_scored_items
 from recbole_mgformer.benchmark.stats import format_p, paired_verdict, per_user_by_seed, relation_text, verdict_text
 from recbole_mgformer.model.mgformer.option_names import ATTENTION_OPTIONS, FILTER_RESIDUAL_OPTIONS
 
@@ -35,7 +36,9 @@ def _paired_values(row, other):
     return a, b
 
 
-def _verdict(row, other):
+def paired_row_verdict(row, other):
+    """``row`` against ``other`` by the paired test over users' test NDCG@20 (``stats.paired_verdict``), or None
+    without per-user values to pair."""
     return paired_verdict(*_paired_values(row, other))
 
 
@@ -117,10 +120,22 @@ def every_model_line(row, others):
         return None
     parts = []
     for other in others:
-        verdict = _verdict(row, other)
+        verdict = paired_row_verdict(row, other)
         if verdict is not None:
             parts.append(short_verdict(other["variant"], verdict))
     return f"Against each model: {row['variant']} is " + "; ".join(parts) + "." if parts else None
+
+
+TEST_PICKED_NOTE = (
+    " Its filter weight was chosen on these same test items (the split has no other held-out set), so this is "
+    "no clean result."
+)
+
+
+def test_picked_note(row):
+    """The words a verdict on a hybrid row takes where its filter weight was chosen on the items it is scored on
+    (:func:`~recbole_mgformer.benchmark.names.chosen_on_scored_items`); empty otherwise."""
+    return TEST_PICKED_NOTE if any(chosen_on_scored_items(r) for r in row["records"]) else ""
 
 
 def verdict_lines(rows, same_size=True):
@@ -137,26 +152,30 @@ def verdict_lines(rows, same_size=True):
             continue
         best_other = best_other_model(row, others, same_size)
         if best_other is not None:
-            verdict = _verdict(row, best_other)
+            verdict = paired_row_verdict(row, best_other)
             if verdict is not None:
-                lines.append("Verdict: " + verdict_text(row["variant"], best_other["variant"], verdict))
+                lines.append(
+                    "Verdict: " + verdict_text(row["variant"], best_other["variant"], verdict) + test_picked_note(row)
+                )
         if not same_size and ablation_base(row, rows) is None:
             line = every_model_line(row, others)
             if line is not None:
-                every_lines.append(line)
+                every_lines.append(line + test_picked_note(row))
         control = attention_control(row, rows)
         if control is not None:
-            verdict = _verdict(row, control)
+            verdict = paired_row_verdict(row, control)
             if verdict is not None:
                 attention_lines.append("Attention: " + verdict_text(row["variant"], control["variant"], verdict))
         base = ablation_base(row, rows)
         if base is not None:
-            verdict = _verdict(row, base)
+            verdict = paired_row_verdict(row, base)
             if verdict is not None:
                 ablation_lines.append("Ablation: " + verdict_text(row["variant"], base["variant"], verdict))
         unfiltered = filter_control(row, rows)
         if unfiltered is not None:
-            verdict = _verdict(row, unfiltered)
+            verdict = paired_row_verdict(row, unfiltered)
             if verdict is not None:
-                filter_lines.append("Filter: " + verdict_text(row["variant"], unfiltered["variant"], verdict))
+                filter_lines.append(
+                    "Filter: " + verdict_text(row["variant"], unfiltered["variant"], verdict) + test_picked_note(row)
+                )
     return lines + every_lines + attention_lines + ablation_lines + filter_lines

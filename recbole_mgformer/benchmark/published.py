@@ -32,10 +32,13 @@ class Published:
         numbers = self.numbers(variant)
         return None if numbers is None else {m: ours[m] / p - 1 for m, p in zip(METRICS, numbers)}
 
-    def source_text(self, variant):
+    def source_text(self, variant, shown=None):
+        """``ours (published as theirs): source`` of the published entry keyed ``variant``, our row named as the
+        table shows it (``shown``, default ``variant``)."""
         entry = self.models[variant]
-        published_as = f" (published as {entry['name']})" if entry.get("name", variant) != variant else ""
-        return f"{variant}{published_as}: {entry['source']}"
+        shown = shown or variant
+        published_as = f" (published as {entry['name']})" if entry.get("name", variant) != shown else ""
+        return f"{shown}{published_as}: {entry['source']}"
 
 
 NONE = Published(label="published", note="", models={}, path="")

@@ -1,10 +1,14 @@
 """Every table from its records: each dataset's runs (``<results>/runs/<dataset>/*.json``) go into the table
-of their kind on the dataset's page, ``<results>/<page>/leaderboard.md``, followed by the page's hand-written
-``notes.md``; general tables also get ``popularity.md`` and a chart per dataset, and a picture of accuracy against
-the time to fit per dataset (``cost.png``). A folder inside ``<results>``
-with a ``runs/`` of its own (``results/exploration``) is rendered the same way."""
+of their kind on the dataset's page, ``<results>/<page>/leaderboard.md``: the page's hand-written reading
+(``reading.md``, at most :data:`READING_WORDS` words) first, then the tables, then the hand-written ``notes.md``;
+general tables also get ``popularity.md`` and a chart per dataset, and a picture of accuracy against the time to
+fit per dataset (``cost.png``). Rows are shown by their short names (:mod:`~recbole_mgformer.benchmark.names`,
+``<results>/names.yaml``). A folder inside ``<results>`` with a ``runs/`` of its own (``results/exploration``) is
+rendered the same way. Last, the summary at the top of ``<results>/README.md`` is rendered from the records of the
+four general datasets (:mod:`~recbole_mgformer.benchmark.summary`)."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,10 +16,13 @@ import yaml
 
 from recbole_mgformer.benchmark import context, general, sequential
 from recbole_mgformer.benchmark.datasets import page_of, table_kind
+from recbole_mgformer.benchmark.names import load_names, name_records
 from recbole_mgformer.benchmark.popularity import render_popularity
+from recbole_mgformer.benchmark.summary import render_summary
 from recbole_mgformer.records import notes_lines, shown_path
 
 TABLES = {"general": general, "sequential": sequential, "context": context}
+READING_WORDS = 150
 
 
 def required_metrics(kind):
@@ -104,22 +111,76 @@ def pages(by_dataset, warn=warn):
     return result
 
 
-def render_results(results, top=None):
-    """Write every page of ``results`` (and of its folders with their own ``runs/``); returns the paths written.
-    ``top``: the results folder the pages name their records' folders from (default ``results``)."""
+def reading_lines(path):
+    """The hand-written reading that opens a page (``<page>/reading.md``), as lines; none when absent. A reading
+    is read in a minute: more than :data:`READING_WORDS` words is an error naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8").strip()
+    words = len(text.split())
+    if words > READING_WORDS:
+        raise ValueError(
+            f"{path}: {words} words; a page's reading is at most {READING_WORDS}: move the detail to notes.md"
+        )
+    return [text, ""]
+
+
+def with_reading(text, reading):
+    """The page ``text`` with the ``reading`` lines right under its title."""
+    if not reading:
+        return text
+    title, _, rest = text.partition("\n")
+    return "\n".join([title, "", *reading, rest.lstrip("\n")])
+
+
+def folder_key(folder, top):
+    """A folder of records as the names table keys it: relative to the results folder, ``runs/gowalla-full``."""
+    try:
+        return Path(folder).resolve().relative_to(Path(top).resolve()).as_posix()
+    except ValueError:
+        return Path(folder).as_posix()
+
+
+def named_records(runs_dir, top, names, warn=warn):
+    """:func:`records_by_dataset`, each record shown by its short name (``names``)."""
+    by_dataset = records_by_dataset(runs_dir)
+    for dataset, records in by_dataset.items():
+        name_records(records, names, folder_key(Path(runs_dir) / dataset, top), warn)
+    return by_dataset
+
+
+def link_records(by_dataset, folder):
+    """Give each record the relative link from ``folder`` (its page's) to its file: the row's full settings."""
+    for records in by_dataset.values():
+        for record in records:
+            link = os.path.relpath(Path(record["_path"]).resolve(), Path(folder).resolve())
+            record["_record_link"] = Path(link).as_posix()
+
+
+def render_results(results, top=None, names=None):
+    """Write every page of ``results`` (and of its folders with their own ``runs/``) and, for the top folder, the
+    summary of its README; returns the paths written. ``top``: the results folder the pages name their records'
+    folders from (default ``results``), whose ``names.yaml`` names the rows."""
     results = Path(results)
     top = top or results
-    written = []
-    for page, (kind, by_dataset) in sorted(pages(records_by_dataset(results / "runs")).items()):
+    names = load_names(top) if names is None else names
+    written, general_records = [], {}
+    for page, (kind, by_dataset) in sorted(pages(named_records(results / "runs", top, names)).items()):
         folder = results / page
         folder.mkdir(parents=True, exist_ok=True)
+        link_records(by_dataset, folder)
         text = TABLES[kind].render_page(by_dataset, shown_path(results / "runs", top))
         leaderboard = folder / "leaderboard.md"
-        leaderboard.write_text("\n".join([text] + notes_lines(folder / "notes.md")))
+        page_text = with_reading(text, reading_lines(folder / "reading.md"))
+        leaderboard.write_text("\n".join([page_text] + notes_lines(folder / "notes.md")))
         written.append(leaderboard)
         if kind == "general":
+            general_records.update(by_dataset)
             written.append(render_popularity(by_dataset, folder))
             written += general.render_costs(by_dataset, folder)
     for nested in sorted(p.parent for p in results.glob("*/runs") if p.is_dir()):
-        written += render_results(nested, top)
+        written += render_results(nested, top, names)
+    if results == top:
+        written.append(render_summary(top, general_records))
     return [path for path in written if path is not None]

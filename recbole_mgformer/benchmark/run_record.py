@@ -20,6 +20,7 @@ from recbole_mgformer.evaluation import (
     same_evaluation,
     scores_by_row,
 )
+from recbole_mgformer.input_checks import claim
 from recbole_mgformer.records import machine, package_versions, shown_path
 from recbole_mgformer.trainer import RUNTIME_KEYS, plain_value
 
@@ -74,14 +75,19 @@ def settings_changes(recorded, current):
 
 
 def move_record(path, folder):
-    """Move a record and its per-user values into ``folder``; returns the record's new path. Never overwrites."""
+    """Move a record and its per-user values into ``folder``; returns the record's new path. Never overwrites: the
+    record's new name is claimed in one step (a record there already, or one another process moves there at the
+    same time, stays, and nothing moves), then its per-user values follow it."""
     target = Path(folder) / Path(path).name
-    if target.exists():
-        raise FileExistsError(f"cannot move {path} to {target}: a record is there already; rename one of them")
     target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        claim(path, target, "moving a record", overwrite=False)
+    except FileExistsError:
+        raise FileExistsError(
+            f"cannot move {path} to {target}: a record is there already; rename one of them"
+        ) from None
     if per_user_path(path).exists():
-        per_user_path(path).replace(per_user_path(target))
-    Path(path).replace(target)
+        per_user_path(path).replace(per_user_path(target))  # the record's own: its name came with the record's claim
     return target
 
 

@@ -1,5 +1,5 @@
 """The life of one benchmark run: set up, train resumably, test, write its JSON record; a run whose record exists
-is skipped, so a long benchmark resumes across sessions and machines."""
+is skipped, so a long benchmark survives a stopped or replaced machine."""
 
 import json
 import logging
@@ -140,6 +140,12 @@ class Run:
         return self.checkpoint_dir / self.dataset / f"{slug(self.variant)}-seed{self.seed}.lock"
 
     @property
+    def record_claim_path(self):
+        """Claimed beside the record while this run trains: processes that share the results folder but not the
+        checkpoint folder never train one run twice (the second would replace the first's record)."""
+        return self.record_path.with_name(f".{self.record_path.stem}.lock")
+
+    @property
     def label(self):
         return f"{self.variant} on {self.dataset}, seed {self.seed}"
 
@@ -212,8 +218,8 @@ class Run:
         """Train and test unless the record exists; returns the new record, or None when skipped. A record that
         an equal-budget search's settings would replace (trained with other settings) moves to
         ``<results>/exploration/runs/<dataset>/`` first. Raises :class:`~recbole_mgformer.benchmark.claims.Busy`
-        when another process is training this run."""
-        with claim(self.claim_path):
+        when another process is training this run, into the same checkpoint folder or the same results folder."""
+        with claim(self.claim_path), claim(self.record_claim_path):
             return self._execute(log)
 
     def _execute(self, log):
@@ -260,7 +266,7 @@ class Run:
             "build_seconds": getattr(model, "build_seconds", None),
             **record_tail(self, config, model, commit),
         }
-        write_record(self.record_path, record)
+        write_record(self.record_path, record, overwrite=False)  # a record written meanwhile stays (no flock here)
         forget_resume_state(checkpoint)
         return record
 
@@ -292,5 +298,5 @@ class Run:
             record.update(popularity_fields(self, train_data, top_items))
         if "per_user" in missing:
             record.update(per_user_fields(self, trainer, test_data, top_items))
-        write_record(self.record_path, record)
+        write_record(self.record_path, record, overwrite=True)  # this run's record, completed
         print(f"added {' and '.join(sorted(missing))} to {self.record_path}", flush=True)

@@ -1,6 +1,8 @@
 """A page's rows by equal-budget search: the runs of each budget of the benchmark's searches (records with
 ``tuning``) in a section of their own, apart from older runs; shared by the general, sequential and context tables."""
 
+import re
+
 
 def sections(records):
     """``[(budget text or None, records)]``: the equal-budget searches' runs by budget first, then older runs."""
@@ -25,5 +27,14 @@ def defaults_first_note(records):
     )
 
 
-def section_label(budget):
-    return "tuned with the same budget" if budget is not None else "older runs"
+def section_label(budget, dataset=None):
+    """A section's protocol in a few words, for a picture's legend: the equal-budget search and its trials, or
+    the settings of runs no search chose: fixed (each paper's) on a dataset that says so in its heading
+    (``benchmark_untuned_heading``), else hand-set."""
+    from recbole_mgformer.benchmark.datasets import OLDER_RUNS_HEADING, untuned_heading
+
+    if budget is not None:
+        trials = re.search(r"(\d+) trials", budget)
+        return "equal-budget search" + (f", {trials.group(1)} trials" if trials else "")
+    fixed = dataset is not None and untuned_heading(dataset) != OLDER_RUNS_HEADING
+    return "fixed settings (papers'), not searched" if fixed else "hand-set, not searched"

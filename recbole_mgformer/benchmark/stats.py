@@ -13,6 +13,8 @@ import statistics
 import warnings
 from pathlib import Path
 
+from recbole_mgformer.input_checks import write_new_file
+
 ALPHA = 0.05
 PER_USER_METRIC = "ndcg@20"
 PER_USER_SUFFIX = ".users.json.gz"  # beside <variant>-seed<seed>.json
@@ -43,14 +45,24 @@ def per_user_path(record_path):
 
 
 def _write_beside(record_path, payload):
-    """``payload`` as compact gzipped JSON in the file beside a run's record, written whole or not at all."""
+    """``payload`` as compact gzipped JSON in the file beside a run's record, written whole or not at all, through a
+    temporary of this process's own. Before the record exists it replaces a file there: the run that writes it holds
+    the run's claim (:meth:`recbole_mgformer.benchmark.runs.Run.execute`), so that file is its own run's, left by a
+    run stopped before its record was written. Beside a record it only adds a missing file: a recorded run's values
+    are never replaced (where claims do not work, by a second process training the same run)."""
+
+    def dump(temporary):
+        with gzip.open(temporary, "wt", encoding="utf-8") as handle:
+            json.dump(payload, handle, separators=(",", ":"))
+
     path = per_user_path(record_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with gzip.open(tmp, "wt", encoding="utf-8") as handle:
-        json.dump(payload, handle, separators=(",", ":"))
-    tmp.replace(path)
-    return path
+    try:
+        return write_new_file(path, dump, option="per-user values", overwrite=not Path(record_path).exists())
+    except FileExistsError:
+        raise FileExistsError(
+            f"{path}: the recorded run {record_path} has its values there already (another process trained the "
+            "same run meanwhile); they are kept: let one process run each seed of a results folder"
+        ) from None
 
 
 def _read_beside(record_path):

@@ -7,8 +7,8 @@ which the seed runs, ``run.py`` and ``run_recommender`` apply. With ``--tune-def
 search's N trials is the model's own defaults, and the budget's text (a page's section) says so.
 
 The search's page and record go to ``<results>/tuning/<dataset>/<stem>.md`` / ``.json``. A search whose record
-says it finished is not run again; an interrupted one resumes from Ray's folder
-(``<storage>/benchmark-<dataset>-<stem>-<budget signature>``).
+says it finished is not run again; an interrupted one is rebuilt from the JSON records of its finished trials in its
+folder (``<storage>/benchmark-<dataset>-<stem>-<budget signature>``), never from Ray's pickles.
 """
 
 import hashlib
@@ -176,8 +176,6 @@ def _search_once(
     folder=None,
     log=print,
 ):
-    from ray import tune
-
     from recbole_mgformer.tune.search import REQUEST_FILE, tune_recommender
     from recbole_mgformer.tune.space import TuneSetupError
 
@@ -203,7 +201,7 @@ def _search_once(
             )
         log(f"{label}: record exists ({paths['md'].name}), not searched again")
     else:
-        resume = tune.Tuner.can_restore(experiment) and (experiment / REQUEST_FILE).is_file()
+        resume = (experiment / REQUEST_FILE).is_file()  # the search's own record, not Ray's pickles
         if resume:  # a resumed search keeps the space it started with, so it must still be the shipped one
             started_space = json.loads((experiment / REQUEST_FILE).read_text()).get("space")
             if started_space is not None and started_space != stored_space:

@@ -102,7 +102,7 @@ def ensure_dataset(name, data_path):
     source = shared_datasets_dir() / folder
     inputs = [source / f for f in files]
     _missing_sources(name, target.parent, folder, fmt, inputs)
-    summary = import_merged(fmt, inputs, name, data_path)
+    summary = import_merged(fmt, inputs, name, data_path, overwrite=True)  # a racing import writes the same file
     getLogger().info(f"imported {name}: {summary}")
     return target
 
@@ -126,6 +126,7 @@ def ensure_npz_dataset(name, data_path):
         return target
     inputs = [shared_datasets_dir() / folder / f for f in ("train.npz", "test.npz")]
     _missing_sources(name, target.parent, folder, NPZ, inputs)
-    summary = import_npz(*inputs, name, data_path, valid_share=validation, valid_seed=NPZ_SEED)
+    # a racing import writes the same files; a half import of old (a test file claimed last, missing) is replaced
+    summary = import_npz(*inputs, name, data_path, valid_share=validation, valid_seed=NPZ_SEED, overwrite=True)
     getLogger().info(f"imported {name}: {summary}")
     return target

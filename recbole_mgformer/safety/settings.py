@@ -18,9 +18,98 @@ class UnsafeSettingError(ValueError):
 # ------------------------------------------------------------------------------------------------ YAML
 
 
-class SafeLoader(yaml.SafeLoader):
-    """PyYAML's safe loader (no Python objects from tags) with RecBole's float resolver: ``1e-3`` is a float,
-    as in RecBole's config files, where YAML 1.1 alone would read a string."""
+# What a settings document may expand to once its aliases are followed: ample for any config or search space (a few
+# hundred values), far below what would make the checks that walk every value hang (a "billion laughs": 1.5 KB of
+# nested aliases expand to 10^9 values), and nesting well within Python's recursion limit.
+MAX_YAML_VALUES = 100_000
+MAX_YAML_DEPTH = 100
+
+
+class YamlBombError(yaml.MarkedYAMLError):
+    """A YAML document that expands past :data:`MAX_YAML_VALUES` values or :data:`MAX_YAML_DEPTH` levels through its
+    aliases, or whose alias refers to a value it is inside."""
+
+
+def _children(node):
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return ()
+
+
+def _bomb(problem, mark):
+    return YamlBombError(problem=f"{problem}; a settings file never needs that", problem_mark=mark)
+
+
+def check_expansion(root):
+    """Raise :class:`YamlBombError` when the composed ``root`` expands (aliases followed) past
+    :data:`MAX_YAML_VALUES` values or :data:`MAX_YAML_DEPTH` levels, or holds an alias inside its own anchor (a
+    cycle); returns the expanded count. Composing is linear in the text, since an alias is a second reference to its
+    anchor's node; the count walks that graph once, memoizing each node's expanded size and depth."""
+    size, depth, state = {}, {}, {}  # by id(node); state: 1 on the current path, 2 done
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            children = _children(node)
+            size[key] = 1 + sum(size[id(child)] for child in children)
+            depth[key] = 1 + max((depth[id(child)] for child in children), default=0)
+            state[key] = 2
+            if size[key] > MAX_YAML_VALUES:
+                raise _bomb(
+                    f"the document expands to more than {MAX_YAML_VALUES:,} values through its aliases (*name "
+                    "repeats what &name anchors), the bound this project sets so that reading and checking settings "
+                    "cannot hang or fill the memory (a 'billion laughs'); write the values out instead of nesting "
+                    "aliases",
+                    node.start_mark,
+                )
+            if depth[key] > MAX_YAML_DEPTH:
+                raise _bomb(f"values nest more than {MAX_YAML_DEPTH} levels deep through aliases", node.start_mark)
+            continue
+        if state.get(key) == 2:
+            continue
+        state[key] = 1
+        stack.append((node, True))
+        for child in _children(node):
+            if state.get(id(child)) == 1:
+                raise _bomb(
+                    "an alias (*name) refers to a value it is inside, which would repeat without end; remove it",
+                    child.start_mark,
+                )
+            if state.get(id(child)) != 2:
+                stack.append((child, False))
+    return size.get(id(root), 0)
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (no Python objects from tags), bounded: a document nested deeper than
+    :data:`MAX_YAML_DEPTH`, or that expands past :data:`MAX_YAML_VALUES` values through its aliases, or holds an alias
+    inside its own anchor raises :class:`YamlBombError` (a ``yaml.YAMLError``) before anything is constructed. What
+    ``yaml.safe_load`` reads, through :func:`load_plain_yaml`."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        if self._depth >= MAX_YAML_DEPTH:  # stop while reading: the scanner is quadratic in the nesting
+            raise _bomb(f"values are nested more than {MAX_YAML_DEPTH} levels deep", self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def compose_document(self):
+        node = super().compose_document()
+        if node is not None:
+            check_expansion(node)
+        return node
+
+
+class SafeLoader(BoundedLoader):
+    """:class:`BoundedLoader` with RecBole's float resolver: ``1e-3`` is a float, as in RecBole's config files, where
+    YAML 1.1 alone would read a string."""
 
 
 SafeLoader.add_implicit_resolver(
@@ -41,6 +130,11 @@ SafeLoader.add_implicit_resolver(
 def load_yaml(text):
     """A YAML document (text or a file object) as RecBole reads its config files, but with the safe loader."""
     return yaml.load(text, Loader=SafeLoader)
+
+
+def load_plain_yaml(text):
+    """``yaml.safe_load`` of ``text``, bounded as :class:`BoundedLoader` (YAML 1.1's floats: ``1e-3`` a string)."""
+    return yaml.load(text, Loader=BoundedLoader)
 
 
 # ------------------------------------------------------------------------------------------------ literal settings

@@ -15,16 +15,20 @@ A space is a YAML mapping of config keys to one distribution each (by default ``
     n_heads: {randint: [1, 5]}                   # integers low <= x < high, as ray.tune.randint
 
 Each trial trains through :func:`recbole_mgformer.quick_start.prepare` and the trainer's ``fit``, the path of
-``run_recommender``, reports the validation metric after every evaluation with its last epoch as a checkpoint
-(``--resume`` continues each unfinished trial from there), and ASHA stops poor trials early.
+``run_recommender``, reports the validation metric after every evaluation, and ASHA stops poor trials early.
 ``--defaults-first`` makes the first of the ``--samples`` trials the model's own defaults for the searched keys
 (``properties/model/<Model>.yaml`` over RecBole's, merged as a plain run merges them), the page marking its row.
-Any other ``--key=value`` is a fixed config setting for every trial. The command writes
-``results/tuning/<name>.md`` (all trials, best first, failed ones with their error, and the test metrics of the
-best configuration retrained once), ``.json`` beside it, and ``<name>.yaml``: the best configuration, for
-``run.py --config_files``; ``<name>`` is the search's ``--name`` (``<Model>-<dataset>`` by default), and a report
-of another search is never replaced. Ray's results go to ``saved/tune/<name>/``. ``--resume`` continues a search
-as it started: a space, ``--samples`` or setting that differs from the search's is refused, naming it.
+Any other ``--key=value`` is a fixed config setting for every trial. The command writes ``./tuning/<name>.md``
+(``--results`` names another folder: all trials, best first, failed ones with their error, and the test metrics of
+the best configuration retrained once), ``.json`` beside it, and ``<name>.yaml``: the best trial's searched values
+(never the search's epoch cap), for ``run.py --config_files``; ``<name>`` is the search's ``--name``
+(``<Model>-<dataset>`` by default), and a report of another search is never replaced.
+
+The search's folder ``saved/tune/<name>/`` holds its records, plain JSON: the request and one file per finished
+trial. ``--resume`` rebuilds the search from them alone (never from Ray's pickles, which it does not read), on this
+machine or another the folder was copied to: finished trials are kept, the others run from their first epoch, the
+same draws as an uninterrupted search; a space, ``--samples`` or setting that differs from the search's is
+refused, naming it. A second command on the same search stops with an error while one runs it.
 """
 
 from recbole_mgformer.tune.cli import main

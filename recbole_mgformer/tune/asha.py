@@ -1,45 +1,41 @@
 """ASHA that survives a resumed search.
 
-Ray Tune restores an interrupted experiment's trials but not its scheduler: ASHA would start with empty rungs,
-let every resumed trial past the milestones it had reached, and compare later trials with fewer. Replaying what
-each trial reported (its ``result.json``) when Ray adds it back rebuilds the rungs as they were."""
+A resumed search starts Ray afresh, with only its unfinished trials: ASHA would start with empty rungs and let
+them past milestones the finished trials had set. Replaying what each finished trial reported (its record's
+``results``) before the first trial is added rebuilds the rungs as they were, less what the trials that were
+running had reported (they run again from their first epoch)."""
 
-import json
-from pathlib import Path
+from types import SimpleNamespace
 
 from ray.tune.schedulers import ASHAScheduler
 
 
 class ResumableASHA(ASHAScheduler):
-    """``ASHAScheduler`` whose rungs hold, after a resume, the results the trials reported before it."""
+    """``ASHAScheduler`` whose rungs start with ``history``: ``{name: [[evaluations, score], ...]}`` of the
+    trials that finished before this run."""
+
+    def __init__(self, *args, history=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._history = dict(history or {})
 
     def on_trial_add(self, trial_runner, trial):
+        self._replay()
         super().on_trial_add(trial_runner, trial)
-        bracket = self._trial_info[trial.trial_id]
-        for result in reported_results(trial_folder(trial)):
-            if self._time_attr in result and self._metric in result:
-                bracket.on_result(trial, result[self._time_attr], self._metric_op * result[self._metric])
+
+    def _replay(self):
+        """Put the finished trials' results into the rungs (once, when the metric and mode are known)."""
+        history, self._history = self._history, {}
+        for name, results in history.items():
+            recorded = SimpleNamespace(trial_id=f"recorded-{name}")
+            for bracket in self._brackets:  # one: the search builds ASHA with a single bracket
+                for evaluations, score in results:
+                    bracket.on_result(recorded, evaluations, self._metric_op * score)
 
 
-def trial_folder(trial):
-    """Where Ray keeps a trial's ``result.json`` (``Trial.path`` on Ray 2.6 and on today's), or None for a trial
-    that has none yet (newer Ray raises until it names the folder)."""
-    try:
-        return trial.path
-    except RuntimeError:
-        return None
-
-
-def reported_results(trial_dir):
-    """The results a trial reported, in order, from ``<trial_dir>/result.json`` (none for a new trial, or for one
-    kept in remote storage, which a resumed search does not replay)."""
-    path = Path(trial_dir) / "result.json" if trial_dir else None
-    if path is None or not path.is_file():
-        return []
-    results = []
-    for line in path.read_text().splitlines():
-        try:
-            results.append(json.loads(line))
-        except json.JSONDecodeError:  # the last line, cut short by a kill
-            break
-    return results
+def rungs(scheduler):
+    """``{milestone: {trial id: score}}`` of each of the scheduler's brackets, merged (for tests and logs)."""
+    merged = {}
+    for bracket in scheduler._brackets:
+        for milestone, recorded in bracket._rungs:
+            merged.setdefault(milestone, {}).update(recorded)
+    return merged

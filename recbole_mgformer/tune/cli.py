@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from recbole_mgformer.cli import config_settings
-from recbole_mgformer.input_checks import user_errors
+from recbole_mgformer.input_checks import user_errors, write_new_text
 from recbole_mgformer.tune.report import render_markdown
 from recbole_mgformer.tune.search import tune_recommender
 from recbole_mgformer.tune.space import SEARCHES, TuneSetupError
@@ -50,10 +50,12 @@ def _main(argv):
     parser.add_argument("--config_files", default=None, help="space-separated YAML files for every trial")
     parser.add_argument(
         "--results",
-        default="results/tuning",
-        help="folder of <name>.md/.json/.yaml, the search's report (default name <Model>-<dataset>)",
+        default="tuning",
+        help="folder of <name>.md/.json/.yaml, the search's report (default ./tuning; name <Model>-<dataset>)",
     )
-    parser.add_argument("--storage", default="saved/tune", help="Ray's results folder")
+    parser.add_argument(
+        "--storage", default="saved/tune", help="searches' folders: <name>/ holds its records (for --resume) and Ray's"
+    )
     parser.add_argument(
         "--temp-dir",
         default=None,
@@ -67,7 +69,8 @@ def _main(argv):
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="continue an interrupted search, as it started (a changed setting is refused)",
+        help="continue an interrupted search from its records in <storage>/<name>/ (copied from another machine "
+        "too): finished trials kept, the others run; a changed setting is refused",
     )
     parser.add_argument("--search-seed", type=int, default=None, help="seed of the search algorithm's draws (0)")
     parser.add_argument(
@@ -85,7 +88,7 @@ def _main(argv):
         nargs="+",
         metavar="RECORD",
         default=None,
-        help="only rewrite the page (.md) beside each search record (.json), e.g. results/tuning/*/*.json",
+        help="only rewrite the page (.md) beside each search record (.json), e.g. tuning/*.json",
     )
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.render:
@@ -151,6 +154,6 @@ def render_pages(records):
             )
             status = 2
             continue
-        record.with_suffix(".md").write_text(page)
+        write_new_text(record.with_suffix(".md"), page, "--render", overwrite=True)  # whole, never half a page
         print(f"wrote {record.with_suffix('.md')}")
     return status

@@ -1,48 +1,11 @@
 """The results of a search: one row per trial, ranked, and the markdown page and best-config YAML written from them."""
 
-import json
 import math
-from pathlib import Path
 
 import yaml
 
 from recbole_mgformer.checkpoint_files import plain_value
 from recbole_mgformer.records import display_path
-from recbole_mgformer.tune.retrain import best_settings
-from recbole_mgformer.tune.trials import METRIC, _item, error_line
-
-
-def _trial_params(result, keys):
-    config = result.config
-    if not config and result._local_path:  # a trial that failed before reporting: Ray's params.json
-        params_file = Path(result._local_path) / "params.json"
-        config = json.loads(params_file.read_text()) if params_file.is_file() else {}
-    return {key: plain_value(_item((config or {}).get(key))) for key in keys}
-
-
-def trial_rows(results, keys):
-    """One dict per trial of a ResultGrid: trial, status, score, epochs, best metrics, searched values, error."""
-    rows = []
-    for result in results:
-        metrics = result.metrics or {}
-        if result.error is not None:
-            status = "failed"
-        elif metrics.get("done"):
-            status = "completed" if metrics.get("finished") else "stopped early"
-        else:
-            status = "unfinished"
-        rows.append(
-            {
-                "trial": metrics.get("trial_id") or Path(result._local_path or "?").name,
-                "status": status,
-                "score": metrics.get(METRIC),
-                "epochs": metrics.get("epoch", 0),
-                "valid": {k[len("best_") :]: v for k, v in metrics.items() if k.startswith("best_") and k != METRIC},
-                "params": _trial_params(result, keys),
-                "error": error_line(result.error) if result.error is not None else None,
-            }
-        )
-    return rows
 
 
 def ranked(row):
@@ -62,14 +25,47 @@ def sort_rows(rows, bigger=True):
 
 
 def best_config_yaml(request, row, path):
-    """The text of the best configuration's YAML, loadable by ``run.py --config_files``."""
+    """The text of the best configuration's YAML: the best trial's searched values only, for ``run.py
+    --config_files`` under the user's own settings. The search's epoch cap, scheduler and fixed settings stay out
+    (a file of the search would train as many epochs as it capped); its header names them."""
     header = [
         f"# Best of a hyperparameter search of {request['model']} on {request['dataset']} "
         f"(python -m recbole_mgformer.tune): valid {request['metric']} {_fmt(row['score'])}, trial {row['trial']}.",
-        f"# python run.py --model={request['model']} --dataset={request['dataset']} --config_files={path}",
+        "# " + epochs_note(request, row["params"]),
     ]
-    body = yaml.safe_dump(best_settings(request, row["params"]), sort_keys=False, default_flow_style=None)
+    own = search_settings_text(request)
+    if own:
+        header.append(f"# The search also ran with {own}: add those you need.")
+    header.append(
+        f"# python run.py --model={request['model']} --dataset={request['dataset']} --config_files={path}"
+        + ("" if "epochs" in row["params"] else " --epochs=<N>")
+    )
+    body = yaml.safe_dump(plain_value(row["params"]), sort_keys=False, default_flow_style=False)
     return "\n".join(header) + "\n" + body
+
+
+def epochs_note(request, params):
+    """What the best YAML says of epochs: searched (then it holds them), else the search's cap, which it leaves out."""
+    asha = " (ASHA stopped poor trials early)" if request["scheduler"] == "asha" else ""
+    if "epochs" in params:
+        return f"Searched settings only, epochs among them{asha}."
+    cap = request.get("epochs")
+    at_most = f"at most {cap} epoch{'' if cap == 1 else 's'} a trial" if cap is not None else "capped epochs"
+    return f"Searched settings only; the search trained {at_most}{asha}: set epochs yourself."
+
+
+def search_settings_text(request):
+    """The search's own settings the best YAML leaves out (its config files, fixed settings but epochs, data
+    path as given), as a phrase; '' for none."""
+    files = ", ".join(display_path(path) for path in request["config_files"])
+    fixed = {key: value for key, value in request["overrides"].items() if key != "epochs"}
+    given = request.get("data_path_given")
+    if given:
+        fixed["data_path"] = request["data_path"] if given is True else given
+    parts = ([f"config files {files}"] if files else []) + (
+        ["settings " + ", ".join(f"{key}={_param(value)}" for key, value in fixed.items())] if fixed else []
+    )
+    return " and ".join(parts)
 
 
 def _fmt(value):
@@ -160,9 +156,10 @@ def render_markdown(summary):
         lines += [
             f"Best: trial {best['trial']}, valid {metric} {_fmt(best['score'])}, "
             + ", ".join(f"`{k}={_param(best['params'][k])}`" for k in keys)
-            + f". Its configuration: `{summary['best_yaml']}`, for "
+            + f". Its searched values: `{summary['best_yaml']}`, for "
             f"`python run.py --model={request['model']} --dataset={request['dataset']} "
-            f"--config_files={summary['best_yaml']}`.",
+            f"--config_files={summary['best_yaml']}` under your own settings (epochs among them: the search's "
+            "cap is not in it).",
             "",
         ]
     if retrained:
@@ -209,7 +206,7 @@ def render_markdown(summary):
     prov = summary["provenance"]
     lines += [
         "",
-        f"Ran on {prov['machine']} at commit {prov['commit']}, {prov['date']}; Ray storage "
+        f"Ran on {prov['machine']} at commit {prov['commit']}, {prov['date']}; search folder "
         f"`{display_path(request['experiment'])}`; versions: "
         + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
         + ".",

@@ -1,5 +1,6 @@
 """A search's request: the model, data, space and search settings it runs with, checked before Ray starts."""
 
+import hashlib
 import importlib.util
 import os
 from pathlib import Path
@@ -10,6 +11,7 @@ from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.quick_start import build_config
 from recbole_mgformer.records import display_path
 from recbole_mgformer.registry import fits_once, get_model
+from recbole_mgformer.tune.records import RECORDS_VERSION
 from recbole_mgformer.tune.space import (
     TuneSetupError,
     check_keys,
@@ -18,6 +20,11 @@ from recbole_mgformer.tune.space import (
     parse_space,
     ray_space,
 )
+
+
+def file_digests(paths):
+    """sha256 of each file's bytes: a config file edited after the search started is noticed on resume."""
+    return [hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in paths]
 
 
 def driver_config(model, dataset, config_files, config_dict):
@@ -33,16 +40,27 @@ def driver_config(model, dataset, config_files, config_dict):
             os.environ["CUDA_VISIBLE_DEVICES"] = saved
 
 
+def _epoch_cap(config, parsed):
+    """The most epochs a trial trains: ``epochs`` (the largest searched, where it is searched)."""
+    if "epochs" in parsed:
+        return max(int(v) for v in parsed["epochs"][1])
+    return int(config["epochs"])
+
+
 def _evaluations(config, parsed):
     """How many times a trial reports at most: the epochs (the largest searched) over eval_step; once for a model
     fit in its constructor (EASE, ItemKNN, ...: RecBole's traditional trainer runs one epoch whatever ``epochs``
     says), so a trial is one fit and ASHA's grace period shrinks to it."""
     if fits_once(config["model"]):
         return 1
-    epochs = config["epochs"]
-    if "epochs" in parsed:
-        epochs = max(int(v) for v in parsed["epochs"][1])
-    return max(1, epochs // max(1, config["eval_step"]))
+    return max(1, _epoch_cap(config, parsed) // max(1, config["eval_step"]))
+
+
+def _whole_number(value, option, minimum=None):
+    if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
+        floor = f" of {minimum} or more" if minimum is not None else ""
+        raise TuneSetupError(f"{option} {value!r}: give a whole number{floor}")
+    return value
 
 
 def make_request(
@@ -72,6 +90,8 @@ def make_request(
         raise TuneSetupError(str(error)) from None
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise TuneSetupError(f"--samples {samples!r}: a search draws at least 1 sample; give --samples 1 or more")
+    _whole_number(search_seed, "--search-seed")
+    _whole_number(grace_period, "--grace-period", 1)
     if name is not None and (not str(name).strip() or Path(str(name)).name != str(name) or str(name) in (".", "..")):
         raise TuneSetupError(f"--name {name!r}: give a plain folder name (no '/'), e.g. --name {model}-{dataset}-wide")
     raw, source = load_space(space, model, dataset)
@@ -80,7 +100,8 @@ def make_request(
     # the best YAML keeps the path as given (e.g. "dataset"), not this machine's absolute one the trials need
     data_path_given = overrides.pop("data_path", None) or data_path
     data_path = str(Path(data_path_given or "dataset").resolve())
-    config_files = [str(Path(p).resolve()) for p in (config_files or [])]
+    config_files_given = [str(p) for p in (config_files or [])]
+    config_files = [str(Path(p).resolve()) for p in config_files_given]
     try:
         ensure_dataset(dataset, data_path)
     except FileNotFoundError as error:
@@ -105,6 +126,8 @@ def make_request(
         "space": raw,
         "space_source": display_path(source),
         "config_files": config_files,
+        "config_files_given": config_files_given,  # as given: a relative path leads there on another machine
+        "config_files_sha256": file_digests(config_files),
         "overrides": plain_value(overrides),
         "data_path": data_path,
         "data_path_given": str(data_path_given) if data_path_given else None,
@@ -114,6 +137,7 @@ def make_request(
         "grace_period": max(1, min(int(grace_period), max_t)),
         "max_t": max_t,
         "grace_asked": int(grace_period),  # before the cap: the budget a search of EASE shares with the others
+        "epochs": _epoch_cap(config, parsed),  # at most, a trial: the best YAML says so, never sets it
         "search_seed": search_seed,
         "metric": config["valid_metric"].lower(),
         "mode": "max" if config["valid_metric_bigger"] else "min",
@@ -121,6 +145,7 @@ def make_request(
         "storage": str(storage),
         "experiment": str(storage / name),
         "defaults_first": bool(defaults_first),
+        "records": RECORDS_VERSION,
         **({"first_trial": plain_value(first[0]), "first_trial_outside": first[1]} if first else {}),
     }
 

@@ -1,17 +1,22 @@
-"""A search's request kept in its experiment folder, so ``--resume`` continues it as it started."""
+"""``--resume``: the search rebuilt from its own request file (plain JSON, :mod:`recbole_mgformer.tune.records`),
+checked as a new search's settings are, on this machine's paths; never from Ray's pickles."""
 
-import json
 from pathlib import Path
 
-from recbole_mgformer.checkpoint_files import plain_value
 from recbole_mgformer.safety import UnsafeSettingError, check_literal_strings
+from recbole_mgformer.tune.records import (
+    RECORDS_VERSION,
+    REQUEST_FILE,
+    SEARCH_FIELDS,
+    TRIALS_DIR,
+    already_holds_a_search,
+    as_json,
+    read_json_object,
+)
 from recbole_mgformer.tune.space import TuneSetupError, parse_space
 
-REQUEST_FILE = "recbole_mgformer_tune.json"  # the search's settings, inside Ray's experiment folder, for --resume
-
-
-# What a resumed search keeps from its start: request field -> the option that sets it. Ray restores the trials,
-# space and sample count it started with, so a resumed search cannot take another value of any of them.
+# What a resumed search keeps from its start: request field -> the option that sets it. The finished trials were
+# drawn from these, so a resumed search cannot take another value of any of them.
 RESUMED_FIELDS = {
     "model": "--model",
     "dataset": "--dataset",
@@ -36,46 +41,152 @@ def resume_changes(stored, request, given):
     for field, option in RESUMED_FIELDS.items():
         if field not in ALWAYS_COMPARED and field not in given:
             continue
-        now = json.loads(json.dumps(plain_value(request[field])))  # as the stored request holds it
+        now = as_json(request[field])  # as the stored request holds it
         if now != stored.get(field, now):
             changes.append((option, stored.get(field), now))
     return changes
 
 
 def prepare_experiment(request, resume, given=()):
-    """Check the experiment folder against ``resume``; on resume, the stored request wins over the new one, and
-    a setting ``given`` for this run that differs from the stored one is refused (Ray would silently keep the old)."""
-    from ray import tune
-
+    """The request the command runs: ``request`` for a new search (refused where the folder holds a search), or
+    on resume the stored one rebuilt (:func:`rebuild_request`), a setting ``given`` for this run that differs
+    from it refused."""
     experiment = Path(request["experiment"])
-    stored = experiment / REQUEST_FILE
-    if resume:
-        if not (tune.Tuner.can_restore(experiment) and stored.is_file()):
-            raise TuneSetupError(f"nothing to resume at {experiment}; start the search without --resume")
-        started = json.loads(stored.read_text())
-        parse_space(started["space"], str(stored))  # what the trials will be given is checked as a new search's is
-        try:
-            check_literal_strings(started["overrides"], str(stored))
-        except UnsafeSettingError as error:
-            raise TuneSetupError(str(error)) from None
-        changes = resume_changes(started, request, given)
-        if changes:
-            listed = "; ".join(f"{option}: started with {before!r}, now {now!r}" for option, before, now in changes)
+    stored_file = experiment / REQUEST_FILE
+    if not resume:
+        if stored_file.exists():
+            raise TuneSetupError(already_holds_a_search(experiment))
+        trials = experiment / TRIALS_DIR
+        if trials.is_dir() and any(trials.iterdir()):  # its trials would clash with this search's records
             raise TuneSetupError(
-                f"the search at {experiment} cannot change on --resume ({listed}): a resumed search continues the "
-                f"trials it started. Drop {', '.join(option for option, _, _ in changes)} to resume it as it "
-                "started, or start a new search with another --name"
+                f"{trials} holds the trial records of a search whose {REQUEST_FILE} is gone; delete that folder to "
+                "start over, or give this search another --name"
             )
-        return started
-    if tune.Tuner.can_restore(experiment):
+        return request
+    if not stored_file.is_file():
         raise TuneSetupError(
-            f"{experiment} already holds a search; --resume continues it, --name starts "
-            "another beside it (or delete that folder to start over)"
+            f"nothing to resume at {experiment}: it has no {REQUEST_FILE}, which a search writes when it starts; "
+            "start the search without --resume"
         )
-    return request
+    stored = read_json_object(stored_file, "the search's request")
+    if stored.get("records") != RECORDS_VERSION:
+        raise TuneSetupError(
+            f"{stored_file}: this search was started by an earlier version of the command, which kept its progress "
+            "only in Ray's pickles; --resume never loads them (a pickle runs code). Start it again with another "
+            "--name, or delete that folder"
+        )
+    started = rebuild_request(stored, request, stored_file)
+    changes = resume_changes(started, request, given)
+    if changes:
+        listed = "; ".join(f"{option}: started with {before!r}, now {now!r}" for option, before, now in changes)
+        raise TuneSetupError(
+            f"the search at {experiment} cannot change on --resume ({listed}): a resumed search continues the "
+            f"trials it started. Drop {', '.join(option for option, _, _ in changes)} to resume it as it "
+            "started, or start a new search with another --name"
+        )
+    return started
 
 
-def store_request(request):
-    stored = Path(request["experiment"]) / REQUEST_FILE
-    stored.parent.mkdir(parents=True, exist_ok=True)
-    stored.write_text(json.dumps(request, indent=2) + "\n")  # unsorted: the space keeps its order
+def _field(stored, name, kind, source):
+    value = stored.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise TuneSetupError(f"{source}: {name} is {value!r}, not what the command writes there; {_STALE}")
+    return value
+
+
+_STALE = "the file was edited or is damaged: restore it, or start a new search with another --name"
+
+
+def local_path(stored, given):
+    """A path the search recorded, on this machine: where it was, else its form as given (a relative path, e.g.
+    ``dataset``) read from the current folder: a search copied to another machine runs from its checkout."""
+    if Path(stored).exists() or not given or Path(given).is_absolute():
+        return stored
+    return str(Path(given).resolve())
+
+
+def rebuild_request(stored, current, source):
+    """The stored request made again by :func:`~recbole_mgformer.tune.request.make_request` from its settings:
+    every check of a new search runs again (the space, its strings, the fixed settings, the data), with this
+    machine's paths and this folder's name. A search whose settings now give another search (the model's
+    defaults, the dataset's metric or a config file changed since it started) is refused, naming the field."""
+    from recbole_mgformer.tune.request import make_request
+
+    space = _field(stored, "space", dict, source)
+    parse_space(space, str(source))  # named after the file, before make_request checks it again
+    overrides = _field(stored, "overrides", dict, source)
+    first = stored.get("first_trial")
+    if not (first is None or isinstance(first, dict)):
+        raise TuneSetupError(f"{source}: first_trial is {first!r}, not a mapping or null; {_STALE}")
+    try:
+        check_literal_strings(overrides, str(source))
+        check_literal_strings(first or {}, str(source))
+    except UnsafeSettingError as error:
+        raise TuneSetupError(str(error)) from None
+    stored_files, given_files = _field(stored, "config_files", list, source), stored.get("config_files_given")
+    if not _texts(stored_files) or not _texts(given_files) or len(given_files) != len(stored_files):
+        raise TuneSetupError(f"{source}: config_files and config_files_given are not the command's lists; {_STALE}")
+    config_files = [local_path(path, given) for path, given in zip(stored_files, given_files, strict=True)]
+    missing = [path for path in config_files if not Path(path).is_file()]
+    if missing:
+        raise TuneSetupError(
+            f"{source}: the search's config file {missing[0]} is not here; put it there (or run from the folder "
+            "where its relative path leads), or start a new search with another --name"
+        )
+    data_path_given = stored.get("data_path_given")
+    if not (data_path_given is None or isinstance(data_path_given, str)):
+        raise TuneSetupError(f"{source}: data_path_given is {data_path_given!r}, not a path or null; {_STALE}")
+    data_path = local_path(_field(stored, "data_path", str, source), data_path_given or "dataset")
+    settings = {
+        "search": _field(stored, "search", str, source),
+        "samples": _field(stored, "samples", int, source),
+        "scheduler": _field(stored, "scheduler", str, source),
+        "grace_period": _field(stored, "grace_asked", int, source),
+        "search_seed": _field(stored, "search_seed", int, source),
+        "name": current["name"],
+        "storage_dir": current["storage"],
+        "defaults_first": _field(stored, "defaults_first", bool, source),
+    }
+    model, dataset = _field(stored, "model", str, source), _field(stored, "dataset", str, source)
+    try:
+        rebuilt = make_request(model, dataset, space, config_files, overrides, data_path, **settings)
+    except TuneSetupError as error:  # a check of a new search: named after the file it read
+        raise TuneSetupError(f"{source}: {error}") from None
+    rebuilt.update(
+        space_source=stored.get("space_source", rebuilt["space_source"]),
+        data_path_given=data_path_given,
+        config_files_given=given_files,
+    )
+    check_unchanged(stored, rebuilt, source)
+    return rebuilt
+
+
+def _texts(value):
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def check_unchanged(stored, rebuilt, source):
+    """The search the stored settings give today must be the one that started: same fields, same config files."""
+    for field in SEARCH_FIELDS:
+        if as_json(stored.get(field)) != as_json(rebuilt.get(field)):
+            raise TuneSetupError(
+                f"{source}: the search started with {field} {stored.get(field)!r}, but its settings now give "
+                f"{rebuilt.get(field)!r} (a model's or dataset's YAML, or the project, changed since); its finished "
+                "trials would not be this search's: start a new search with another --name"
+            )
+    if stored.get("config_files_sha256") != rebuilt["config_files_sha256"]:
+        changed = [
+            path
+            for path, before, now in zip(
+                rebuilt["config_files"],
+                stored.get("config_files_sha256") or [],
+                rebuilt["config_files_sha256"],
+                strict=False,
+            )
+            if before != now
+        ]
+        raise TuneSetupError(
+            f"{source}: config file {changed[0] if changed else rebuilt['config_files']} changed since the search "
+            "started (its finished trials ran with the old one); restore it, or start a new search with another "
+            "--name"
+        )

@@ -1,32 +1,23 @@
 """The search itself: a checked request, Ray started or joined, the trials run, the results written.
 
-The pieces: request.py (the checked request), resume.py (its copy in the experiment folder), tuner.py (Ray)."""
+The pieces: request.py (the checked request), records.py (the search's plain-data records), resume.py (the
+request rebuilt on --resume), draws.py (the trials a search runs), tuner.py (Ray), recorder.py (each finished
+trial's record)."""
 
 import json
-import shutil
 import time
 from pathlib import Path
 
 from recbole_mgformer.checkpoint_files import plain_value
-from recbole_mgformer.records import (
-    code_commit,
-    display_path,
-    machine,
-    package_versions,
-    write_record,
-)
-from recbole_mgformer.tune.report import (
-    best_config_yaml,
-    ranked,
-    render_markdown,
-    sort_rows,
-    trial_rows,
-)
+from recbole_mgformer.input_checks import check_writable, write_new_text
+from recbole_mgformer.records import code_commit, display_path, machine, package_versions
+from recbole_mgformer.tune.draws import plan_trials
+from recbole_mgformer.tune.records import REQUEST_FILE, claim_request, read_trial_records, search_lock
+from recbole_mgformer.tune.report import best_config_yaml, ranked, render_markdown, sort_rows
 from recbole_mgformer.tune.request import check_address, check_dataset_files, make_request
-from recbole_mgformer.tune.resume import REQUEST_FILE, prepare_experiment, store_request
+from recbole_mgformer.tune.resume import prepare_experiment
 from recbole_mgformer.tune.retrain import retrain_on_ray
 from recbole_mgformer.tune.space import TuneSetupError
-from recbole_mgformer.tune.trials import STATES_DIR
 from recbole_mgformer.tune.tuner import build_tuner, check_resources, default_temp_dir, fit_tuner, init_ray
 
 # the request's and the tuner's pieces used from here before they had their own modules
@@ -35,17 +26,18 @@ __all__ = [
     "check_address",
     "default_temp_dir",
     "make_request",
-    "mark_first_trial",
     "report_paths",
     "tune_recommender",
 ]
+
+DEFAULT_RESULTS = "tuning"  # reports go to ./tuning/ in the current folder unless --results names another
 
 
 def report_paths(request, results_dir=None, stem=None):
     """``{md, json, yaml: path}`` of the search's report, named after it (``stem``, else its ``--name``); a
     TuneSetupError where one of them belongs to another search (its record names another experiment), before
     anything runs."""
-    folder = Path(results_dir or "results/tuning").resolve()
+    folder = Path(results_dir or DEFAULT_RESULTS).resolve()
     stem = stem or request["name"]
     paths = {suffix: folder / f"{stem}.{suffix}" for suffix in ("md", "json", "yaml")}
     existing = [path for path in paths.values() if path.exists()]
@@ -64,16 +56,13 @@ def report_paths(request, results_dir=None, stem=None):
     return paths
 
 
-def mark_first_trial(rows, first_trial):
-    """Mark ``defaults: True`` on the row of the trial that ran ``first_trial`` (the model's defaults): the first
-    row, in the order Ray created the trials, whose values are that point."""
-    if first_trial is None:
-        return
-    point = plain_value(first_trial)
-    for row in rows:
-        if row["params"] == point:
-            row["defaults"] = True
-            return
+def record_row(record):
+    """A finished trial's row on the page, from its record."""
+    row = {key: record[key] for key in ("trial", "status", "score", "epochs", "valid", "params", "error")}
+    row["index"] = record["index"]
+    if record.get("defaults"):
+        row["defaults"] = True
+    return row
 
 
 def tune_recommender(
@@ -103,6 +92,7 @@ def tune_recommender(
     verbose=1,
     stem=None,
     defaults_first=None,
+    log=print,
 ):
     """Search hyperparameters of ``model`` on ``dataset`` with Ray Tune; returns a summary dict.
 
@@ -116,21 +106,23 @@ def tune_recommender(
     ``address`` (``auto`` for a local ``ray start``); ``num_cpus``/``num_gpus`` cap a Ray started here.
     ``storage_dir``: Ray's results (``saved/tune``), the experiment ``name`` (``<Model>-<dataset>``) inside;
     ``temp_dir``: Ray's temporary folder (see :func:`default_temp_dir`). ``resume``: continue an interrupted
-    search from its folder; finished and failed trials stay, unfinished ones continue from their last epoch. The
-    settings left None take the values the search started with; one given that differs is refused
-    (:func:`resume_changes`). ``results_dir`` (``results/tuning``) receives ``<name>.md``, ``.json`` and the best
-    ``.yaml``, named after the search (``<Model>-<dataset>`` by default); files there of another search are never
-    replaced. ``retrain_best``: train the best configuration once more for its test metrics. ``stem``: the name of
-    the written files (the search's name). ``defaults_first``: the first of the ``samples`` trials runs the model's
+    search from its own records (plain JSON in its folder, :mod:`recbole_mgformer.tune.records`; Ray's pickles are
+    never read): finished and failed trials stay, the others run from their first epoch, the same draws as an
+    uninterrupted search. The settings left None take the values the search started with; one given that differs
+    is refused (:func:`~recbole_mgformer.tune.resume.resume_changes`). A second command on the same search stops
+    with an error while one runs it. ``results_dir`` (``./tuning``) receives ``<name>.md``, ``.json`` and the best
+    ``.yaml`` (the searched values only), named after the search (``<Model>-<dataset>`` by default); files there of
+    another search are never replaced, and a folder that cannot be written fails before Ray starts.
+    ``retrain_best``: train the best configuration once more for its test metrics. ``stem``: the name of the
+    written files (the search's name). ``defaults_first``: the first of the ``samples`` trials runs the model's
     own defaults for the searched keys (``properties/model/<Model>.yaml`` over RecBole's, merged as a plain run
     merges them, under ``config_files`` and ``config_dict``), a value outside the space included (random search;
     hyperopt refuses one, naming the key); its row is marked ``defaults`` on the page and in the record.
+    ``log``: receives the line a resumed search starts with.
 
     The summary holds ``request``, ``rows`` (all trials, best first), ``best`` (a row or None), ``best_yaml``,
     ``retrained`` (``run_recommender``'s dict or None), ``interrupted``, ``markdown`` (the page's path).
     """
-    import ray
-
     check_address(address)
     settings = {key: value for key, value in (config_dict or {}).items() if key != "data_path"}
     given = {
@@ -165,17 +157,60 @@ def tune_recommender(
         storage_dir,
         defaults_first=bool(defaults_first),
     )
-    request = prepare_experiment(request, resume, given)
-    check_dataset_files(request)
     paths = report_paths(request, results_dir, stem)
-    started = init_ray(address, num_cpus, num_gpus, temp_dir or default_temp_dir(request["storage"]))
     try:
-        check_resources(cpus_per_trial, gpus_per_trial)
-        store_request(request)
+        check_writable(paths["md"], "--results")  # before any trial: the report is what the search is for
+    except OSError as error:
+        raise TuneSetupError(str(error)) from None
+    request = prepare_experiment(request, resume, given)  # a new search's claim comes later, exclusive
+    check_dataset_files(request)
+    with search_lock(request["experiment"]):  # from here on, no other command runs this search
+        plan = plan_trials(request, read_trial_records(request["experiment"], request) if resume else {})
+        if resume:
+            log(resume_line(request, plan))
+        existed = {suffix for suffix, path in paths.items() if path.exists()}
+        ray_options = {"address": address, "num_cpus": num_cpus, "num_gpus": num_gpus, "temp_dir": temp_dir}
+        resources = (cpus_per_trial, gpus_per_trial)
+        summary = run_search(request, plan, ray_options, resources, verbose, retrain_best, claim=not resume)
+        summary["markdown"] = str(paths["md"])
+        summary["best_yaml"] = display_path(paths["yaml"]) if summary["best"] is not None else None
+        write_report(paths, existed, summary, request)
+    return summary
+
+
+def resume_line(request, plan):
+    """The log line of a resumed search: what it keeps, what it runs, and that unfinished trials start over."""
+    return (
+        f"resuming {request['name']}: {len(plan.records)} of {plan.total} trials finished (kept, not trained "
+        f"again); {plan.to_run} to run"
+        + (
+            ", those that were running when the search stopped among them, each from its first epoch"
+            if plan.to_run
+            else ""
+        )
+    )
+
+
+def run_search(request, plan, ray_options, resources, verbose, retrain_best, claim):
+    """Ray started (``ray_options``: address, num_cpus, num_gpus, temp_dir) or joined, the request claimed (a new
+    search), the plan's trials run with ``resources`` (CPUs, GPUs) each, the best retrained: the summary, less its
+    file names."""
+    import ray
+
+    from recbole_mgformer.tune.recorder import TrialRecorder
+
+    temp_dir = ray_options["temp_dir"] or default_temp_dir(request["storage"])
+    started = init_ray(ray_options["address"], ray_options["num_cpus"], ray_options["num_gpus"], temp_dir)
+    try:
+        check_resources(*resources)
+        if claim:
+            claim_request(request)
         commit = code_commit()
-        grid = fit_tuner(build_tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose))
-        rows = trial_rows(grid, list(request["space"]))
-        mark_first_trial(rows, request.get("first_trial"))
+        recorder = TrialRecorder(request, plan)
+        if plan.to_run:
+            fit_tuner(build_tuner(request, plan, recorder, *resources, verbose))
+        records = {**plan.records, **recorder.written}
+        rows = [record_row(record) for _, record in sorted(records.items())] + recorder.unfinished_rows()
         rows = sort_rows(rows, request["mode"] == "max")
         best = next((r for r in rows if ranked(r)), None)
         summary = {
@@ -185,14 +220,10 @@ def tune_recommender(
             "best_yaml": None,
             "retrained": None,
             "retrain_error": None,
-            "interrupted": any(r["status"] == "unfinished" for r in rows),
+            "interrupted": len(records) < plan.total,
         }
-        if not summary["interrupted"]:  # trials ASHA stopped left their last epoch behind
-            shutil.rmtree(Path(request["experiment"]) / STATES_DIR, ignore_errors=True)
         if best is not None and retrain_best and not summary["interrupted"]:
-            summary["retrained"], summary["retrain_error"] = retrain_on_ray(
-                request, best, cpus_per_trial, gpus_per_trial
-            )
+            summary["retrained"], summary["retrain_error"] = retrain_on_ray(request, best, *resources)
     finally:
         if started:
             ray.shutdown()
@@ -202,11 +233,23 @@ def tune_recommender(
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "versions": {**package_versions(), "ray": ray.__version__},
     }
-    paths["md"].parent.mkdir(parents=True, exist_ok=True)
-    if best is not None:
-        summary["best_yaml"] = display_path(paths["yaml"])
-        paths["yaml"].write_text(best_config_yaml(request, best, summary["best_yaml"]))
-    paths["md"].write_text(render_markdown(summary))
-    write_record(paths["json"], plain_value(summary))
-    summary["markdown"] = str(paths["md"])
     return summary
+
+
+def write_report(paths, existed, summary, request):
+    """The best YAML, the page and the record, each written whole; a file of the report that was not there when
+    the search started and is now (another search, writing the same name meanwhile) is never replaced."""
+    texts = {"md": render_markdown(summary), "json": json.dumps(plain_value(summary), indent=2, sort_keys=True) + "\n"}
+    if summary["best"] is not None:
+        texts["yaml"] = best_config_yaml(request, summary["best"], summary["best_yaml"])
+    for suffix in ("yaml", "md", "json"):
+        if suffix not in texts:
+            continue
+        try:
+            write_new_text(paths[suffix], texts[suffix], "--results", overwrite=suffix in existed)
+        except FileExistsError:
+            raise TuneSetupError(
+                f"--results {paths[suffix]}: another search wrote this file while this one ran; this search's "
+                f"trials are recorded in {request['experiment']}: write its report elsewhere with --resume "
+                f"--name {request['name']} --results <another folder>"
+            ) from None

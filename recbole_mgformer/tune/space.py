@@ -104,10 +104,33 @@ def _non_finite(args):
     return isinstance(args, list) and any(_is_number(a) and not math.isfinite(a) for a in args)
 
 
+# Mappings Ray's variant generator resolves again after drawing them: ``{eval: "..."}`` is run as Python,
+# ``{grid_search: [...]}`` expands into trials. A listed value is a setting, never one of these.
+RAY_FORMS = ("eval", "grid_search")
+
+
+def _ray_form(value):
+    """The Ray form (``eval``/``grid_search``) a listed value or any value nested in it takes, or None."""
+    if isinstance(value, dict):
+        if len(value) == 1 and next(iter(value)) in RAY_FORMS:
+            return next(iter(value))
+        return next((form for item in value.values() if (form := _ray_form(item))), None)
+    if isinstance(value, (list, tuple)):
+        return next((form for item in value if (form := _ray_form(item))), None)
+    return None
+
+
 def _check_values(key, values, source):
     """A listed value becomes a trial's setting: a string is read as RecBole reads settings, and refused where it
-    is code (:func:`recbole_mgformer.safety.literal_setting`); a number must be finite."""
+    is code (:func:`recbole_mgformer.safety.literal_setting`); a number must be finite; a mapping Ray would
+    resolve again (:data:`RAY_FORMS`: ``{eval: ...}`` runs Python) is refused."""
     for value in values:
+        form = _ray_form(value)
+        if form is not None:
+            raise TuneSetupError(
+                f"{source}: {key}: a listed value holds a mapping with the single key {form!r}, which Ray Tune "
+                f"would {'run as Python' if form == 'eval' else 'expand into more trials'}; list plain values"
+            )
         if isinstance(value, str):
             try:
                 literal_setting(key, value)

@@ -6,9 +6,10 @@ import tempfile
 import threading
 from pathlib import Path
 
+from recbole_mgformer.tune.records import next_ray_run
 from recbole_mgformer.tune.request import require_hyperopt
 from recbole_mgformer.tune.space import TuneSetupError, parse_space, ray_space
-from recbole_mgformer.tune.trials import METRIC, PROGRESS, WholeValue, train_trial
+from recbole_mgformer.tune.trials import INDEX, METRIC, PROGRESS, train_trial
 
 
 def default_temp_dir(storage):
@@ -17,24 +18,6 @@ def default_temp_dir(storage):
     Ray puts unix sockets at ``<temp>/session_<date>_<pid>/sockets/...``, which must stay under 107 characters."""
     candidate = Path(storage) / "ray-tmp"
     return candidate if len(str(candidate)) <= 40 else Path(tempfile.gettempdir()) / "ray-recbole-mgformer"
-
-
-def search_algorithm(search, seed, first_trial=None):
-    """Ray's search algorithm; ``first_trial`` (a point of every searched key) replaces the first of its samples,
-    the others drawn as without it (the point draws nothing)."""
-    if search == "hyperopt":
-        require_hyperopt()
-        from ray.tune.search.hyperopt import HyperOptSearch
-
-        return HyperOptSearch(random_state_seed=seed, points_to_evaluate=[dict(first_trial)] if first_trial else None)
-    from ray.tune.search.basic_variant import BasicVariantGenerator
-
-    points = (
-        [{key: WholeValue(value) if isinstance(value, (list, dict)) else value for key, value in first_trial.items()}]
-        if first_trial
-        else None
-    )
-    return BasicVariantGenerator(random_state=seed, points_to_evaluate=points)
 
 
 def init_ray(address, num_cpus, num_gpus, temp_dir):
@@ -70,7 +53,11 @@ def check_resources(cpus_per_trial, gpus_per_trial):
             )
 
 
-def build_tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
+def build_tuner(request, plan, recorder, cpus_per_trial, gpus_per_trial, verbose):
+    """A fresh Ray Tune ``Tuner`` of the trials ``plan`` leaves to run (never one restored from Ray's pickles):
+    a random or grid search's remaining draws by their index, or hyperopt's remaining samples from a searcher
+    that knows the finished trials; ASHA's rungs hold the finished trials' results. Ray writes to a new
+    ``<experiment>/ray-<n>/``."""
     from ray import tune
     from ray.air import FailureConfig, RunConfig
     from ray.tune.schedulers import FIFOScheduler
@@ -78,38 +65,75 @@ def build_tuner(request, cpus_per_trial, gpus_per_trial, resume, verbose):
     from recbole_mgformer.tune.asha import ResumableASHA
 
     trainable = tune.with_resources(
-        tune.with_parameters(train_trial, request=request), {"cpu": cpus_per_trial, "gpu": gpus_per_trial}
+        tune.with_parameters(train_trial, request=request, drawn=plan.drawn),
+        {"cpu": cpus_per_trial, "gpu": gpus_per_trial},
     )
-    if resume:
-        return tune.Tuner.restore(
-            request["experiment"],
-            trainable=trainable,
-            resume_unfinished=True,
-            resume_errored=False,
-            restart_errored=False,
-        )
+    history = {index: record["results"] for index, record in plan.records.items()}
     scheduler = (
-        ResumableASHA(time_attr=PROGRESS, max_t=request["max_t"], grace_period=request["grace_period"])
+        ResumableASHA(time_attr=PROGRESS, max_t=request["max_t"], grace_period=request["grace_period"], history=history)
         if request["scheduler"] == "asha"
         else FIFOScheduler()
     )
+    if plan.drawn is not None:
+        param_space, samples, search_alg = {INDEX: tune.grid_search(plan.remaining)}, 1, None
+    else:
+        param_space = ray_space(parse_space(request["space"]), "hyperopt")
+        samples, search_alg = plan.to_run, hyperopt_search(request, plan)
     return tune.Tuner(
         trainable,
-        param_space=ray_space(parse_space(request["space"]), request["search"]),
+        param_space=param_space,
         tune_config=tune.TuneConfig(
-            metric=METRIC,
-            mode=request["mode"],
-            num_samples=request["samples"],
-            scheduler=scheduler,
-            search_alg=search_algorithm(request["search"], request["search_seed"], request.get("first_trial")),
+            metric=METRIC, mode=request["mode"], num_samples=samples, scheduler=scheduler, search_alg=search_alg
         ),
         run_config=RunConfig(
-            name=request["name"],
-            storage_path=request["storage"],
+            name=next_ray_run(request["experiment"]),
+            storage_path=request["experiment"],
             verbose=verbose,
             failure_config=FailureConfig(max_failures=0),
+            callbacks=[recorder],
         ),
     )
+
+
+def hyperopt_search(request, plan):
+    """Ray's HyperOptSearch with the search's seed, told the finished trials' values and scores as TPE's
+    completed trials (their failed ones are left out, as TPE leaves failed trials out), and starting from the
+    model's defaults where the search does and their trial has not finished.
+
+    Not identical to an uninterrupted search: TPE's later suggestions depend on its random draws, which start
+    again from the seed, and on the trials that were running, which are not known; the finished trials and their
+    scores are."""
+    require_hyperopt()
+    from ray.tune.search.hyperopt import HyperOptSearch
+
+    class RecordedHyperOptSearch(HyperOptSearch):
+        def _setup_hyperopt(self):
+            super()._setup_hyperopt()
+            add_finished_trials(self, finished)
+
+    finished = [(record["params"], record["score"]) for record in plan.records.values() if record["status"] != "failed"]
+    first = [dict(plan.first_pending)] if plan.first_pending is not None else None
+    return RecordedHyperOptSearch(random_state_seed=request["search_seed"], points_to_evaluate=first)
+
+
+def add_finished_trials(searcher, finished):
+    """Insert ``finished`` ``(values, score)`` pairs into ``searcher``'s hyperopt trials as completed ones, after
+    its points to evaluate (which it takes from the front of its list)."""
+    import copy
+
+    import hyperopt
+    from hyperopt.fmin import generate_trial
+
+    trials = searcher._hpopt_trials
+    for params, score in finished:
+        point = copy.deepcopy(params)
+        searcher._convert_categories_to_indices(point)  # a choice's value -> its index, as hyperopt keeps it
+        (tid,) = trials.new_trial_ids(1)
+        doc = generate_trial(tid, point)
+        doc["state"] = hyperopt.JOB_STATE_DONE
+        doc["result"] = {"loss": searcher.metric_op * score, "status": hyperopt.STATUS_OK}
+        trials.insert_trial_docs([doc])
+    trials.refresh()
 
 
 def fit_tuner(tuner):

@@ -69,7 +69,7 @@ def test_every_row_is_a_labelled_point_on_a_log_axis(tmp_path, monkeypatch):
         {**record("MGFormer", 0, 0.16, device="cuda:0"), "tuning": {"text": "8 trials", "search": "s.md"}},
     ]
     points = cost_points(cost_sections(records))
-    assert [label for label, _ in points] == ["tuned with the same budget", "older runs"]
+    assert [label for label, _ in points] == ["equal-budget search, 8 trials", "hand-set, not searched"]
     assert points[0][1] == [("MGFormer [GPU]", pytest.approx(8.0), 0.16)]  # trained on a GPU: said on the picture
     import matplotlib.pyplot as plt
 

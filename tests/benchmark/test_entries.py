@@ -1,6 +1,6 @@
 import pytest
 
-from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS, ABLATIONS, parse_entry, split_models
+from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS, ABLATIONS, parse_entry, parse_seeds, split_models
 
 
 def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
@@ -50,3 +50,47 @@ def test_a_tuned_files_stem_names_its_model():
         ("DirectAU", {"gamma": 0.5, "n_layers": 1}),
     ]:
         assert get_model(stem_model(tuned_stem(model, overrides))).__name__ == model
+
+
+@pytest.mark.parametrize("entry", ["BPR[seed=5]", "MGFormer[n_heads=2; seed=0]"])
+def test_an_entry_may_not_set_the_seed_that_seeds_gives(entry):
+    """``BPR[seed=5]`` with ``--seeds 0,1`` trained both runs at seed 5 and published "2 seeds ± 0.0000"."""
+    with pytest.raises(ValueError, match=r"sets seed=\d.*each run's seed comes from --seeds.*--seeds 5"):
+        parse_entry(entry)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("0,a", r"'a' is not a seed; give whole numbers from 0 to 4294967295"),
+        ("-1", r"'-1' is not a seed"),
+        (str(2**32), r"is not a seed"),
+        ("0,1,0", r"seed 0 is given twice"),
+        (",", r"names no seed"),
+    ],
+)
+def test_seeds_numpy_cannot_take_or_given_twice_are_refused(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_seeds(text)
+
+
+def test_seeds_parse_in_order():
+    assert parse_seeds(" 2, 0,1 ") == [2, 0, 1] and parse_seeds(str(2**32 - 1)) == [2**32 - 1]
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--models", "BPR[seed=5]", "--seeds", "0,1"], "model entry 'BPR[seed=5]' sets seed=5"),
+        (["--models", "BPR", "--seeds", "0,1", "--seed=5"], "--seed=5 sets the seed of every run"),
+    ],
+)
+def test_the_benchmark_refuses_a_seed_beside_seeds_before_any_run(tmp_path, capsys, arguments, message):
+    """``--seed=5`` was also taken for an abbreviation of ``--seeds``, replacing them."""
+    from recbole_mgformer.benchmark import main as benchmark_main
+
+    with pytest.raises(SystemExit) as stopped:
+        benchmark_main([*arguments, "--datasets", "ml-100k", "--results", str(tmp_path), "--data_path", str(tmp_path)])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and message in error and "--seeds" in error
+    assert not (tmp_path / "runs").exists()

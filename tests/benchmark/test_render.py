@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -7,22 +8,100 @@ from pathlib import Path
 import pytest
 
 from recbole_mgformer.benchmark import main
-from recbole_mgformer.benchmark.render import pages, records_by_dataset
+from recbole_mgformer.benchmark.names import MAX_LENGTH
+from recbole_mgformer.benchmark.render import READING_WORDS, pages, records_by_dataset
+from recbole_mgformer.benchmark.summary import END, START
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_committed_tables_are_what_their_records_render(tmp_path):
+    """A rerun of --render-only changes no committed page, the README's summary included."""
     results = tmp_path / "results"
     shutil.copytree(ROOT / "results", results)
     tables = sorted(results.rglob("leaderboard.md")) + sorted(results.rglob("popularity.md"))
     for table in tables:
         table.write_text("stale\n")
+    readme = results / "README.md"
+    stale = f"{START}\nstale\n{END}"
+    readme.write_text(re.sub(f"{re.escape(START)}.*?{re.escape(END)}", stale, readme.read_text(), flags=re.DOTALL))
     assert main(["--render-only", "--results", str(results)]) == 0
-    for table in tables:
+    for table in [*tables, readme]:
         committed = ROOT / "results" / table.relative_to(results)
         # the pages name their records' folder from the results folder's own name: the same outside the checkout
         assert table.read_text() == committed.read_text(), table
+
+
+def markdown_tables(text):
+    """The tables of a page, each a list of its rows' first cells (the row names), header and rule left out."""
+    tables, current = [], None
+    for line in text.splitlines():
+        if line.startswith("|"):
+            if current is None:
+                current = []
+                tables.append(current)
+            elif not line.startswith("|---"):
+                current.append(line.strip("|").split("|")[0].strip())
+        else:
+            current = None
+    return tables
+
+
+def committed_pages():
+    return sorted((ROOT / "results").rglob("leaderboard.md")) + sorted((ROOT / "results").rglob("popularity.md"))
+
+
+@pytest.mark.parametrize("page", committed_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_row_of_every_committed_table_has_a_short_name_unique_in_its_table(page):
+    text = page.read_text()
+    notes = page.parent / "notes.md"
+    if notes.is_file():  # the hand-written notes appended under the tables are no rendered table
+        text = text.replace(notes.read_text().strip(), "")
+    for rows in markdown_tables(text):
+        names = [row.replace("**", "") for row in rows]
+        assert all(len(name) <= MAX_LENGTH for name in names), [n for n in names if len(n) > MAX_LENGTH]
+        assert len(names) == len(set(names)), names
+
+
+def test_pictures_label_their_points_with_the_short_names(tmp_path, monkeypatch):
+    from recbole_mgformer.benchmark import general
+
+    folder = tmp_path / "results" / "runs" / "ml-100k"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / "results" / "runs" / "ml-100k" / "gfcf-seed0.json", folder)
+    (tmp_path / "results" / "names.yaml").write_text("names: {GFCF: GF-CF}\n")
+    seen = {}
+    monkeypatch.setattr(general, "cost_chart", lambda dataset, points, path, families: seen.update(families))
+    assert main(["--render-only", "--results", str(tmp_path / "results")]) == 0
+    assert seen == {"GF-CF": "training-free filters"}
+    page = (tmp_path / "results" / "ml-100k" / "leaderboard.md").read_text()
+    assert "| GF-CF | 1 |" in page and '[record](../runs/ml-100k/gfcf-seed0.json "GFCF")' in page
+
+
+def test_a_page_opens_with_its_reading_and_a_long_reading_is_refused(tmp_path):
+    folder = tmp_path / "results" / "runs" / "ml-100k"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / "results" / "runs" / "ml-100k" / "bpr-seed0.json", folder)
+    (tmp_path / "results" / "ml-100k").mkdir()
+    (tmp_path / "results" / "ml-100k" / "reading.md").write_text("**Reading.** BPR leads.\n")
+    (tmp_path / "results" / "ml-100k" / "notes.md").write_text("The notes.\n")
+    assert main(["--render-only", "--results", str(tmp_path / "results")]) == 0
+    page = (tmp_path / "results" / "ml-100k" / "leaderboard.md").read_text()
+    assert page.startswith("# Leaderboard\n\n**Reading.** BPR leads.\n\nRendered by")
+    assert page.index("| BPR |") < page.index("The notes.")
+    (tmp_path / "results" / "ml-100k" / "reading.md").write_text("word " * (READING_WORDS + 1))
+    with pytest.raises(SystemExit):
+        main(["--render-only", "--results", str(tmp_path / "results")])
+
+
+def test_every_committed_page_opens_with_a_short_reading():
+    for page in sorted((ROOT / "results").rglob("leaderboard.md")):
+        reading = page.parent / "reading.md"
+        assert reading.is_file(), f"{page.parent} has no reading.md"
+        words = len(reading.read_text().split())
+        assert words <= READING_WORDS, (reading, words)
+        lines = page.read_text().splitlines()
+        assert lines[2] == reading.read_text().splitlines()[0], page
 
 
 def test_rendering_imports_neither_torch_nor_recbole(tmp_path):

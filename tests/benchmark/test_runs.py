@@ -1,14 +1,16 @@
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import TINY_METRICS, benchmark_args, write_split
+from conftest import TINY_METRICS, benchmark_args, held_elsewhere, write_split
 
 from recbole_mgformer.benchmark import main
 from recbole_mgformer.benchmark.render import records_by_dataset
+from recbole_mgformer.benchmark.run_record import move_record
 from recbole_mgformer.benchmark.runs import Run
-from recbole_mgformer.benchmark.stats import read_per_user
+from recbole_mgformer.benchmark.stats import read_per_user, write_per_user
 from recbole_mgformer.model.precision import resolve_precision
 from recbole_mgformer.resume import RunTimer
 from recbole_mgformer.trainer import load_checkpoint
@@ -125,6 +127,63 @@ def test_a_retired_record_pushes_an_earlier_run_of_its_seed_into_superseded(tmp_
     assert lines == [f"moved {superseded / 'bpr-seed0.json'}: an earlier run of the same seed"]
     assert not (current / "bpr-seed0.json").exists()
     assert [r["commit"] for r in records_by_dataset(results / "exploration" / "runs")["tiny"]] == ["new4567"]
+
+
+def test_a_run_another_process_trains_into_the_same_results_folder_is_skipped(tiny_data, tmp_path, capsys):
+    # The claim beside the checkpoints did not see a process with its own checkpoint folder: both trained, and the
+    # second's record replaced the first's without a word.
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1", *TINY_METRICS)
+    runs = tmp_path / "results" / "runs" / "tiny"
+    with held_elsewhere(runs / ".bpr-seed0.lock") as holder:
+        assert main(args) == 0
+    assert f"BPR on tiny, seed 0: skipped, another process (pid {holder.pid}) holds {runs}/.bpr-seed0.lock" in (
+        capsys.readouterr().out
+    )
+    assert not (runs / "bpr-seed0.json").exists() and not list((tmp_path / "saved" / "tiny").glob("*.pth"))
+    assert main(args) == 0 and json.loads((runs / "bpr-seed0.json").read_text())["seed"] == 0
+    assert sorted(p.name for p in runs.iterdir()) == ["bpr-seed0.json", "bpr-seed0.users.json.gz"]  # lock released
+
+
+def test_a_record_that_appears_while_a_run_trains_is_kept_and_the_run_stops_naming_it(
+    tiny_data, tmp_path, monkeypatch, capsys
+):
+    # where claims do not work (no flock: Windows, some network filesystems), the record's name is still claimed
+    import recbole_mgformer.benchmark.runs as runs_module
+
+    record = tmp_path / "results" / "runs" / "tiny" / "bpr-seed0.json"
+    real_fit = runs_module.fit_resumably
+
+    def another_run_finishes_first(*args, **kwargs):
+        fitted = real_fit(*args, **kwargs)
+        write_per_user(record, {"u0": 0.5})  # as a run writes them: its values, then its record
+        record.write_text('{"theirs": true}\n')
+        return fitted
+
+    monkeypatch.setattr(runs_module, "fit_resumably", another_run_finishes_first)
+    with pytest.raises(SystemExit) as stopped:
+        main(benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1", *TINY_METRICS))
+    assert stopped.value.code == 2 and record.read_text() == '{"theirs": true}\n'
+    assert read_per_user(record) == {"u0": 0.5}
+    assert f"the recorded run {record} has its values there already" in capsys.readouterr().err
+    assert sorted(p.name for p in record.parent.iterdir()) == ["bpr-seed0.json", "bpr-seed0.users.json.gz"]
+
+
+def test_moving_a_record_never_replaces_one_that_appears_at_its_target(tmp_path, monkeypatch):
+    source = tmp_path / "runs" / "bpr-seed0.json"
+    source.parent.mkdir()
+    source.write_text('{"ours": true}')
+    target = tmp_path / "exploration" / "bpr-seed0.json"
+    real_mkdir = Path.mkdir
+
+    def another_move_meanwhile(self, *args, **kwargs):  # between a check for the target and the move
+        real_mkdir(self, *args, **kwargs)
+        if self == target.parent and not target.exists():
+            target.write_text('{"theirs": true}')
+
+    monkeypatch.setattr(Path, "mkdir", another_move_meanwhile)
+    with pytest.raises(FileExistsError, match="a record is there already"):
+        move_record(source, target.parent)
+    assert source.read_text() == '{"ours": true}' and target.read_text() == '{"theirs": true}'
 
 
 @pytest.mark.parametrize(
@@ -310,7 +369,8 @@ def test_a_rerun_with_other_settings_is_refused_never_skipped(tiny_data, tmp_pat
     error = capsys.readouterr().err
     assert "bpr-seed0.json records BPR on tiny, seed 0 trained with other settings (epochs: 1 there, 3 here)" in error
     assert "exploration/runs/tiny/" in error and record.read_text() == before
-    assert main([*args, "--config_files", str(one), "--state=INFO"]) == 0  # the log level changes no result
+    louder = [arg for arg in args if arg != "--state=WARNING"] + ["--state=INFO"]  # a setting is given once
+    assert main([*louder, "--config_files", str(one)]) == 0  # the log level changes no result
     assert "record exists, skipped" in capsys.readouterr().out
 
 

@@ -32,6 +32,36 @@ def test_per_user_values_round_trip_beside_the_record(tmp_path):
     assert read_per_user(tmp_path / "runs" / "bpr-seed0.json") is None
 
 
+def test_per_user_values_are_written_whole_from_a_temporary_of_their_own(tmp_path, monkeypatch):
+    # the old temporary, <name>.tmp, took a file of that name and was shared by two writers of one record's values
+    import gzip
+
+    record = tmp_path / "bpr-seed0.json"
+    neighbour = tmp_path / "bpr-seed0.users.json.gz.tmp"
+    neighbour.write_text("someone's file\n")
+    real_open, opened = gzip.open, []
+
+    def recording(path, *args, **kwargs):
+        opened.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(gzip, "open", recording)
+    write_per_user(record, {"u1": 0.5})
+    write_per_user(record, {"u1": 0.25})  # a run stopped before its record wrote them once: replaced
+    assert read_per_user(record) == {"u1": 0.25} and neighbour.read_text() == "someone's file\n"
+    assert len({str(path) for path in opened[:2]}) == 2 and all(path.parent == tmp_path for path in opened[:2])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([neighbour.name, per_user_path(record).name])
+
+
+def test_the_values_beside_a_record_are_added_when_missing_never_replaced(tmp_path):
+    record = tmp_path / "bpr-seed0.json"
+    record.write_text("{}")
+    write_per_user(record, {"u1": 0.5})  # a record written before per-user values existed gets them
+    with pytest.raises(FileExistsError, match="the recorded run .*bpr-seed0.json has its values there already"):
+        write_per_user(record, {"u1": 0.25})
+    assert read_per_user(record) == {"u1": 0.5}
+
+
 def test_users_pair_by_seed_and_user_over_what_both_runs_have():
     a = {0: {"u1": 0.5, "u2": 0.1}, 1: {"u1": 0.4}, 2: {"u1": 0.9}}
     b = {0: {"u2": 0.2, "u1": 0.3, "u3": 1.0}, 1: {"u1": 0.6}}

@@ -1,7 +1,14 @@
+import collections
+import logging
+import re
+
+import numpy as np
+import pandas as pd
 import pytest
 
 from recbole_mgformer import run_recommender
-from recbole_mgformer.data import AtomicFileError, validate_atomic_file
+from recbole_mgformer.data import AtomicFileError, validate_atomic_file, validate_dataset_files
+from recbole_mgformer.data.tokens import NA_VALUES
 
 
 @pytest.mark.parametrize(
@@ -128,3 +135,201 @@ def test_an_invisible_character_inside_the_file_is_named(tmp_path, inserted, wha
     path.write_text(f"user_id:token\titem_id:token\nu1\ti1\nu3\t{inserted}i2\n")
     with pytest.raises(AtomicFileError, match=f"joined.inter:3: column 2 holds {what}"):
         validate_atomic_file(path)
+
+
+# ------------------------------------------------------------------------------------------------ what RecBole reads
+
+NA_LIKE = sorted(NA_VALUES - {""})  # every string pandas reads as missing by default
+HEADER = "user_id:token\titem_id:token\n"
+
+
+def write_dataset(folder, files, name="ds"):
+    """``files``: ``{suffix: text}`` of a dataset ``name`` under ``folder``; returns the data_path."""
+    (folder / name).mkdir(parents=True, exist_ok=True)
+    for suffix, text in files.items():
+        (folder / name / f"{name}.{suffix}").write_text(text)
+    return folder
+
+
+def settings(folder, name="ds", **values):
+    """The settings validate_dataset_files reads, as RecBole's Config gives them (None for a key not set)."""
+    return collections.defaultdict(
+        lambda: None,
+        {
+            "data_path": str(folder / name),
+            "dataset": name,
+            "field_separator": "\t",
+            "seq_separator": " ",
+            "USER_ID_FIELD": "user_id",
+            "ITEM_ID_FIELD": "item_id",
+            "TIME_FIELD": "timestamp",
+            "LIST_SUFFIX": "_list",
+            **values,
+        },
+    )
+
+
+@pytest.mark.parametrize("token", NA_LIKE)
+@pytest.mark.parametrize("column, field", [(1, "user_id"), (2, "item_id")])
+def test_an_id_pandas_reads_as_missing_is_named_with_the_fix(tmp_path, token, column, field):
+    row = [f"u{token}", f"i{token}"]
+    row[column - 1] = token
+    data = write_dataset(tmp_path, {"inter": HEADER + "u1\ti1\n" + "\t".join(row) + "\n"})
+    with pytest.raises(
+        AtomicFileError,
+        match=rf"ds.inter:3: column {column} \({field}, an id\) holds {re.escape(repr(token))}, which RecBole's "
+        r"reader \(pandas\) takes for a missing value.*rename the token",
+    ):
+        validate_dataset_files(settings(data))
+
+
+@pytest.mark.parametrize(
+    "rows, line, column",
+    [
+        ("u1\t\n", 3, 2),  # an empty item
+        ("\ti2\n", 3, 1),  # an empty user
+        ("\ti2\nu3\t\nu4\ti4\n", 3, 1),  # RecBole dropped the wrong line and bound u3 to the padding item
+    ],
+)
+def test_an_empty_id_is_an_error(tmp_path, rows, line, column):
+    data = write_dataset(tmp_path, {"inter": HEADER + "u1\ti1\n" + rows})
+    with pytest.raises(AtomicFileError, match=rf"ds.inter:{line}: column {column} \(\w+, an id\) is empty"):
+        validate_dataset_files(settings(data))
+
+
+@pytest.mark.parametrize(
+    "suffix, text, message",
+    [
+        ("user", "user_id:token\tage:float\nNA\t3\n", r"ds.user:2: column 1 \(user_id, an id\) holds 'NA'"),
+        ("item", "item_id:token\tgenre:token\n\tdrama\n", r"ds.item:2: column 1 \(item_id, an id\) is empty"),
+        ("item", "item_id:token\tgenre:token\n[PAD]\tdrama\n", r"ds.item:2: .*RecBole's padding token"),
+    ],
+)
+def test_the_id_columns_of_user_and_item_files_are_checked_too(tmp_path, suffix, text, message):
+    data = write_dataset(tmp_path, {"inter": HEADER + "u1\ti1\n", suffix: text})
+    with pytest.raises(AtomicFileError, match=message):
+        validate_dataset_files(settings(data))
+
+
+def test_a_file_recbole_does_not_load_is_not_held_to_its_reading(tmp_path):
+    data = write_dataset(tmp_path, {"inter": HEADER + "u1\ti1\n", "user": "user_id:token\nNA\n"})
+    assert validate_dataset_files(settings(data, load_col={"inter": ["user_id", "item_id"]})) == 0
+    with pytest.raises(AtomicFileError, match="ds.user:2"):
+        validate_dataset_files(settings(data, load_col={"inter": ["user_id", "item_id"], "user": ["user_id"]}))
+
+
+def test_a_sequence_of_item_ids_that_pandas_reads_as_missing_is_an_error(tmp_path):
+    header = "user_id:token\titem_id_list:token_seq\titem_id:token\n"
+    data = write_dataset(tmp_path, {"train.inter": header + "u1\ti1 i2\ti3\nu2\tNA\ti3\n"})
+    with pytest.raises(AtomicFileError, match=r"ds.train.inter:3: column 2 \(item_id_list, an id\) holds 'NA'.*empty"):
+        validate_dataset_files(settings(data, benchmark_filename=["train"]))
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (HEADER + "u1\ti1\n\t\nu2\ti2\n", r":3: the line holds only separators"),
+        (HEADER + "u1\ti1\ru2\n", r":2: column 2 holds a carriage return inside the line"),
+        (HEADER.replace("\n", "\r") + "u1\ti1\r", r":1: the header holds a carriage return"),
+        (HEADER + '"u1\ti1\nu2"\ti2\n', r":2: column 1 starts with a double quote .*CSV quoting"),
+        (HEADER + 'u1\t"i1"\n', r":2: column 2 starts with a double quote"),
+        ("user_id:token\titem_id:token\titem_id:token\nu1\ti1\ti2\n", r":1: column 3 repeats the name 'item_id'"),
+        ('"user_id:token"\titem_id:token\nu1\ti1\n', r":1: column 1 header .* holds a double quote"),
+        ("user_id:token\titem_id:token", r":1: the file ends inside its header line"),
+        (HEADER + "u1\ti1\nu2\t[PAD]\n", r":3: column 2 \(item_id, an id\) holds '\[PAD\]'"),
+        ("user_id:token\titem_id:token\trating:float\nu1\ti1\tinf\n", r":2: column 3 \(rating\) holds 'inf'"),
+        ("user_id:token\titem_id:token\trating:float\nu1\ti1\tNA\n", r":2: column 3 .*leave the field empty"),
+    ],
+)
+def test_what_pandas_would_split_join_or_drop_is_named(tmp_path, content, message):
+    path = tmp_path / "bad.inter"
+    path.write_bytes(content.encode())
+    with pytest.raises(AtomicFileError, match=message):
+        validate_atomic_file(path, id_fields={"user_id", "item_id"})
+
+
+def test_a_quote_inside_a_token_reads_as_written(tmp_path):
+    """pandas quotes only a field that starts with a quote: ``a"b`` is read as it is, so it is accepted."""
+    path = tmp_path / "ok.inter"
+    path.write_text(HEADER + 'u"1\ti1"\n')
+    assert validate_atomic_file(path, id_fields={"user_id", "item_id"}).rows == 1
+    assert read_as_recbole(path)["user_id"].tolist() == ['u"1']
+
+
+@pytest.mark.parametrize("separator", ["..", "\\t", "|,", "a+"])
+def test_a_separator_pandas_would_read_as_a_regular_expression_is_refused(tmp_path, separator):
+    data = write_dataset(tmp_path, {"inter": HEADER.replace("\t", separator) + f"u1{separator}i1\n"})
+    with pytest.raises(AtomicFileError, match="field_separator .* regular expression"):
+        validate_dataset_files(settings(data, field_separator=separator))
+
+
+def test_a_separator_of_plain_characters_reads_as_written(tmp_path):
+    data = write_dataset(tmp_path, {"inter": "user_id:token::item_id:token\nu1::i1\nu2::i:2\n"})
+    assert validate_dataset_files(settings(data, field_separator="::")) == 0
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (
+            {"USER_ID_FIELD": "uid"},
+            r"ds.inter:1: the header has no column 'uid', the USER_ID_FIELD .*set USER_ID_FIELD",
+        ),
+        ({"ITEM_ID_FIELD": "iid"}, r"no column 'iid', the ITEM_ID_FIELD \(its columns: user_id, item_id\)"),
+        (
+            {"load_col": {"inter": ["user_id", "item_id", "rating"]}},
+            r"ds.inter:1: load_col lists 'rating' for .inter files, but the header has no such column.*load_col",
+        ),
+        (
+            {"eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "TO"}},
+            r"orders interactions by time .* no column 'timestamp', the TIME_FIELD",
+        ),
+    ],
+)
+def test_columns_the_settings_need_must_be_in_the_header(tmp_path, values, message):
+    data = write_dataset(tmp_path, {"inter": HEADER + "u1\ti1\n"})
+    with pytest.raises(AtomicFileError, match=message):
+        validate_dataset_files(settings(data, **values))
+
+
+def test_a_time_order_needs_a_float_time_field(tmp_path):
+    data = write_dataset(tmp_path, {"inter": "user_id:token\titem_id:token\ttimestamp:token\nu1\ti1\t5\n"})
+    with pytest.raises(AtomicFileError, match=r"'timestamp' is declared :token.*declare it 'timestamp:float'"):
+        validate_dataset_files(settings(data, eval_args={"split": {"LS": "valid_and_test"}, "order": "TO"}))
+
+
+def read_as_recbole(path, separator="\t"):
+    """``path`` read as RecBole 1.2.1's ``Dataset._load_feat`` reads it (every column)."""
+    header = open(path, encoding="utf-8").readline()[:-1].split(separator)
+    frame = pd.read_csv(
+        path,
+        delimiter=separator,
+        usecols=header,
+        dtype={field: np.float64 if field.endswith(":float") else str for field in header},
+        encoding="utf-8",
+        engine="python",
+    )
+    frame.columns = [field.split(":")[0] for field in header]
+    return frame
+
+
+def test_a_feature_pandas_reads_as_missing_is_kept_and_said(tmp_path, caplog):
+    """A feature token 'None' is RecBole's missing value, as an empty field: legitimate, but logged; the rows are
+    the rows RecBole reads."""
+    path = tmp_path / "ds.item"
+    path.write_text("item_id:token\tgenre:token\ti1\tNone\ni2\t\ni3\tdrama\n".replace("\ti1", "\ni1"))
+    with caplog.at_level(logging.WARNING):
+        assert validate_atomic_file(path, id_fields={"item_id"}).rows == 3
+    assert "column 2 (genre) holds 'None', which RecBole reads as a missing value" in caplog.text
+    frame = read_as_recbole(path)
+    assert len(frame) == 3 and frame["genre"].isna().tolist() == [True, True, False]
+
+
+def test_the_runner_stops_at_an_id_pandas_would_drop(tmp_path):
+    from conftest import TINY_CONFIG, write_interactions
+
+    data = write_interactions(tmp_path / "data")
+    inter = data / "tiny" / "tiny.inter"
+    inter.write_text(inter.read_text() + "NA\ti3\n")
+    with pytest.raises(AtomicFileError, match=r"tiny.inter:482: column 1 \(user_id, an id\) holds 'NA'"):
+        run_recommender("Pop", "tiny", config_dict={**TINY_CONFIG, "data_path": str(data)}, saved=False)

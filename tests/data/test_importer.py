@@ -1,8 +1,32 @@
-import pytest
+import importlib.util
+import multiprocessing
+import re
+import subprocess
+import sys
+from pathlib import Path
 
-from recbole_mgformer.data.importer import SourceFormatError, import_merged, import_presplit, main, read_source
+import numpy as np
+import pandas
+import pytest
+import scipy.sparse as sp
+import yaml
+
+from recbole_mgformer.data import importer
+from recbole_mgformer.data.importer import (
+    SourceFormatError,
+    import_dataset,
+    import_merged,
+    import_presplit,
+    main,
+    presplit_plan,
+    read_source,
+)
+from recbole_mgformer.data.tokens import NA_VALUES
 from recbole_mgformer.defaults import dataset_config_file
+from recbole_mgformer.input_checks import claim
 from recbole_mgformer.quick_start import build_config, prepare
+
+HAS_PYARROW = importlib.util.find_spec("pyarrow") is not None
 
 
 def write(path, text):
@@ -145,3 +169,322 @@ def test_an_import_never_replaces_a_dataset_unasked_nor_leaves_its_folder(tmp_pa
     assert main(["--format", "selfrec", "--name", "../y", "--output", str(tmp_path / "data"), str(source)]) == 2
     assert "dataset '../y' is not a dataset name" in capsys.readouterr().err
     assert not (tmp_path / "y").exists()
+
+
+# ------------------------------------------------------------------------------------------------ one set of rules
+
+
+def format_sources(folder):
+    """``{label: argv of one small valid import}`` for every format the importer takes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder / "s.txt", "u1:i1 i2\nu2:i2 i3\n")
+    write(folder / "l.txt", "u1 i1 i2\nu2 i2 i3\n")
+    write(folder / "p.txt", "u1\ti1\nu2\ti2\n")
+    write(folder / "c.csv", "user,item,rating,timestamp\nu1,i1,4,2024-01-01\nu2,i2,5,2024-01-02\n")
+    write(folder / "t.tsv", "user\titem\nu1\ti1\nu2\ti2\n")
+    matrix = sp.csr_matrix(np.array([[1, 1, 0, 1], [0, 1, 1, 1]], dtype=np.float32))
+    sp.save_npz(folder / "train.npz", matrix)
+    sp.save_npz(folder / "test.npz", sp.csr_matrix(np.array([[0, 0, 1, 0], [1, 0, 0, 0]], dtype=np.float32)))
+    if HAS_PYARROW:
+        pandas.DataFrame({"user": ["u1", "u2"], "item": ["i1", "i2"]}).to_parquet(folder / "q.parquet")
+    presplit = ["--train", str(folder / "p.txt"), "--valid", str(folder / "p.txt"), "--test", str(folder / "p.txt")]
+    return {
+        "selfrec": ["--format", "selfrec", str(folder / "s.txt")],
+        "lightgcn": ["--format", "lightgcn", str(folder / "l.txt")],
+        "pairs": ["--format", "pairs", str(folder / "p.txt")],
+        "pairs pre-split": ["--format", "pairs", *presplit],
+        "npz": ["--format", "npz", "--train", str(folder / "train.npz"), "--test", str(folder / "test.npz")],
+        "npz valid=test": [
+            "--format",
+            "npz",
+            "--train",
+            str(folder / "train.npz"),
+            "--test",
+            str(folder / "test.npz"),
+            "--valid-share",
+            "test",
+        ],
+        "csv": ["--format", "csv", str(folder / "c.csv")],
+        "csv with settings": ["--format", "csv", "--write-config", str(folder / "c.csv")],
+        "tsv": ["--format", "tsv", str(folder / "t.tsv")],
+        "parquet": ["--format", "parquet", str(folder / "q.parquet")],
+    }
+
+
+FORMAT_LABELS = [
+    "selfrec",
+    "lightgcn",
+    "pairs",
+    "pairs pre-split",
+    "npz",
+    "npz valid=test",
+    "csv",
+    "csv with settings",
+    "tsv",
+    pytest.param("parquet", marks=pytest.mark.skipif(not HAS_PYARROW, reason="pyarrow is not installed")),
+]
+
+
+def files_under(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
+
+
+@pytest.mark.parametrize("label", FORMAT_LABELS)
+def test_every_format_refuses_a_name_out_of_output(tmp_path, capsys, label):
+    argv = format_sources(tmp_path / "src")[label]
+    for name in ("../../escaped", "../escaped", "a/b", "/abs", ".", ".."):
+        assert main([*argv, "--name", name, "--output", str(tmp_path / "out" / "data")]) == 2
+        assert "--name: dataset" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("escaped*")) and not (tmp_path / "out").exists() and not Path("/abs").exists()
+
+
+@pytest.mark.parametrize("label", FORMAT_LABELS)
+def test_every_format_refuses_an_existing_dataset_unless_asked_and_leaves_it_whole(tmp_path, capsys, label):
+    argv = [*format_sources(tmp_path / "src")[label], "--name", "kept", "--output", str(tmp_path / "data")]
+    assert main(argv) == 0
+    folder = tmp_path / "data" / "kept"
+    written = {path: path.read_bytes() for path in folder.iterdir()}
+    for path in written:
+        path.write_text(f"user_id:token\titem_id:token\nkept\t{path.name}\n")
+    before = {path: path.read_bytes() for path in written}
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "the file exists; choose another name, or pass --overwrite" in capsys.readouterr().err
+    assert {path: path.read_bytes() for path in folder.iterdir()} == before  # nothing replaced, nothing added
+    assert main([*argv, "--overwrite"]) == 0
+    assert {path: path.read_bytes() for path in folder.iterdir()} == written
+
+
+@pytest.mark.parametrize("label", FORMAT_LABELS)
+def test_every_format_checks_its_target_before_reading_the_inputs(tmp_path, capsys, monkeypatch, label):
+    argv = format_sources(tmp_path / "src")[label]
+    (tmp_path / "src" / "c.csv").write_text("no header we could read\n")  # would fail if it were read
+    for source in (tmp_path / "src").iterdir():
+        source.unlink()  # every input gone: an error about them would mean they were read first
+    (tmp_path / "taken").write_text("a file, not a folder")
+    assert main([*argv, "--name", "x", "--output", str(tmp_path / "taken" / "data")]) == 2
+    assert "taken is a file, not a folder" in capsys.readouterr().err
+
+    def unwritable(path, option):
+        raise PermissionError(f"{option} {path}: cannot write in it")
+
+    monkeypatch.setattr(importer, "check_writable", unwritable)
+    assert main([*argv, "--name", "x", "--output", str(tmp_path / "data")]) == 2
+    assert "--output" in capsys.readouterr().err and not (tmp_path / "data").exists()
+
+
+# ------------------------------------------------------------------------------------------------ all or nothing
+
+
+def presplit_sources(folder, tag="a"):
+    folder.mkdir(parents=True, exist_ok=True)
+    return {s: write(folder / f"{s}-{tag}.tsv", f"u1\t{tag}{s}1\nu2\t{tag}{s}2\n") for s in ("train", "valid", "test")}
+
+
+@pytest.mark.parametrize("failing_call", [1, 2, 3])
+def test_a_claim_that_fails_leaves_no_file_no_temporary_and_no_folder_it_made(tmp_path, monkeypatch, failing_call):
+    splits = presplit_sources(tmp_path / "src")
+    calls = []
+
+    def claim_then_fail(temporary, path, option, overwrite=False):
+        calls.append(path)
+        if len(calls) == failing_call:
+            raise OSError(28, "No space left on device", str(path))
+        return claim(temporary, path, option, overwrite)
+
+    monkeypatch.setattr(importer, "claim", claim_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        import_presplit("pairs", splits, "mine", tmp_path / "out" / "data")
+    assert not (tmp_path / "out").exists()  # the folders this import made, gone with its files
+
+
+def test_a_failure_while_writing_leaves_an_existing_folder_and_its_other_files(tmp_path, monkeypatch):
+    splits = presplit_sources(tmp_path / "src")
+    folder = tmp_path / "data" / "mine"
+    folder.mkdir(parents=True)
+    write(folder / "notes.txt", "mine")
+    written = []
+
+    def write_then_fail(path, rows, with_position):
+        if written:
+            raise OSError(28, "No space left on device", str(path))
+        written.append(path)
+        importer_write_rows(path, rows, with_position)
+
+    importer_write_rows = importer._write_rows
+    monkeypatch.setattr(importer, "_write_rows", write_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        import_presplit("pairs", splits, "mine", tmp_path / "data")
+    assert files_under(tmp_path / "data") == ["mine", "mine/notes.txt"]
+
+
+def test_an_import_that_finds_its_files_taken_at_the_end_refuses_and_keeps_the_others(tmp_path):
+    """A second import into the same name, finished while this one read its inputs: this one stops with a clear
+    error and the other's files stay as they are (check-then-write would have replaced them)."""
+    first, second = presplit_sources(tmp_path / "src", "a"), presplit_sources(tmp_path / "src", "b")
+    plan = presplit_plan("pairs", second, "mine")
+    read_inputs = plan.build
+
+    def build_while_another_import_finishes():
+        import_presplit("pairs", first, "mine", tmp_path / "data")
+        return read_inputs()
+
+    plan.build = build_while_another_import_finishes
+    with pytest.raises(FileExistsError, match="written by another run since this one started"):
+        import_dataset("mine", tmp_path / "data", plan)
+    for split in ("train", "valid", "test"):
+        _, body = rows(tmp_path / "data" / "mine" / f"mine.{split}.inter")
+        assert body == [["u1", f"a{split}1"], ["u2", f"a{split}2"]]
+    assert files_under(tmp_path / "data") == ["mine", *(f"mine/mine.{s}.inter" for s in ("test", "train", "valid"))]
+
+
+def test_two_processes_importing_one_name_at_once_one_wins_whole_the_other_refuses(tmp_path):
+    sources = {tag: presplit_sources(tmp_path / "src", tag) for tag in "ab"}
+    processes = {
+        tag: subprocess.Popen(
+            [sys.executable, "-m", "recbole_mgformer.data.importer", "--format", "pairs", "--name", "mine"]
+            + ["--output", str(tmp_path / "data")]
+            + [arg for s in ("train", "valid", "test") for arg in (f"--{s}", str(sources[tag][s]))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in "ab"
+    }
+    outcomes = {tag: (p.wait(timeout=120), p.stdout.read() + p.stderr.read()) for tag, p in processes.items()}
+    assert sorted(code for code, _ in outcomes.values()) == [0, 2], outcomes
+    winner = next(tag for tag, (code, _) in outcomes.items() if code == 0)
+    loser_output = next(out for code, out in outcomes.values() if code == 2)
+    assert "error: import into" in loser_output and "the file exists" in loser_output
+    for split in ("train", "valid", "test"):  # every file the winner's: no mix of the two imports
+        _, body = rows(tmp_path / "data" / "mine" / f"mine.{split}.inter")
+        assert body == [["u1", f"{winner}{split}1"], ["u2", f"{winner}{split}2"]]
+    assert len(files_under(tmp_path / "data")) == 4  # no temporaries left beside them
+
+
+def _import_at_barrier(barrier, sources, data, results):
+    """One import of ``sources`` into ``data``/mine that waits, past its checks and with its inputs read, for the
+    other process to get as far: then both claim at once."""
+    plan = presplit_plan("pairs", sources, "mine")
+    build = plan.build
+
+    def build_then_wait():
+        built = build()
+        barrier.wait(timeout=60)
+        return built
+
+    plan.build = build_then_wait
+    try:
+        import_dataset("mine", data, plan)
+        results.put(("wrote", ""))
+    except FileExistsError as error:
+        results.put(("refused", str(error)))
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_two_processes_past_their_checks_claim_at_once_and_exactly_one_writes(tmp_path):
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(2), context.Queue()
+    sources = {tag: presplit_sources(tmp_path / "src", tag) for tag in "ab"}
+    processes = [
+        context.Process(target=_import_at_barrier, args=(barrier, sources[tag], tmp_path / "data", results))
+        for tag in "ab"
+    ]
+    for process in processes:
+        process.start()
+    outcomes = sorted(results.get(timeout=120) for _ in processes)
+    for process in processes:
+        process.join(timeout=60)
+    assert [what for what, _ in outcomes] == ["refused", "wrote"]
+    assert "written by another run since this one started" in outcomes[0][1]
+    bodies = {
+        split: rows(tmp_path / "data" / "mine" / f"mine.{split}.inter")[1] for split in ("train", "valid", "test")
+    }
+    winner = bodies["train"][0][1][0]
+    assert bodies == {split: [["u1", f"{winner}{split}1"], ["u2", f"{winner}{split}2"]] for split in bodies}
+    assert len(files_under(tmp_path / "data")) == 4  # the loser's temporaries gone
+
+
+# ------------------------------------------------------------------------------------------ ids RecBole reads otherwise
+
+
+@pytest.mark.parametrize("token", sorted(t for t in NA_VALUES if t and " " not in t) + ["[PAD]", '"quoted', '"'])
+@pytest.mark.parametrize(
+    "fmt, line, where", [("pairs", "u1\t{}\n", "item 1 of the line"), ("selfrec", "{}:i1\n", "the user")]
+)
+def test_ids_recbole_would_read_otherwise_stop_a_line_format_import(tmp_path, fmt, line, where, token):
+    source = write(tmp_path / "f.txt", "u0\ti0\n" if fmt == "pairs" else "u0:i0\n")
+    with source.open("a") as handle:
+        handle.write(line.format(token))
+    with pytest.raises(SourceFormatError, match=rf"f\.txt:2: {where} .*{re.escape(repr(token))}"):
+        import_merged(fmt, [source], "x", tmp_path / "data")
+    assert not (tmp_path / "data").exists()
+
+
+def test_write_config_beside_a_merged_import_names_its_columns_and_the_time_order(tmp_path, capsys):
+    source = write(tmp_path / "s.txt", "u1:i1 i2\nu2:i2\n")
+    assert (
+        main(["--format", "selfrec", "--name", "shop", "--output", str(tmp_path), "--write-config", str(source)]) == 0
+    )
+    settings = yaml.safe_load((tmp_path / "shop" / "shop.yaml").read_text())
+    assert settings["load_col"] == {"inter": ["user_id", "item_id", "timestamp"]}
+    assert settings["eval_args"] == {
+        "split": {"RS": [0.8, 0.1, 0.1]},
+        "order": "RO",
+        "group_by": "user",
+        "mode": "full",
+    }
+    assert (settings["metrics"], settings["topk"], settings["valid_metric"]) == (["Recall", "NDCG"], [20], "NDCG@20")
+    assert "# order: TO" in (tmp_path / "shop" / "shop.yaml").read_text()
+    assert f"read by the runner for --dataset=shop --data_path={tmp_path}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--format", "pairs", "--user", "u"], "--user apply to tables"),
+        (["--format", "npz", "--train", "a", "--test", "b", "--write-config"], "no --write-config"),
+        (["--format", "csv", "a.csv", "b.csv"], "imports one table"),
+        (["--format", "csv", "--column-type", "price", "a.csv"], "--column-type 'price': give COLUMN=TYPE"),
+        (["--format", "csv", "--column-type", "price=int", "a.csv"], "TYPE one of token, token_seq, float"),
+    ],
+)
+def test_options_that_cannot_work_together_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--name", "x"])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from recbole_mgformer.data.tokens import token_problem  # noqa: E402
+
+LINE_TOKENS = st.one_of(
+    st.sampled_from(sorted(t for t in NA_VALUES if t and " " not in t) + ["[PAD]", "u1"]),
+    st.text(alphabet='aN/#A.-1nul"[]é\0\ufeff', min_size=1, max_size=5),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    pairs=st.lists(st.tuples(LINE_TOKENS, LINE_TOKENS), min_size=1, max_size=8),
+    fmt=st.sampled_from(["pairs", "selfrec"]),
+)
+def test_any_line_file_imports_to_exactly_its_pairs_or_stops_at_the_first_bad_line(tmp_path_factory, pairs, fmt):
+    folder = tmp_path_factory.mktemp("lines")
+    line = "{}\t{}\n" if fmt == "pairs" else "{}:{}\n"
+    source = folder / "f.txt"
+    source.write_text("".join(line.format(u, i) for u, i in pairs), encoding="utf-8")
+    expected = [(u.removeprefix("\ufeff") if k == 0 else u, i) for k, (u, i) in enumerate(pairs)]  # a file's BOM
+    bad = next((k for k, (u, i) in enumerate(expected) if token_problem(u) or token_problem(i)), None)
+    try:
+        import_merged(fmt, [source], "x", folder / "data")
+    except SourceFormatError as error:
+        assert bad is not None and str(error).startswith(f"{source}:{bad + 1}: "), str(error)
+        assert not (folder / "data").exists()
+        return
+    assert bad is None
+    frame = pandas.read_csv(folder / "data" / "x" / "x.inter", delimiter="\t", dtype=str, engine="python")
+    assert list(zip(frame["user_id:token"], frame["item_id:token"])) == expected

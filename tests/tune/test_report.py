@@ -1,78 +1,81 @@
-"""Trial rows and their order (``recbole_mgformer.tune.report``)."""
+"""Trial rows, their order, the page and the best configuration's YAML (``recbole_mgformer.tune.report``)."""
 
-from types import SimpleNamespace
+import pytest
+import yaml
 
-from recbole_mgformer.tune.report import render_markdown, sort_rows, space_text, trial_rows
+from recbole_mgformer.tune.report import best_config_yaml, render_markdown, sort_rows, space_text
 
 
-def fake_result(trial, metrics=None, error=None, config=None):
-    metrics = {"trial_id": trial, **(metrics or {})}
-    return SimpleNamespace(metrics=metrics, error=error, config=config, _local_path=None)
+def row(trial, status, score, **more):
+    return {"trial": trial, "status": status, "score": score, "epochs": 1, "valid": {}, "params": {}, **more}
 
 
 def test_rows_sort_by_the_metric_with_failed_and_unfinished_trials_last():
-    results = [
-        fake_result("a", {"best_valid_score": 0.2, "epoch": 4, "done": True, "finished": True}, config={"d": 32}),
-        fake_result(
-            "b", error=RuntimeError("ray::train()\n  File x\nValueError: Training loss is nan"), config={"d": 64}
-        ),
-        fake_result(
-            "c",
-            {"best_valid_score": 0.3, "best_ndcg@20": 0.3, "epoch": 2, "done": True, "finished": False},
-            config={"d": 128},
-        ),
-        fake_result("d", {"best_valid_score": 0.1, "epoch": 1, "done": False}, config={"d": 16}),
+    rows = [
+        row("a", "completed", 0.2),
+        row("b", "failed", None, error="ValueError: Training loss is nan"),
+        row("c", "stopped early", 0.3),
+        row("d", "unfinished", 0.1),
     ]
-    rows = sort_rows(trial_rows(results, ["d"]))
-    assert [(r["trial"], r["status"]) for r in rows] == [
+    ordered = sort_rows(rows)
+    assert [(r["trial"], r["status"]) for r in ordered] == [
         ("c", "stopped early"),
         ("a", "completed"),
         ("d", "unfinished"),
         ("b", "failed"),
     ]
-    assert rows[-1]["error"] == "ValueError: Training loss is nan" and rows[-1]["params"] == {"d": 64}
-    assert rows[0]["valid"] == {"ndcg@20": 0.3}
-    assert [r["trial"] for r in sort_rows(trial_rows(results, ["d"]), bigger=False)][:2] == ["a", "c"]
+    assert [r["trial"] for r in sort_rows(rows, bigger=False)][:2] == ["a", "c"]
 
 
-def test_a_drawn_none_shows_as_yamls_tilde_and_a_missing_value_as_blank():
-    space = {"structural_size": {"choice": [None, 8, 16]}, "learning_rate": {"loguniform": [0.0001, 0.01]}}
-    assert space_text(space) == "`structural_size` choice [~, 8, 16], `learning_rate` loguniform [0.0001, 0.01]"
-    request = {
+def request(**more):
+    return {
         "model": "MGFormer",
         "dataset": "ml-100k",
         "metric": "ndcg@20",
         "mode": "max",
         "search": "random",
         "samples": 2,
-        "scheduler": "fifo",
-        "space": space,
+        "scheduler": "asha",
+        "grace_period": 1,
+        "max_t": 2,
+        "space": {"learning_rate": {"choice": [0.01, 0.001]}},
         "space_source": "the space",
-        "overrides": {},
+        "overrides": {"epochs": 30, "stopping_step": 5},
         "config_files": [],
+        "data_path": "/machine/dataset",
+        "data_path_given": "dataset",
+        "epochs": 30,
         "experiment": "saved/tune/x",
+        **more,
     }
+
+
+@pytest.mark.parametrize("params", [{"learning_rate": 0.01}, {"learning_rate": 0.01, "mlp": [64, 64]}])
+def test_the_best_yaml_holds_the_searched_values_and_says_the_search_capped_the_epochs(params):
+    text = best_config_yaml(request(), row("t1", "completed", 0.27, params=params), "tuning/x.yaml")
+    assert yaml.safe_load(text) == params  # never the search's epochs: 30, stopping_step or data_path
+    lines = text.splitlines()
+    assert lines[1] == (
+        "# Searched settings only; the search trained at most 30 epochs a trial (ASHA stopped poor trials early): "
+        "set epochs yourself."
+    )
+    assert lines[2] == "# The search also ran with settings stopping_step=5, data_path=dataset: add those you need."
+    assert lines[3] == "# python run.py --model=MGFormer --dataset=ml-100k --config_files=tuning/x.yaml --epochs=<N>"
+    searched = best_config_yaml(
+        request(scheduler="fifo"), row("t1", "completed", 0.2, params={"epochs": 10}), "tuning/x.yaml"
+    )
+    assert yaml.safe_load(searched) == {"epochs": 10} and "# Searched settings only, epochs among them." in searched
+
+
+def test_a_drawn_none_shows_as_yamls_tilde_and_a_missing_value_as_blank():
+    space = {"structural_size": {"choice": [None, 8, 16]}, "learning_rate": {"loguniform": [0.0001, 0.01]}}
+    assert space_text(space) == "`structural_size` choice [~, 8, 16], `learning_rate` loguniform [0.0001, 0.01]"
     rows = [
-        {
-            "trial": "t1",
-            "status": "completed",
-            "score": 0.27,
-            "epochs": 3,
-            "valid": {},
-            "params": {"structural_size": None, "learning_rate": 0.001},
-        },
-        {
-            "trial": "t2",
-            "status": "failed",
-            "error": "ValueError",
-            "score": None,
-            "epochs": 0,
-            "valid": {},
-            "params": {},
-        },
+        row("t1", "completed", 0.27, epochs=3, params={"structural_size": None, "learning_rate": 0.001}),
+        row("t2", "failed", None, epochs=0, error="ValueError"),
     ]
     summary = {
-        "request": request,
+        "request": request(space=space, scheduler="fifo", overrides={}),
         "rows": rows,
         "best": None,
         "retrained": None,

@@ -13,13 +13,11 @@ from pathlib import Path
 
 import pytest
 import ray
-import torch
 import yaml
 from conftest import tune_args
 
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender
 from recbole_mgformer.tune.search import check_address
-from recbole_mgformer.tune.trials import STATES_DIR
 from recbole_mgformer.tune.tuner import check_resources as _check_resources
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,101 +68,140 @@ def run_py(cwd, *args):
 
 def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_data, tiny_yaml, tmp_path, capsys):
     space = write_space(tmp_path, "learning_rate: {grid: [0.001, 0.01]}\nuniformity_weight: {choice: [0.5]}\n")
-    results = tmp_path / "results" / "tuning"
     settings = ["--space", str(space), "--search", "grid", f"--data_path={tiny_data}", f"--config_files={tiny_yaml}"]
-    more = ["--verbose", "0", "--stopping_step=5"]
-    arguments = tune_args("MGFormer", tmp_path, *settings, *more, storage="saved/tune", results="results/tuning")
+    more = ["--verbose", "0", "--stopping_step=5", "--storage", str(tmp_path / "saved" / "tune")]
+    arguments = ["--model", "MGFormer", "--dataset", "tiny", *settings, *more]  # no --results: ./tuning
     assert main(arguments) == 0
     assert "best valid ndcg@20" in capsys.readouterr().out
+    results = tmp_path / "tuning"  # the current folder's, never the package's results/
     table = (results / "MGFormer-tiny.md").read_text()
     rows = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
     assert len(rows) == 2 and all("| completed |" in row for row in rows)
     scores = [float(row.split("|")[4]) for row in rows]
     assert scores == sorted(scores, reverse=True)
 
+    # the best YAML holds the searched values only: not the search's 2-epoch cap, its files or fixed settings
     best_yaml = results / "MGFormer-tiny.yaml"
-    best = yaml.safe_load(best_yaml.read_text())
-    assert best["data_path"] == str(tiny_data) and best["epochs"] == 2 and best["stopping_step"] == 5
+    text = best_yaml.read_text()
+    best = yaml.safe_load(text)
+    assert set(best) == {"learning_rate", "uniformity_weight"}
     assert best["learning_rate"] in (0.001, 0.01) and best["uniformity_weight"] == 0.5
-    rerun = run_py(tmp_path / "rerun", "--model=MGFormer", "--dataset=tiny", f"--config_files={best_yaml}")
+    assert "# Searched settings only; the search trained at most 2 epochs a trial" in text
+    assert "set epochs yourself" in text and "stopping_step=5" in text
+    files = f"--config_files={tiny_yaml} {best_yaml}"
+    fixed = [f"--data_path={tiny_data}", "--stopping_step=5"]  # the search's own settings the YAML names
+    assert f"settings stopping_step=5, data_path={tiny_data}: add those you need" in text
+    rerun = run_py(tmp_path / "rerun", "--model=MGFormer", "--dataset=tiny", files, *fixed)
     assert f"{float(rerun['valid']['ndcg@20']):.4f}" == f"{scores[0]:.4f}"
-    # the retrained best configuration's test metrics on the page are run.py's
+    # the retrained best configuration's test metrics on the page are those of the search's own settings
     assert f"**test ndcg@20 {float(rerun['test']['ndcg@20']):.4f}**" in table
     assert f"**test recall@20 {float(rerun['test']['recall@20']):.4f}**" in table
     record = yaml.safe_load((results / "MGFormer-tiny.json").read_text())
     assert record["best"]["score"] == pytest.approx(scores[0])
     assert record["provenance"]["versions"]["ray"] == ray.__version__
 
-    # the experiment is kept: starting it again is refused, --resume restores it without training again
+    # the search is kept: starting it again is refused, --resume reads its records without training again
     assert main(arguments) == 2
     assert "already holds a search; --resume continues it" in capsys.readouterr().err
     (results / "MGFormer-tiny.md").unlink()
     assert main(arguments + ["--resume", "--no-retrain"]) == 0
+    assert (
+        "resuming MGFormer-tiny: 2 of 2 trials finished (kept, not trained again); 0 to run" in capsys.readouterr().out
+    )
     resumed = (results / "MGFormer-tiny.md").read_text()
     assert [line for line in resumed.splitlines() if re.match(r"\| \d+ \|", line)] == rows
+    assert [p.name for p in (tmp_path / "saved" / "tune" / "MGFormer-tiny").glob("ray-*")] == ["ray-1"]
     # RecBole's logs and checkpoints stayed in Ray's folders, none in the current directory
-    assert {p.name for p in tmp_path.iterdir()} == {"data", "tiny.yaml", "space.yaml", "results", "saved", "rerun"}
+    assert {p.name for p in tmp_path.iterdir()} == {"data", "tiny.yaml", "space.yaml", "tuning", "saved", "rerun"}
 
 
-def saved_epochs(storage):
-    """{trial id: epochs its state file holds}, for the trials a search is in the middle of; the files load with
-    ``weights_only=True``, as every checkpoint this project writes."""
-    states = storage.glob(f"*/{STATES_DIR}/*.pth")
-    return {path.stem: torch.load(path, weights_only=True)["epoch"] + 1 for path in states}
+def trial_configs(summary):
+    return sorted(json.dumps(row["params"], sort_keys=True) for row in summary["rows"])
 
 
-def wait_until_settled(read, quiet=5.0, timeout=120.0):
-    """``read()`` once it has returned the same value for ``quiet`` seconds."""
-    value, since, deadline = read(), time.monotonic(), time.monotonic() + timeout
-    while time.monotonic() - since < quiet:
-        assert time.monotonic() < deadline, "the killed search's workers kept training"
-        time.sleep(0.5)
-        latest = read()
-        if latest != value:
-            value, since = latest, time.monotonic()
-    return value
+@pytest.mark.slow
+def test_a_search_resumed_after_losing_its_machine_runs_the_trials_an_uninterrupted_one_runs(
+    ray_session, tiny_data, tiny_yaml, tmp_path
+):
+    """A search stopped after 2 of its 5 trials; only its folder's records reach a new machine, with pickles
+    that would run code if loaded: the resumed search keeps the 2, runs the 3 others, and ends with the trials
+    of the same search run without a stop."""
+    from conftest import write_payload
 
+    space = {"learning_rate": {"loguniform": [1.0e-4, 1.0e-1]}, "embedding_size": {"choice": [8, 16]}}
+    whole = search_in_process(space, tiny_data, tiny_yaml, tmp_path, samples=5, config_dict={"epochs": 1})
+    assert len(whole["rows"]) == 5 and not whole["interrupted"]
 
-def epochs_since_last_start(storage, trial_id):
-    """The epochs a trial reported since Ray last started it (Ray counts its iterations from 1 again)."""
-    (path,) = storage.glob(f"*/train_trial_{trial_id}_*/result.json")
-    results = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    last_start = max(i for i, result in enumerate(results) if result["training_iteration"] == 1)
-    return [result["epoch"] for result in results[last_start:]]
-
-
-def test_a_killed_search_resumes_its_trials_at_their_last_epoch(ray_session, tiny_data, tiny_yaml, tmp_path):
-    space = write_space(tmp_path, "learning_rate: {grid: [0.001, 0.01]}\n")
-    storage = tmp_path / "saved"
-    settings = ["--space", str(space), "--search", "grid", f"--data_path={tiny_data}", f"--config_files={tiny_yaml}"]
-    arguments = tune_args(
+    old = Path(whole["request"]["experiment"])
+    new = tmp_path / "new-machine" / "tune" / "MGFormer-tiny"
+    (new / "trials").mkdir(parents=True)
+    shutil.copy(old / "recbole_mgformer_tune.json", new)
+    for index in (0, 3):  # finished; 1, 2 and 4 were running or not started when the machine went
+        shutil.copy(old / "trials" / f"{index:04d}.json", new / "trials")
+    marker = tmp_path / "pwned"
+    for pickled in ("tuner.pkl", "ray-1/tuner.pkl", "ray-1/searcher-state-2026.pkl"):
+        write_payload(new / pickled, marker)
+    lines = []
+    resumed = tune_recommender(
         "MGFormer",
-        tmp_path,
-        *settings,
-        *["--verbose", "0", "--no-retrain", "--grace-period", "20", "--epochs=8", "--stopping_step=100"],
-        storage="saved",
+        "tiny",
+        config_files=[str(tiny_yaml)],
+        data_path=str(tiny_data),
+        results_dir=tmp_path / "new-machine" / "tuning",
+        storage_dir=new.parent,
+        retrain_best=False,
+        verbose=0,
+        resume=True,
+        log=lines.append,
     )
+    assert not marker.exists()
+    assert lines == [
+        "resuming MGFormer-tiny: 2 of 5 trials finished (kept, not trained again); 3 to run, those that were "
+        "running when the search stopped among them, each from its first epoch"
+    ]
+    assert trial_configs(resumed) == trial_configs(whole) and not resumed["interrupted"]
+    kept = {row["index"]: row for row in whole["rows"] if row["index"] in (0, 3)}
+    assert {row["index"]: row for row in resumed["rows"] if row["index"] in (0, 3)} == kept
+    trained = {json.loads(p.read_text())["trial"] for p in (new / "trials").glob("*.json")}
+    assert len(trained) == 5 and {kept[0]["trial"], kept[3]["trial"]} < trained  # the 2 kept, 3 trained here
+    # the same trial of the same draw trains the same way: its score equals the uninterrupted search's
+    scores = {row["index"]: row["score"] for row in whole["rows"]}
+    assert {row["index"]: row["score"] for row in resumed["rows"]} == pytest.approx(scores)
+
+
+@pytest.mark.slow
+def test_a_killed_search_resumes_with_the_draws_it_would_have_run(ray_session, tiny_data, tiny_yaml, tmp_path):
+    """The search and its Ray killed (SIGKILL) once it has finished a trial: --resume finishes it, its trials the
+    seed's draws, none run twice."""
+    from recbole_mgformer.tune.draws import drawn_trials
+
+    space = write_space(tmp_path, "learning_rate: {loguniform: [0.0001, 0.1]}\n")
+    storage = tmp_path / "saved"
+    settings = ["--space", str(space), "--samples", "6", f"--data_path={tiny_data}", f"--config_files={tiny_yaml}"]
+    arguments = tune_args("BPR", tmp_path, *settings, "--verbose", "0", "--no-retrain", "--epochs=2", storage="saved")
     search = subprocess.Popen(
-        [sys.executable, "-m", "recbole_mgformer.tune", *arguments, "--num-cpus", "2"],
-        cwd=ROOT,
+        [sys.executable, "-m", "recbole_mgformer.tune", *arguments, "--num-cpus", "1"],
+        cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    records = storage / "BPR-tiny" / "trials"
     deadline = time.monotonic() + 300
-    while max(saved_epochs(storage).values(), default=0) < 2 and search.poll() is None:
-        assert time.monotonic() < deadline, "no trial saved its second epoch in 5 minutes"
+    while not list(records.glob("*.json")) and search.poll() is None:
+        assert time.monotonic() < deadline, "no trial finished in 5 minutes"
         time.sleep(0.2)
-    os.killpg(search.pid, signal.SIGKILL)  # the search with its Ray, as a session's end: nothing more is saved
+    os.killpg(search.pid, signal.SIGKILL)  # the command with its Ray, as a lost machine: nothing more is written
     search.wait()
-    saved = wait_until_settled(lambda: saved_epochs(storage))  # a Ray worker outside the group may finish an epoch
-    assert max(saved.values()) >= 2 and max(saved.values()) < 8
+    finished = {p.name for p in records.glob("*.json")}
+    assert 1 <= len(finished) < 6
 
     assert main(arguments + ["--resume"]) == 0
-    for trial_id, epochs in saved.items():
-        # started again by Ray, the trial went on from the epoch after its saved one, not from the first
-        assert epochs_since_last_start(storage, trial_id) == list(range(epochs + 1, 9))
-    assert not saved_epochs(storage)  # a finished trial's state is gone
+    record = json.loads((tmp_path / "results" / "BPR-tiny.json").read_text())
+    assert sorted(json.dumps(row["params"]) for row in record["rows"]) == sorted(
+        json.dumps(params) for params in drawn_trials(record["request"])
+    )
+    assert len({p.name for p in records.glob("*.json")}) == 6 and not record["interrupted"]
 
 
 def search_in_process(space, tiny_data, tiny_yaml, tmp_path, **options):
@@ -318,6 +355,9 @@ def test_hyperopt_search_draws_inside_the_space(ray_session, tiny_data, tiny_yam
         0.2 <= r["params"]["uniformity_weight"] <= 2.0 and r["params"]["embedding_size"] in (8, 16) for r in rows
     )
     assert "Search: hyperopt" in Path(summary["markdown"]).read_text()
+    # resumed from its records (its trials all finished): the same rows, nothing trained again
+    resumed = search_in_process(space, tiny_data, tiny_yaml, tmp_path, search="hyperopt", samples=3, resume=True)
+    assert resumed["rows"] == rows
 
 
 @pytest.mark.parametrize(
@@ -328,34 +368,6 @@ def test_spaces_of_the_other_papers_fit_their_models_under_their_protocols(model
     assert request["space_source"].endswith(f"properties/hyper/{model}.yaml")
     assert request["metric"] == metric and request["mode"] == "max"
     assert ray_space(parse_space(request["space"]), "random")
-
-
-def test_a_resumed_searchs_stored_settings_are_checked_as_a_new_ones(tmp_path):
-    """The search's stored request (recbole_mgformer_tune.json) feeds every resumed trial: code there is refused."""
-    from conftest import eval_payload
-
-    from recbole_mgformer.tune.resume import REQUEST_FILE
-    from recbole_mgformer.tune.resume import prepare_experiment as _prepare_experiment
-
-    marker = tmp_path / "pwned"
-    experiment = tmp_path / "tune" / "BPR-tiny"
-    experiment.mkdir(parents=True)
-    request = {
-        "experiment": str(experiment),
-        "space": {"learning_rate": {"choice": [0.01]}},
-        "overrides": {"epochs": 1, "learning_rate": eval_payload(marker)},
-    }
-    (experiment / REQUEST_FILE).write_text(json.dumps(request))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("ray.tune.Tuner.can_restore", staticmethod(lambda path: True))
-        with pytest.raises(TuneSetupError, match=rf"{REQUEST_FILE}: setting learning_rate: .*never run as Python"):
-            _prepare_experiment(request, resume=True)
-        request["overrides"]["learning_rate"] = 0.01
-        request["space"] = {"learning_rate": {"choice": [eval_payload(marker)]}}
-        (experiment / REQUEST_FILE).write_text(json.dumps(request))
-        with pytest.raises(TuneSetupError, match="setting learning_rate: .*never run as Python"):
-            _prepare_experiment(request, resume=True)
-    assert not marker.exists()
 
 
 @pytest.mark.parametrize("model", ["EASE", "SLIMElastic", "ItemKNN"])
@@ -449,40 +461,6 @@ def test_defaults_first_names_a_key_without_a_default_or_one_the_search_cannot_t
         }
 
 
-def test_the_first_trial_is_the_point_and_the_others_are_drawn_as_without_it(ray_session, tmp_path):
-    """Ray's random search with a first point: N trials in all, the point first (a list, None and a value outside
-    the space passed as they are), then the draws of the same search without it."""
-    from ray import air, tune
-
-    from recbole_mgformer.tune.trials import _item
-    from recbole_mgformer.tune.tuner import search_algorithm as _search_algorithm
-
-    parsed = parse_space(
-        {
-            "mlp_hidden_size": {"choice": [[64], [128, 128]]},
-            "size": {"choice": [None, 8]},
-            "weight": {"loguniform": [1.0e-5, 0.1]},
-            "layers": {"randint": [1, 4]},
-        }
-    )
-    point = {"mlp_hidden_size": [256, 256], "size": None, "weight": 0.0, "layers": 2}
-
-    def trials(first_trial, name):
-        tuner = tune.Tuner(
-            lambda config: {"score": 0.0},
-            param_space=ray_space(parsed, "random"),
-            tune_config=tune.TuneConfig(
-                num_samples=3, metric="score", mode="max", search_alg=_search_algorithm("random", 0, first_trial)
-            ),
-            run_config=air.RunConfig(name=name, storage_path=str(tmp_path), verbose=0),
-        )
-        return [{key: _item(value) for key, value in result.config.items()} for result in tuner.fit()]
-
-    with_point, drawn = trials(point, "first"), trials(None, "plain")
-    assert len(with_point) == 3 and with_point[0] == point
-    assert with_point[1:] == drawn[:2]
-
-
 def test_a_defaults_first_search_runs_the_defaults_as_one_of_its_samples(
     ray_session, tiny_data, tiny_yaml, tmp_path, capsys
 ):
@@ -507,3 +485,113 @@ def test_a_defaults_first_search_runs_the_defaults_as_one_of_its_samples(
     (tmp_path / "results" / "BPR-tiny.md").unlink()
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--resume", "--name", "BPR-tiny") == 0
     assert "First trial: the model's defaults" in (tmp_path / "results" / "BPR-tiny.md").read_text()
+
+
+HOLD = """
+import sys, time
+from recbole_mgformer.tune.records import search_lock
+with search_lock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_second_command_on_a_search_that_runs_stops_with_an_error(tiny_data, tiny_yaml, tmp_path, capsys):
+    from recbole_mgformer.tune.records import REQUEST_FILE, claim_request
+
+    experiment = tmp_path / "tune" / "BPR-tiny"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(experiment)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"  # a tune command running this search
+        for extra in ([], ["--resume"]):
+            if extra:  # the running search has claimed its folder by now
+                space = tmp_path / "bpr-space.yaml"
+                claim_request(
+                    make_request(
+                        "BPR",
+                        "tiny",
+                        str(space),
+                        config_files=[str(tiny_yaml)],
+                        config_dict={"epochs": 1},
+                        data_path=str(tiny_data),
+                        samples=1,
+                        storage_dir=tmp_path / "tune",
+                    )
+                )
+            assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1", *extra) == 2
+            error = capsys.readouterr().err
+            assert f"error: another tune command (pid {holder.pid} on " in error
+            assert f"is running the search at {experiment}; wait for it to end, or give this one another --name" in (
+                error
+            )
+    finally:
+        holder.kill()
+        holder.wait()
+    assert [p.name for p in experiment.iterdir()] == [REQUEST_FILE]  # neither ran a trial or wrote a report
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_unwritable_results_folder_fails_before_ray_starts(tiny_data, tiny_yaml, tmp_path, capsys, monkeypatch):
+    def no_ray(*args, **kwargs):
+        raise AssertionError("Ray started")
+
+    monkeypatch.setattr("recbole_mgformer.tune.search.init_ray", no_ray)
+    (tmp_path / "a-file").write_text("")
+    base = ["BPR", tmp_path, f"--data_path={tiny_data}", f"--config_files={tiny_yaml}"]
+    assert main(tune_args(*base, results="a-file/tuning")) == 2
+    assert f"--results {tmp_path / 'a-file' / 'tuning' / 'BPR-tiny.md'}: {tmp_path / 'a-file'} is a file" in (
+        capsys.readouterr().err
+    )
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    real = tempfile.TemporaryFile
+
+    def refused_there(*args, dir=None, **kwargs):  # a folder this user cannot write (root writes anywhere)
+        if dir is not None and Path(dir) == read_only:
+            raise PermissionError(13, "Permission denied")
+        return real(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr("recbole_mgformer.input_checks.tempfile.TemporaryFile", refused_there)
+    assert main(tune_args(*base, results="read-only")) == 2
+    assert f"--results {read_only / 'BPR-tiny.md'}: cannot write in {read_only} (Permission denied)" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "tune").exists()  # no search folder, no lock: it stopped before them
+
+
+def test_a_report_file_another_search_wrote_meanwhile_is_never_replaced(tmp_path):
+    from recbole_mgformer.tune.search import write_report
+
+    request = {
+        "model": "BPR",
+        "dataset": "tiny",
+        "metric": "ndcg@20",
+        "mode": "max",
+        "search": "random",
+        "samples": 1,
+        "scheduler": "fifo",
+        "space": {"learning_rate": {"choice": [0.01]}},
+        "space_source": "the space",
+        "overrides": {},
+        "config_files": [],
+        "experiment": str(tmp_path / "tune" / "BPR-tiny"),
+        "name": "BPR-tiny",
+    }
+    summary = {
+        "request": request,
+        "rows": [],
+        "best": None,
+        "retrained": None,
+        "provenance": {"machine": "cpu", "commit": "abc", "date": "today", "versions": {}},
+    }
+    paths = {suffix: tmp_path / "results" / f"BPR-tiny.{suffix}" for suffix in ("md", "json", "yaml")}
+    write_report(paths, set(), summary, request)  # new files: claimed
+    assert json.loads(paths["json"].read_text())["request"]["name"] == "BPR-tiny"
+    paths["json"].unlink()
+    paths["md"].write_text("another search's page\n")  # written by another search after this one started
+    with pytest.raises(TuneSetupError, match=r"BPR-tiny.md: another search wrote this file while this one ran"):
+        write_report(paths, set(), summary, request)
+    assert paths["md"].read_text() == "another search's page\n"
+    write_report(paths, {"md"}, summary, request)  # this search's own page, there when it started: replaced
+    assert paths["md"].read_text().startswith("# Hyperparameter search: BPR on tiny")
+    assert sorted(p.name for p in paths["md"].parent.iterdir()) == ["BPR-tiny.json", "BPR-tiny.md"]

@@ -250,3 +250,24 @@ def test_a_default_is_in_a_space_only_as_a_value_the_distribution_draws():
     assert in_space(0.5, "uniform", [0.1, 0.5]) and not in_space(0.0, "loguniform", [1.0e-5, 0.1])
     assert in_space(3, "randint", [1, 4]) and not in_space(4, "randint", [1, 4])
     assert not in_space(2.5, "randint", [1, 4]) and not in_space("x", "uniform", [0.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "listed, form",
+    [
+        ({"eval": "PAYLOAD"}, "eval"),  # Ray's variant generator ran it as Python when the choice drew it
+        ([1, {"split": {"eval": "PAYLOAD"}}], "eval"),  # nested anywhere in the value
+        ({"grid_search": [8, 16]}, "grid_search"),  # would have turned one trial into several
+    ],
+)
+def test_a_listed_mapping_ray_would_resolve_again_is_an_error_and_never_runs(listed, form, tmp_path, capsys):
+    marker = tmp_path / "pwned"
+    listed = yaml.safe_load(yaml.safe_dump(listed).replace("PAYLOAD", f"__import__('builtins').open('{marker}', 'w')"))
+    space = write_space(tmp_path, yaml.safe_dump({"embedding_size": {"choice": [8, listed]}}))
+    with pytest.raises(TuneSetupError, match=rf"{re.escape(str(space))}: embedding_size: .*single key '{form}'"):
+        parse_space(yaml.safe_load(space.read_text()), str(space))
+    with pytest.raises(TuneSetupError, match="list plain values"):
+        parse_space({"embedding_size": {"grid": [listed]}})
+    assert not marker.exists()
+    # a mapping RecBole takes as a setting is still a value to search
+    assert parse_space({"eval_args": {"choice": [{"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO"}]}})

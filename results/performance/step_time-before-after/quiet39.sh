@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 39: MGFormer's CPU step before (52f5566, the session-37 "after") and now (69ae962), ABBA, on paused cores.
+# 2026-11-28: MGFormer's CPU step before (52f5566, the first check's "after") and now (69ae962), ABBA, on paused cores.
 set -x
 PY=/work/main/.venv/bin/python
 M="LightGCN[n_layers=3],MGFormer,MGFormer[attention=False],DirectAU"
