@@ -20,7 +20,8 @@
 #
 # Usage: DATASET=amazon-beauty bash experiments/hybrid_grid.sh [--key=value ...]   (DATASET defaults to ml-100k; the
 # arguments go to every benchmark command; PYTHON picks the interpreter; RESULTS, GRID and CHECKPOINTS the folders;
-# FILTER, FILTER_ARGS, WEIGHTS, BASE and SEEDS as above). Several processes may run it at once: each run is claimed
+# FILTER, FILTER_ARGS, WEIGHTS, BASE and SEEDS as above; PRECISION the matmul precision, fp32 unless set, e.g.
+# PRECISION=auto for bf16 where the CPU runs it natively). Several processes may run it at once: each run is claimed
 # by one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,10 +33,11 @@ CHECKPOINTS=${CHECKPOINTS:-saved/benchmark}
 SEEDS=${SEEDS:-0,1,2}
 FILTER=${FILTER:-gfcf}
 BASE=${BASE:-attention=False}
+PRECISION=${PRECISION:-fp32}
 read -r -a WEIGHTS <<< "${WEIGHTS:-0.25 0.5 1 2}"
 FILTER_ARGS=${FILTER_ARGS:-$($PY -m recbole_mgformer.benchmark.hybrid "$DATASET" "$FILTER")}
 echo "$DATASET: $FILTER residual: $FILTER_ARGS"
-COMMON=(--datasets "$DATASET" --checkpoint_dir "$CHECKPOINTS" --retrain-missing-checkpoints --precision=fp32 $FILTER_ARGS "$@")
+COMMON=(--datasets "$DATASET" --checkpoint_dir "$CHECKPOINTS" --retrain-missing-checkpoints --precision="$PRECISION" $FILTER_ARGS "$@")
 entry() { echo "MGFormer[$BASE; filter_residual=$FILTER; filter_residual_weight=$1]"; }
 ENTRIES=(); for W in "${WEIGHTS[@]}"; do ENTRIES+=("$(entry "$W")"); done
 GRID_ENTRIES=$(IFS=,; echo "${ENTRIES[*]}")

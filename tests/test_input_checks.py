@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from recbole_mgformer.input_checks import (
     ConfigFileError,
@@ -270,3 +271,30 @@ def test_a_config_files_string_is_not_read_as_a_number(tmp_path):
     path.write_text('topk: "20"\n')
     with pytest.raises(ValueError, match=r"setting topk takes whole numbers above 0 \(e.g. \[10, 20\]\), not '20'"):
         check_user_settings([str(path)])
+
+
+@pytest.mark.parametrize("reader", ["published", "names", "dataset settings", "dataset source"])
+def test_every_project_yaml_reader_is_bounded(tmp_path, monkeypatch, reader):
+    """The tables the benchmark reads (published numbers, short names, a dataset's settings and its source) go through
+    the bounded loader, as configs do: a bomb in any of them stops at once."""
+    import recbole_mgformer.benchmark.datasets as datasets
+    import recbole_mgformer.data.sources as sources
+    from recbole_mgformer.benchmark.names import load_names
+    from recbole_mgformer.benchmark.published import published_numbers
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(laughs())
+    calls = {
+        "published": lambda: published_numbers("bomb", folder=tmp_path),
+        "names": lambda: load_names(tmp_path),
+        "dataset settings": lambda: datasets.dataset_settings("bomb"),
+        "dataset source": lambda: sources.dataset_source("bomb"),
+    }
+    if reader == "names":
+        bomb.rename(tmp_path / "names.yaml")
+    monkeypatch.setattr(datasets, "dataset_config_file", lambda name: str(bomb))
+    monkeypatch.setattr(sources, "dataset_config_file", lambda name: str(bomb))
+    started = time.perf_counter()
+    with pytest.raises((yaml.YAMLError, ValueError), match="100,000 values"):
+        calls[reader]()
+    assert time.perf_counter() - started < 30

@@ -5,9 +5,8 @@ its runs not from an equal-budget search (``benchmark_untuned_heading``)."""
 
 from pathlib import Path
 
-import yaml
-
 from recbole_mgformer.defaults import dataset_config_file
+from recbole_mgformer.safety.settings import load_plain_yaml
 
 TABLES = ("general", "sequential", "context")
 OLDER_RUNS_HEADING = "Older runs, not from an equal-budget search"
@@ -16,7 +15,7 @@ OLDER_RUNS_HEADING = "Older runs, not from an equal-budget search"
 def dataset_settings(dataset):
     """The dataset's config as a mapping; empty for a dataset without one (a general table of its own)."""
     path = dataset_config_file(dataset)
-    return (yaml.safe_load(Path(path).read_text()) or {}) if path else {}
+    return (load_plain_yaml(Path(path).read_text()) or {}) if path else {}
 
 
 def table_kind(dataset):

@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from recbole_mgformer.model.mgformer.option_names import FILTER_RESIDUAL_OPTIONS
+from recbole_mgformer.safety.settings import load_plain_yaml
 
 MAX_LENGTH = 40
 NAMES_FILE = "names.yaml"
@@ -82,7 +83,7 @@ def load_names(results):
     if not path.is_file():
         return NONE
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_plain_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as error:
         raise ValueError(f"{path}: not readable YAML ({error})") from None
     if not isinstance(data, dict) or set(data) - {"names", "folders"}:

@@ -8,9 +8,8 @@ import dataclasses
 import math
 from pathlib import Path
 
-import yaml
-
 from recbole_mgformer.defaults import properties_dir
+from recbole_mgformer.safety.settings import load_plain_yaml
 
 METRICS = ("recall@20", "ndcg@20")
 
@@ -54,7 +53,7 @@ def _fail(path, what):
 
 def _checked(path, text):
     """A :class:`Published` from one file's YAML text, with the file and the model named on any bad entry."""
-    data = yaml.safe_load(text) or {}
+    data = load_plain_yaml(text) or {}
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
         _fail(
             path, "expected a mapping with `models: {<our model's name>: {recall@20: ..., ndcg@20: ..., source: ...}}`"

@@ -18,7 +18,7 @@ from recbole_mgformer.benchmark import context, general, sequential
 from recbole_mgformer.benchmark.datasets import page_of, table_kind
 from recbole_mgformer.benchmark.names import load_names, name_records
 from recbole_mgformer.benchmark.popularity import render_popularity
-from recbole_mgformer.benchmark.summary import render_summary
+from recbole_mgformer.benchmark.summary import render_readme_summary, render_summary
 from recbole_mgformer.records import notes_lines, shown_path
 
 TABLES = {"general": general, "sequential": sequential, "context": context}
@@ -183,4 +183,5 @@ def render_results(results, top=None, names=None):
         written += render_results(nested, top, names)
     if results == top:
         written.append(render_summary(top, general_records))
+        written.append(render_readme_summary(top, general_records))
     return [path for path in written if path is not None]

@@ -34,6 +34,11 @@ from recbole_mgformer.benchmark.names import (
 from recbole_mgformer.benchmark.sections import sections
 from recbole_mgformer.input_checks import write_new_text
 
+README_START = (
+    "<!-- results-summary:start: rendered by `python -m recbole_mgformer.benchmark --render-only` from "
+    "results/README.md's summary; edits here are lost -->"
+)
+README_END = "<!-- results-summary:end -->"
 START = "<!-- summary:start: rendered by `python -m recbole_mgformer.benchmark --render-only`; edits here are lost -->"
 END = "<!-- summary:end -->"
 PROPERTIES_FILE = "data_properties.json"
@@ -223,14 +228,15 @@ def summary_data(by_dataset):
     return data
 
 
-def _link(column):
-    return f"[{column.heading}]({page_of(column.dataset)}/leaderboard.md)"
+def _link(column, prefix=""):
+    return f"[{column.heading}]({prefix}{page_of(column.dataset)}/leaderboard.md)"
 
 
-def table_lines(data, properties):
+def table_lines(data, properties, prefix=""):
+    """The summary table; ``prefix``: the path from where it is shown to the results folder (its links)."""
     columns = list(data)
     lines = [
-        "| family | model | " + " | ".join(_link(c) for c in columns) + " |",
+        "| family | model | " + " | ".join(_link(c, prefix) for c in columns) + " |",
         "|---|---|" + "---|" * len(columns),
         "| *protocol* | | " + " | ".join(protocol_text(data[c][0]) for c in columns) + " |",
     ]
@@ -410,9 +416,26 @@ def summary_lines(top, by_dataset):
     return lines + [END]
 
 
-def with_summary(text, block):
+def readme_lines(top, by_dataset):
+    """The project README's copy of the summary (its markers included): the table and the rule, without the
+    pictures, its links made from the repository's root; None without records of the four datasets."""
+    data = summary_data(by_dataset)
+    if not data:
+        return None
+    properties = read_properties(Path(top) / PROPERTIES_FILE)
+    prefix = f"{Path(top).name}/"
+    legend = (
+        f"Test NDCG@20 / Recall@20 · time to fit on CPUs; **bold** the best of a column, {LEVEL} level with it by "
+        f"the paired test. Copied from [{prefix}README.md]({prefix}README.md), where the legend, the protocols and "
+        "the pictures are."
+    )
+    rule = rule_lines(data, properties)
+    return [README_START, legend, ""] + table_lines(data, properties, prefix) + [""] + rule + [README_END]
+
+
+def with_summary(text, block, start=START, end=END):
     """``text`` (a README) with ``block`` between the markers, or under its title where it has none."""
-    pattern = re.compile(re.escape(START.split(":", 1)[0]) + r".*?" + re.escape(END), re.DOTALL)
+    pattern = re.compile(re.escape(start.split(":", 1)[0]) + r".*?" + re.escape(end), re.DOTALL)
     if pattern.search(text):
         return pattern.sub(lambda _: block, text, count=1)
     lines = text.split("\n")
@@ -436,4 +459,20 @@ def render_summary(top, by_dataset):
     updated = with_summary(text, "\n".join(lines))
     if updated != text:
         write_new_text(readme, updated, option="results/README.md", overwrite=True)
+    return readme
+
+
+def render_readme_summary(top, by_dataset):
+    """Rewrite the copy of the summary in the README beside the results folder (the project's), only where that
+    README holds the markers; returns its path, or None."""
+    readme = Path(top).resolve().parent / "README.md"
+    if not readme.is_file():
+        return None
+    text = readme.read_text(encoding="utf-8")
+    lines = readme_lines(top, by_dataset)
+    if README_START not in text or lines is None:
+        return None
+    updated = with_summary(text, "\n".join(lines), README_START, README_END)
+    if updated != text:
+        write_new_text(readme, updated, option="README.md", overwrite=True)
     return readme

@@ -9,11 +9,10 @@ import shutil
 from logging import getLogger
 from pathlib import Path
 
-import yaml
-
 from recbole_mgformer.data.atomic import ATOMIC_SUFFIXES
 from recbole_mgformer.data.importer import NPZ, import_merged, import_npz
 from recbole_mgformer.defaults import dataset_config_file
+from recbole_mgformer.safety.settings import load_plain_yaml
 
 # name -> (source format, folder under datasets/, files merged in this order)
 SOURCES = {
@@ -45,7 +44,7 @@ def shared_datasets_dir():
 def dataset_source(name):
     """The dataset whose atomic files ``name`` reads (``dataset_source`` in its config), else None."""
     path = dataset_config_file(name)
-    source = (yaml.safe_load(Path(path).read_text()) or {}).get("dataset_source") if path else None
+    source = (load_plain_yaml(Path(path).read_text()) or {}).get("dataset_source") if path else None
     if source is not None and (not isinstance(source, str) or source == name):
         raise ValueError(f"{path}: dataset_source must name another dataset, got {source!r}")
     return source

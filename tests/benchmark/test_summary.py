@@ -259,3 +259,39 @@ def test_every_cell_of_the_committed_summary_comes_from_a_record():
                 continue
             verdict = paired_row_verdict(rows_of(found_groups[column, value])[0], best_row)
             assert (LEVEL in value) == (verdict["word"] == "level"), (column.heading, value, verdict)
+
+
+def test_the_project_readme_gets_a_copy_of_the_table_and_rule_with_links_from_its_root(tmp_path):
+    from recbole_mgformer.benchmark.summary import README_END, README_START
+
+    results = tiny_results(tmp_path)
+    project_readme = tmp_path / "README.md"
+    project_readme.write_text(f"# Project\n\n## Results\n\n{README_START}\n{README_END}\n\nHand-written.\n")
+    main(["--render-only", "--results", str(results)])
+    text = project_readme.read_text()
+    block = text[text.index(README_START) : text.index(README_END)]
+    assert "[ml-100k](results/ml-100k/leaderboard.md)" in block and "**Choosing a model**" in block
+    assert table_rows(block) == [
+        row.replace("](ml-100k/", "](results/ml-100k/").replace("](gowalla/", "](results/gowalla/")
+        for row in table_rows(summary_of(results / "README.md"))
+    ]
+    assert "cost.png" not in block and text.endswith("Hand-written.\n")
+    main(["--render-only", "--results", str(results)])
+    assert project_readme.read_text() == text
+
+
+def test_a_readme_without_the_markers_beside_the_results_is_left_alone(tmp_path):
+    results = tiny_results(tmp_path)
+    (tmp_path / "README.md").write_text("# Someone else's README\n")
+    main(["--render-only", "--results", str(results)])
+    assert (tmp_path / "README.md").read_text() == "# Someone else's README\n"
+
+
+def test_the_committed_readme_shows_the_summary_table_and_rule():
+    from recbole_mgformer.benchmark.summary import README_END, README_START
+
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index(README_START) : text.index(README_END)]
+    committed = table_rows(committed_summary())
+    assert [row.replace("](results/", "](") for row in table_rows(block)] == committed
+    assert "**Choosing a model**" in block
