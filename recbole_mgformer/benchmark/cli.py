@@ -16,6 +16,7 @@ from recbole_mgformer.benchmark.entries import (
     split_models,
     tuning_target,
 )
+from recbole_mgformer.benchmark.names import CHOICES
 from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.input_checks import user_errors
 
@@ -32,6 +33,17 @@ def finished_line(run, record):
     return f"test {metrics}, best epoch {record['best_epoch']} of {record['epochs']}" + (
         f", {speed:.1f} s/epoch" if speed is not None else ""
     )
+
+
+def choice_fields(args):
+    """The record fields of ``--choice-made-on`` / ``--choice-dataset``, checked."""
+    if args.choice_dataset is not None and args.choice_made_on != "validation":
+        raise ValueError(
+            f"--choice-dataset={args.choice_dataset} says the weight was chosen on that dataset's validation set; "
+            "add --choice-made-on validation"
+        )
+    fields = {} if args.choice_made_on is None else {"choice_made_on": args.choice_made_on}
+    return fields | ({} if args.choice_dataset is None else {"choice_dataset": args.choice_dataset})
 
 
 def planned_runs(args, extra, command):
@@ -59,6 +71,7 @@ def planned_runs(args, extra, command):
         "tuned_dir": args.tuned_dir,
         "trained_runs_dir": Path(args.trained_results or args.results) / "runs",
         "retrain_missing": args.retrain_missing_checkpoints,
+        "choice": choice_fields(args),
     }
     if args.tune_budget:  # each entry's search, then its seeds: a row at a time
         runs = [
@@ -240,6 +253,23 @@ def _main(argv):
         action="store_true",
         help="a trained entry whose record exists without its checkpoint moves to "
         "exploration/runs/ and trains again (default: an error)",
+    )
+    choice = parser.add_argument_group(
+        "where a hybrid's filter weight was chosen, written into its records (choice_made_on, choice_dataset) and "
+        "shown in its row's name"
+    )
+    choice.add_argument(
+        "--choice-made-on",
+        choices=CHOICES,
+        default=None,
+        help="validation: chosen on a validation set; test: on the test items (the row must say test-picked); "
+        "none: a point of a grid that shows every weight",
+    )
+    choice.add_argument(
+        "--choice-dataset",
+        default=None,
+        help="the dataset whose validation set chose it, where not the run's own (e.g. gowalla for a weight "
+        "carried to gowalla-full); needs --choice-made-on validation",
     )
     tuning = parser.add_argument_group("equal-budget tuning: a search per model entry before its seed runs")
     tuning.add_argument("--tune-budget", type=int, default=0, help="trials of each entry's random search (0: none)")

@@ -17,7 +17,9 @@ A hybrid (a model with a filter's scores added, ``filter_residual``) says where 
 ``choice_made_on``: ``validation``, ``test``, or ``none`` (a point of a grid that shows every weight). A weight
 chosen on the items the row is scored on (``test``; or ``validation`` where the validation pass is the test pass,
 the ``-full`` protocols) makes the row's lead no result, so the renderer refuses such a row unless its name says
-:data:`TEST_PICKED`."""
+:data:`TEST_PICKED`. A weight chosen on another split's validation set and carried unchanged (``choice_dataset``:
+``gowalla`` for a ``gowalla-full`` row) was not chosen on the items the row is scored on. The benchmark writes both
+fields (``--choice-made-on``, ``--choice-dataset``)."""
 
 import dataclasses
 import hashlib
@@ -135,11 +137,26 @@ def choice_made_on(record):
     return choice
 
 
+def carried_from(record):
+    """The dataset whose validation set chose a hybrid's weight when that is not the record's own (a choice carried
+    from ``gowalla`` to ``gowalla-full``), else None."""
+    chosen_on = record.get("choice_dataset")
+    if chosen_on is None or chosen_on == record.get("dataset"):
+        return None
+    if record.get("choice_made_on") != "validation":
+        raise ValueError(
+            f"{record.get('_path', 'a record')}: choice_dataset {chosen_on!r} names another dataset, so its choice "
+            f"was made on that dataset's validation set: choice_made_on must be 'validation', not "
+            f"{record.get('choice_made_on')!r}"
+        )
+    return str(chosen_on)
+
+
 def chosen_on_scored_items(record):
     """Was a hybrid's weight chosen on the items its test scores come from? On ``test``, or on a validation pass
     that is the test pass (``test_from_valid_pass``: the ``-full`` protocols), where an unstated choice could only
-    have been made too."""
-    if not is_hybrid(record):
+    have been made too; not where it was carried from another split's validation set (:func:`carried_from`)."""
+    if not is_hybrid(record) or carried_from(record):
         return False
     choice = choice_made_on(record)
     on_test_items = bool(record.get("test_from_valid_pass"))
@@ -185,11 +202,13 @@ def filter_note(record):
     shown = {"gfcf": "GF-CF", "bspm": "BSPM", "chebycf": "ChebyCF", "turbocf": "Turbo-CF"}
     kind = str(overrides["filter_residual"])
     weight = overrides.get("filter_residual_weight")
-    picked = (
-        TEST_PICKED
-        if chosen_on_scored_items(record)
-        else {"validation": "picked on validation"}.get(record.get("choice_made_on"), "weight fixed")
-    )
+    carried = carried_from(record)
+    if chosen_on_scored_items(record):
+        picked = TEST_PICKED
+    elif carried:
+        picked = f"picked on {carried}'s validation"
+    else:
+        picked = {"validation": "picked on validation"}.get(record.get("choice_made_on"), "weight fixed")
     return f"{shown.get(kind.lower(), kind)} {weight:g}, {picked}" if weight is not None else picked
 
 

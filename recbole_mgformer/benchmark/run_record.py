@@ -11,6 +11,7 @@ import torch
 
 from recbole_mgformer.benchmark.datasets import same_for_every_seed
 from recbole_mgformer.benchmark.entries import slug
+from recbole_mgformer.benchmark.names import is_hybrid
 from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
 from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_row, write_per_user
 from recbole_mgformer.evaluation import (
@@ -125,6 +126,7 @@ def record_head(run, config, tuning, valid_result, test_result, trainer, train_d
         "valid": dict(valid_result),
         "test": dict(test_result),
         **run.best_epoch_fields(trainer, train_data, test_data, top_items),
+        **(run.choice if is_hybrid({"overrides": run.overrides}) else {}),
     }
 
 

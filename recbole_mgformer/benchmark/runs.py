@@ -83,6 +83,7 @@ class Run:
         retrain_missing=False,
         score_trained=True,
         scores_variants=False,
+        choice=None,
     ):
         self.model, self.overrides, self.dataset, self.seed = model, dict(overrides), dataset, seed
         self.variant = variant_name(model, overrides)
@@ -94,6 +95,8 @@ class Run:
         self.trained_runs_dir = Path(trained_runs_dir or runs_dir)
         self.retrain_missing, self.score_trained = retrain_missing, score_trained
         self.scores_variants = scores_variants  # the trained entry of a scoring-only variant: see check_record
+        # where a hybrid's filter weight was chosen: {"choice_made_on": ..., "choice_dataset": ...} (names.py)
+        self.choice = dict(choice or {})
 
     @property
     def trained(self):

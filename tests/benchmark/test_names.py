@@ -117,6 +117,58 @@ def test_a_hybrid_chosen_on_its_scored_items_must_say_so_in_its_name(choice, on_
         check_choice_named(record, "MGFormer tokens + ChebyCF (0.5)")
 
 
+def test_a_weight_carried_from_another_splits_validation_is_not_chosen_on_the_scored_items():
+    carried = hybrid("validation", True, dataset="gowalla-full", choice_dataset="gowalla")
+    assert not chosen_on_scored_items(carried)
+    check_choice_named(carried, "MGFormer tokens + ChebyCF (0.5)")
+    assert filter_note(carried) == "ChebyCF 0.5, picked on gowalla's validation"
+    # its own dataset named: the ordinary rules
+    assert chosen_on_scored_items(hybrid("validation", True, dataset="gowalla-full", choice_dataset="gowalla-full"))
+    with pytest.raises(ValueError, match="choice_made_on must be 'validation', not 'test'"):
+        chosen_on_scored_items(hybrid("test", True, dataset="gowalla-full", choice_dataset="gowalla"))
+
+
+@pytest.mark.parametrize(
+    "argv, fields",
+    [
+        ([], {}),
+        (["--choice-made-on", "none"], {"choice_made_on": "none"}),
+        (
+            ["--choice-made-on", "validation", "--choice-dataset", "gowalla"],
+            {"choice_made_on": "validation", "choice_dataset": "gowalla"},
+        ),
+    ],
+)
+def test_the_benchmark_writes_where_a_hybrids_weight_was_chosen_into_its_records(argv, fields):
+    from types import SimpleNamespace
+
+    from recbole_mgformer.benchmark.cli import choice_fields
+    from recbole_mgformer.benchmark.run_record import record_head
+
+    args = SimpleNamespace(choice_made_on=None, choice_dataset=None)
+    for option, value in zip(argv[::2], argv[1::2]):
+        setattr(args, option.lstrip("-").replace("-", "_"), value)
+    choice = choice_fields(args)
+    assert choice == fields
+
+    def head(overrides):
+        run = SimpleNamespace(
+            dataset="gowalla-full", model="MGFormer", variant="v", overrides=overrides, seed=0, tuned_file=None,
+            results=".", choice=choice, best_epoch_fields=lambda *args: {},
+        )  # fmt: skip
+        return record_head(run, {}, None, {}, {}, None, None, None, None)
+
+    hybrid_head = head(hybrid()["overrides"])
+    assert {key: hybrid_head[key] for key in fields} == fields
+    assert not set(fields) & set(head({"attention": False}))  # a model without a filter: no choice to state
+
+
+def test_a_choice_dataset_without_a_validation_choice_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["--models", "BPR", "--datasets", "ml-100k", "--choice-dataset", "gowalla", "--choice-made-on", "test"])
+    assert "add --choice-made-on validation" in capsys.readouterr().err
+
+
 def test_a_model_without_a_filter_is_no_hybrid_and_an_unknown_choice_is_an_error():
     record = {**hybrid("test", True), "overrides": {"attention": False}}
     assert not chosen_on_scored_items(record)
