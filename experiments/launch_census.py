@@ -210,7 +210,7 @@ def build(model, settings, graph, batch_size):
     if model == "LightGCN":
         from recbole.model.general_recommender.lightgcn import LightGCN as model_class
     else:
-        from recbole_mgformer.registry import get_model
+        from recbole_mgformer.integration.registry import get_model
 
         model_class = get_model(model)
     instance = model_class(model_config(model, settings, batch_size), graph)

@@ -2,9 +2,9 @@
 
 Importing the package imports neither torch nor RecBole, so rendering the boards needs neither. The runner
 (:func:`run_recommender`, :func:`recommend`, the command lines, tuning and the benchmark's runs) repairs RecBole 1.2.1
-for today's numpy, scipy, pandas and torch (:mod:`recbole_mgformer.compat`) and registers the models with RecBole's
-own entry points as :mod:`recbole_mgformer.registry` is imported; before calling RecBole's own functions, call
-:func:`register` (see :mod:`recbole_mgformer.plugin`).
+for today's numpy, scipy, pandas and torch (:mod:`recbole_mgformer.integration.compat`) and registers the models with
+RecBole's own entry points as :mod:`recbole_mgformer.integration.registry` is imported; before calling RecBole's own
+functions, call :func:`register` (see :mod:`recbole_mgformer.integration.plugin`).
 """
 
 __version__ = "0.1.0"
@@ -18,9 +18,9 @@ def run_recommender(*args, **kwargs):
 
 
 def register():
-    """See :func:`recbole_mgformer.plugin.register`: RecBole's ``get_model``, ``run_recbole``,
+    """See :func:`recbole_mgformer.integration.plugin.register`: RecBole's ``get_model``, ``run_recbole``,
     ``load_data_and_model`` and ``HyperTuning`` find this project's models. Idempotent."""
-    from recbole_mgformer.plugin import register as register_with_recbole
+    from recbole_mgformer.integration.plugin import register as register_with_recbole
 
     register_with_recbole()
 

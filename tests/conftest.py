@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-import recbole_mgformer.defaults as defaults
+import recbole_mgformer.config.defaults as defaults
 from recbole_mgformer.quick_start import build_config, prepare
 
 

@@ -13,6 +13,7 @@ from recbole_mgformer.benchmark.datasets import same_for_every_seed
 from recbole_mgformer.benchmark.entries import slug
 from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
 from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_row, write_per_user
+from recbole_mgformer.config.input_checks import claim
 from recbole_mgformer.evaluation import (
     TopItemsRecorder,
     ndcg_by_user,
@@ -20,9 +21,8 @@ from recbole_mgformer.evaluation import (
     same_evaluation,
     scores_by_row,
 )
-from recbole_mgformer.input_checks import claim
 from recbole_mgformer.records import machine, package_versions, shown_path
-from recbole_mgformer.trainer import RUNTIME_KEYS, plain_value
+from recbole_mgformer.training.trainer import RUNTIME_KEYS, plain_value
 
 # Settings that change where and how a run computes, not its result: the resume's runtime keys (less ``epochs``,
 # which a benchmark run's result depends on), the GPU flag a device implies, evaluation batching, and RecBole's

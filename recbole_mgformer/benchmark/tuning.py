@@ -21,9 +21,9 @@ from recbole.config import Config
 
 from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.entries import tuned_stem, variant_name
-from recbole_mgformer.defaults import benchmark_config_file, tuned_dir
+from recbole_mgformer.config.defaults import benchmark_config_file, tuned_dir
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.records import shown_path
-from recbole_mgformer.registry import get_model
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ Also closed, where RecBole's own code reaches them: ``HyperTuning``'s parameter 
 ``item_emb.npy`` (ldiffrec.py:232, ``numpy.load(allow_pickle=True)``) and the pretrained files six models
 ``torch.load`` without ``weights_only`` (:data:`PRETRAINED_MODELS`).
 
-:func:`install` applies all of it, once per process, on every stack; :func:`recbole_mgformer.plugin.register`
-calls it (importing ``recbole_mgformer.registry`` does, as every path that trains or loads). By what each
+:func:`install` applies all of it, once per process, on every stack;
+:func:`recbole_mgformer.integration.plugin.register`
+calls it (importing ``recbole_mgformer.integration.registry`` does, as every path that trains or loads). By what each
 guards: ``settings.py`` (string settings, YAML, RecBole's Config and HyperTuning's files), ``datasets.py`` (pickled
 datasets and dataloaders), ``models.py`` (the files RecBole's models load); every name is importable from
 ``recbole_mgformer.safety``.

@@ -89,7 +89,7 @@ def install_weights_only_pretraining():
     ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD``) unpickles it. Their construction loads weights only."""
     import torch
 
-    from recbole_mgformer.registry import _anomaly_mode_kept
+    from recbole_mgformer.integration.registry import _anomaly_mode_kept
 
     torch_load = torch.load
 

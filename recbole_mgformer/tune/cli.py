@@ -5,8 +5,8 @@ import json
 import sys
 from pathlib import Path
 
-from recbole_mgformer.cli import config_settings
-from recbole_mgformer.input_checks import user_errors, write_new_text
+from recbole_mgformer.config.command_line import config_settings
+from recbole_mgformer.config.input_checks import user_errors, write_new_text
 from recbole_mgformer.tune.report import render_markdown
 from recbole_mgformer.tune.search import tune_recommender
 from recbole_mgformer.tune.space import SEARCHES, TuneSetupError

@@ -69,7 +69,7 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
     # with them trains as the same entry without them, so the benchmark gives it that entry's tuned settings.
     SCORING_OPTIONS = FILTER_RESIDUAL_OPTIONS
     # Its step has static shapes and decides nothing on the host but the redraw clock, which before_step() keeps
-    # (recbole_mgformer/cuda_graph.py); cuda_graph_blocker() names the options that break this.
+    # (recbole_mgformer/training/cuda_graph.py); cuda_graph_blocker() names the options that break this.
     CUDA_GRAPH_SAFE = True
     step_hook = False  # True while a trainer calls before_step() before every training step
 
