@@ -33,7 +33,7 @@ import torch  # noqa: E402
 
 from experiments.launch_census import CPU_DEFAULT, SyntheticGraph, build, count_step, train_step  # noqa: E402
 from recbole_mgformer.training.cuda_graph import GraphedStep, make_capturable  # noqa: E402
-from recbole_mgformer.training.trainer import DeviceLoopMixin  # noqa: E402
+from recbole_mgformer.training.device_loop import DeviceLoopMixin  # noqa: E402
 
 AUTO = {"precision": "fp32", "compile": False, "key_chunk_size": "auto", "uniformity_block_size": "auto"}
 BLOCKED = {**CPU_DEFAULT, "key_chunk_size": 2048, "uniformity_block_size": 256}

@@ -10,6 +10,7 @@ import sys
 
 from recbole_mgformer.config.command_line import config_settings
 from recbole_mgformer.config.input_checks import user_errors
+from recbole_mgformer.integration.patches import register
 from recbole_mgformer.quick_start import best_epoch_reason, run_recommender
 
 
@@ -64,6 +65,7 @@ def main(argv=None):
         help="global rank of this machine's first process (default 0)",
     )
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    register()
     with user_errors():  # bad input: its message, no traceback
         config_files, overrides = config_settings(args, rest)
         result = run_recommender(

@@ -43,6 +43,7 @@ from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.duplicates import apply_duplicate_policy
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.integration.compat import init_logger
+from recbole_mgformer.integration.patches import register
 from recbole_mgformer.integration.registry import get_model, get_trainer
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.safety import create_dataset
@@ -126,6 +127,7 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     is an error naming it first (:mod:`recbole_mgformer.config.input_checks`). The dataset's YAML is the project's, the
     one beside the data, or the general protocol (:func:`dataset_settings_file`); ``config.dataset_settings`` is the log
     line that names it."""
+    register()  # every run builds its Config here: its processes and a search's trials register too
     check_dataset_name(dataset)
     check_user_settings(config_file_list, config_dict)  # config files named by file and line, then topk, metrics
     model_class = get_model(model)
@@ -213,6 +215,7 @@ def run_recommender(
     one, and ``ip``:``port`` is where rank 0 listens. Config keys ``dist_backend`` (auto, gloo, nccl)
     and ``dist_timeout`` (seconds) tune it. The result is local rank 0's.
     """
+    register()
     world_size = check_sizes(nproc, world_size, offset)
     if resume_file:
         check_resumable(resume_file)  # before anything trains: a finished run's result is never replaced

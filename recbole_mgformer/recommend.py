@@ -51,6 +51,7 @@ from recbole_mgformer.config.input_checks import (
     write_new_text,
 )
 from recbole_mgformer.integration.checkpoints import load_data_and_model
+from recbole_mgformer.integration.patches import register
 
 try:
     import fcntl
@@ -124,6 +125,7 @@ def top_k(scores, k):
 def recommend(checkpoint, users, k=10, exclude="train", data_path=None):
     """``{user token: [(item token, score), ...]}``, best first, ``k`` items per user at most (fewer when the
     user has fewer unseen items). See the module's docstring."""
+    register()
     config, model, dataset, train_data, _, _ = load(checkpoint, data_path)
     return rank(model, dataset, train_data, users, k, exclude)
 
@@ -397,6 +399,7 @@ def main(argv=None):
         help="replace an existing --output file, or the files of a non-empty --export-embeddings folder",
     )
     args = parser.parse_args(argv)
+    register()
     warnings.filterwarnings("ignore", category=FutureWarning, module="recbole")  # pandas 2's notes on RecBole's code
     if not args.users and not args.export_embeddings:
         parser.error("give --users, --export-embeddings, or both")

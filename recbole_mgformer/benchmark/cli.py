@@ -270,6 +270,9 @@ def _main(argv):
     args, rest = parser.parse_known_args(argv)
     extra = setting_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
     if not args.render_only:
+        from recbole_mgformer.integration.patches import register  # rendering imports neither torch nor RecBole
+
+        register()
         try:
             budget = budget_of(args)
             runs = planned_runs(args, extra, shlex.join(["python", "-m", "recbole_mgformer.benchmark", *argv]))

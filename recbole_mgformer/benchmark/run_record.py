@@ -22,7 +22,8 @@ from recbole_mgformer.evaluation import (
     scores_by_row,
 )
 from recbole_mgformer.records import machine, package_versions, shown_path
-from recbole_mgformer.training.trainer import RUNTIME_KEYS, plain_value
+from recbole_mgformer.training.checkpoint_files import plain_value
+from recbole_mgformer.training.trainer import RUNTIME_KEYS
 
 # Settings that change where and how a run computes, not its result: the resume's runtime keys (less ``epochs``,
 # which a benchmark run's result depends on), the GPU flag a device implies, evaluation batching, and RecBole's

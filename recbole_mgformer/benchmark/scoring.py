@@ -43,7 +43,7 @@ from recbole_mgformer.benchmark.run_record import (
 from recbole_mgformer.benchmark.tuning import trained_overrides
 from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.records import code_commit, shown_path, write_record
-from recbole_mgformer.training.trainer import check_model_state, load_checkpoint
+from recbole_mgformer.training.checkpoint_files import check_model_state, load_checkpoint
 from recbole_mgformer.training.vocabulary import check_dataset, check_training_split
 
 # A scored run's fields taken from its trained entry's record: what training (and selecting the epoch) took.
@@ -149,7 +149,7 @@ def trained_state(model, checkpoint, path):
     """``checkpoint`` with ``model``'s own state where the trained entry has none: a scoring option's untrained
     state, fitted when the variant was built (the residual's filter). Any other difference (a trained parameter
     missing, a name the variant lacks, another shape, another model) is the error of
-    :func:`recbole_mgformer.training.trainer.check_model_state`."""
+    :func:`recbole_mgformer.training.checkpoint_files.check_model_state`."""
     trainable = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
     own = {
         key: value

@@ -17,7 +17,7 @@ from recbole_mgformer.integration.compat import init_logger
 from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.precision import flush_subnormals
 from recbole_mgformer.safety import create_dataset, drop_pickle_settings
-from recbole_mgformer.training.trainer import check_model_state, load_checkpoint
+from recbole_mgformer.training.checkpoint_files import check_model_state, load_checkpoint
 from recbole_mgformer.training.vocabulary import check_dataset, check_training_split
 
 # Keys the Config derives from the others (types, device, process rank, per-split sampling): recomputed, not read.
@@ -88,8 +88,9 @@ def load_data_and_model(model_file, config_dict=None, log=True):
 
     The data must be the data the checkpoint trained on: users and items numbered alike
     (:func:`recbole_mgformer.training.vocabulary.check_dataset`) and the same training split; the weights must be those
-    of the model the config names (:func:`recbole_mgformer.training.trainer.check_model_state`). Otherwise a ValueError
-    names the difference."""
+    of the model the config names (:func:`recbole_mgformer.training.checkpoint_files.check_model_state`). Otherwise a
+    ValueError names the difference. Call :func:`recbole_mgformer.register` first (``recommend`` does); registering
+    installs this function as RecBole's own ``load_data_and_model``."""
     checkpoint = load_checkpoint(str(model_file))
     config = config_from_checkpoint(checkpoint["config"], config_dict, str(model_file))
     recorded_class, model_class = checkpoint.get("model_class"), get_model(config["model"])

@@ -1,10 +1,11 @@
-"""RecBole 1.2.1 on today's numpy, scipy, pandas, torch and hyperopt: every repair in one place, applied once.
+"""RecBole 1.2.1 on today's numpy, scipy, pandas, torch and hyperopt: the repairs.
 
-Each repair names the RecBole lines it mends and applies only where the breakage exists (``needed``), so the
-tested 3.11 pin set runs RecBole's own code. Nothing global is switched off: ``torch.load`` keeps
-``weights_only=True``, and the pandas repairs act only while RecBole's own dataset methods run.
-``tests/integration/test_compat.py`` shows each breakage on the stack that has it, and the repair. One mend on every
-stack is a function to call instead of RecBole's, not a patch: :func:`init_logger`, without its log-folder race.
+Each repair names the RecBole lines it mends; :data:`recbole_mgformer.integration.patches.PATCHES` lists them with
+the versions they apply to (:data:`NEEDED`), so the tested 3.11 pin set runs RecBole's own code. Nothing global is
+switched off: ``torch.load`` keeps ``weights_only=True``, and the pandas repairs act only while RecBole's own dataset
+methods run. ``tests/integration/test_compat.py`` shows each breakage on the stack that has it, and the repair. One
+mend on every stack is a function to call instead of RecBole's, not a patch: :func:`init_logger`, without its
+log-folder race.
 """
 
 import contextlib
@@ -18,7 +19,6 @@ import pandas
 import scipy.sparse
 
 ORIGINALS = {}  # "Class.method" -> RecBole's function, kept for the tests and for callers that need it
-APPLIED = []  # names of the repairs applied in this process
 
 
 def _parse(version):
@@ -34,6 +34,7 @@ def _installed_version(distribution):
         return (0,)
 
 
+# Does this stack have the breakage each repair mends?
 NEEDED = {
     "numpy2_aliases": _parse(numpy.__version__) >= (2, 0),
     "scipy_dok_update": not hasattr(scipy.sparse.dok_matrix, "_update"),
@@ -54,7 +55,7 @@ def _replace(cls, name, function):
 # ------------------------------------------------------------------------------------------------ numpy 2
 
 
-def _repair_numpy2_aliases():
+def repair_numpy2_aliases():
     """recbole/config/configurator.py:625-636 (``Config.compatibility_settings``, run by every Config) sets
     ``np.float = np.float_``, ``np.complex = np.complex_`` and ``np.unicode = np.unicode_``; numpy 2 removed
     those right-hand sides, so every Config raised AttributeError. The same aliases from names numpy 2 has
@@ -81,7 +82,7 @@ def _repair_numpy2_aliases():
 # ------------------------------------------------------------------------------------------------ scipy
 
 
-def _repair_scipy_dok_update():
+def repair_scipy_dok_update():
     """LightGCN, NGCF, NCL, SpectralCF, GCMC, KGIN and MCCLK build their normalised adjacency with
     ``dok_matrix._update(data_dict)`` (recbole/model/general_recommender/lightgcn.py:111, ngcf.py:110,
     ncl.py:131, spectralcf.py:123, gcmc.py:174; knowledge_aware_recommender/kgin.py:356, mcclk.py:425).
@@ -129,7 +130,7 @@ def _read_csv_filling_sequences(read_csv):
     return read
 
 
-def _repair_pandas3_fillna():
+def repair_pandas3_fillna():
     """pandas 3 (Copy-on-Write) makes ``df[field].fillna(..., inplace=True)`` a no-op on the frame.
     recbole/data/dataset/dataset.py:501 (``_load_feat``): a missing sequence cell stayed NaN and
     ``NaN.split`` raised; dataset.py:648/650 (``_fill_nan``): missing tokens and floats silently stayed NaN
@@ -170,7 +171,7 @@ def _series_agg(agg):
     return series_agg
 
 
-def _repair_pandas3_agg_len():
+def repair_pandas3_agg_len():
     """``feat[field].agg(len)`` means each sequence's length to RecBole (dataset.py:712 ``_normalize``,
     :792/:809 ``_discretization``, :1217 ``_remap``; sequential_dataset.py:165 ``_benchmark_presets``;
     kg_dataset.py:316 ``_reset_ent_remapID``); pandas 3 returns the Series' length, so every
@@ -193,7 +194,7 @@ def _repair_pandas3_agg_len():
 # ------------------------------------------------------------------------------------------------ torch >= 2.6
 
 
-def _repair_torch_weights_only_checkpoints():
+def repair_torch_weights_only_checkpoints():
     """RecBole's Trainer pickles its whole Config into each checkpoint (recbole/trainer/trainer.py:300) and
     reads it back with ``torch.load`` (trainer.py:323 ``resume_checkpoint``, :583 ``evaluate``); since
     torch 2.6 ``torch.load`` is ``weights_only=True``, so ``run_recbole`` failed after training every model.
@@ -201,7 +202,8 @@ def _repair_torch_weights_only_checkpoints():
     (:class:`recbole_mgformer.training.trainer.SafeCheckpointMixin`): tensors and plain values, no pickled objects."""
     from recbole.trainer import Trainer
 
-    from recbole_mgformer.training.trainer import SafeCheckpointMixin, load_checkpoint
+    from recbole_mgformer.training.checkpoint_files import load_checkpoint
+    from recbole_mgformer.training.trainer import SafeCheckpointMixin
     from recbole_mgformer.training.vocabulary import dataset_vocabulary
 
     recbole_evaluate, recbole_fit = Trainer.evaluate, Trainer.fit
@@ -230,7 +232,7 @@ def _repair_torch_weights_only_checkpoints():
 # ------------------------------------------------------------------------------------------------ hyperopt >= 0.2.7
 
 
-def _repair_hyperopt_generator():
+def repair_hyperopt_generator():
     """RecBole's exhaustive search (``HyperTuning(algo="exhaustive")``, its default) draws with
     ``np.random.RandomState(seed)`` (recbole/trainer/hyper_tuning.py:118); hyperopt 0.2.7 samples with
     ``rng.integers``, a ``numpy.random.Generator`` method, so every search failed on its first draw. The search
@@ -247,25 +249,6 @@ def _repair_hyperopt_generator():
             return search(*args, **kwargs)
 
     hyper_tuning.exhaustive_search = exhaustive_search
-
-
-REPAIRS = {
-    "numpy2_aliases": _repair_numpy2_aliases,
-    "scipy_dok_update": _repair_scipy_dok_update,
-    "pandas3_fillna": _repair_pandas3_fillna,
-    "pandas3_agg_len": _repair_pandas3_agg_len,
-    "torch_weights_only_checkpoints": _repair_torch_weights_only_checkpoints,
-    "hyperopt_generator": _repair_hyperopt_generator,
-}
-
-
-def apply():
-    """Apply the repairs this stack needs, once per process; returns their names."""
-    for name, repair in REPAIRS.items():
-        if NEEDED[name] and name not in APPLIED:
-            repair()
-            APPLIED.append(name)
-    return list(APPLIED)
 
 
 def init_logger(config):

@@ -1,24 +1,20 @@
-"""RecBole's own entry points for this project's models.
-
-Importing :mod:`recbole_mgformer.integration.registry` (every path that trains, tunes or loads a model) calls
-:func:`register`; ``import recbole_mgformer`` alone does not, so that rendering the boards imports neither torch nor
-RecBole: call :func:`register` (idempotent) before using RecBole's own functions. Afterwards, with no RecBole file
-edited:
+"""RecBole's own entry points for this project's models: the hooks :func:`recbole_mgformer.register` installs
+(:data:`recbole_mgformer.integration.patches.PATCHES` lists them with RecBole's repairs and safety patches). Once
+registered, with no RecBole file edited:
 
 - ``recbole.utils.get_model("MGFormer")`` finds MGFormer, SimGCL, XSimGCL, DirectAU, the training-free filters
   (GFCF, BSPM, TurboCF, ChebyCF), EAGPS and CSA: RecBole's ``get_model`` asks
   ``importlib.util.find_spec("recbole.model.<type>.<name>")``, which answers from ``sys.modules``, so each
   project model module is aliased there under RecBole's name (before RecBole's search reaches
-  ``exlib_recommender``, which would import lightgbm and xgboost);
+  ``exlib_recommender``, which would import lightgbm and xgboost): :func:`alias_model_modules`;
 - RecBole's ``Config`` also loads the project's ``properties/model/<Name>.yaml`` defaults, so
-  ``run_recbole(model="MGFormer")`` and ``HyperTuning`` train with the same defaults as ``run_recommender``;
-- ``recbole.utils.get_trainer`` finds the project's trainers (CSA's step decay);
+  ``run_recbole(model="MGFormer")`` and ``HyperTuning`` train with the same defaults as ``run_recommender``:
+  :func:`install_model_defaults`;
+- ``recbole.utils.get_trainer`` finds the project's trainers (CSA's step decay): :func:`install_trainers`;
 - ``recbole.quick_start.load_data_and_model`` reads weights-only checkpoints (this project's, and RecBole's
   own trainers' after :mod:`recbole_mgformer.integration.compat`): RecBole's version expects a pickled Config, which
   ``torch.load(weights_only=True)`` refuses. It is installed when ``recbole.quick_start`` is first imported
-  (that module imports Ray, which training does not need);
-- nothing RecBole loads runs code (:mod:`recbole_mgformer.safety`): settings are read as literals, never
-  ``eval``-ed, YAML with a safe loader, and datasets and splits are built from the atomic files, never unpickled.
+  (that module imports Ray, which training does not need): :func:`install_checkpoint_loader`.
 """
 
 import importlib
@@ -27,12 +23,12 @@ import importlib.machinery
 import sys
 from logging import getLogger
 
-_registered = []
+from recbole_mgformer.integration.registry import model_class, model_modules
+from recbole_mgformer.safety.models import anomaly_mode_kept
 
 
-def _alias_model_modules():
-    from recbole_mgformer.integration.registry import _anomaly_mode_kept, model_modules
-
+def alias_model_modules():
+    """Each project model module also under RecBole's name, ``recbole.model.<type>.<name>``."""
     for model_type, name, module, _ in model_modules("recbole_mgformer.model"):
         alias = f"recbole.model.{model_type}.{name}"
         builtin = sys.modules.get(alias, module)
@@ -40,7 +36,7 @@ def _alias_model_modules():
             if not _refines(module, builtin, name):  # SGL refines RecBole's own: RecBole's entry points keep theirs
                 getLogger().warning(f"recbole_mgformer: RecBole already has {alias}; its model keeps that name")
             continue
-        with _anomaly_mode_kept():  # RecBole's sequential package switches anomaly detection on
+        with anomaly_mode_kept():  # RecBole's sequential package switches anomaly detection on
             recbole_package = importlib.import_module(f"recbole.model.{model_type}")
         sys.modules[alias] = module
         setattr(recbole_package, name, module)
@@ -50,28 +46,24 @@ def _refines(module, builtin, name):
     """Is the project's model in ``module`` a deliberate, faster version of RecBole's model of the same name (it
     subclasses it, as SGL does, or says so with ``REFINES_RECBOLE``, as LightGCN does, whose graph base class
     cannot run RecBole's constructor) rather than a collision by accident?"""
-    from recbole_mgformer.integration.registry import model_class
-
     project, recbole = model_class(module, name), model_class(builtin, name)
     if project is None or recbole is None:
         return False
     return issubclass(project, recbole) or getattr(project, "REFINES_RECBOLE", False)
 
 
-def _install_trainers():
-    """``recbole.utils.get_trainer`` looks up ``recbole.trainer.<Model>Trainer``."""
+def install_trainers():
+    """``recbole.utils.get_trainer`` looks up ``recbole.trainer.<Model>Trainer``: the project's models' own."""
     import recbole.trainer
 
-    import recbole_mgformer.training.trainer as project_trainers
+    from recbole_mgformer.training.trainer import MODEL_TRAINERS
 
-    for name in dir(project_trainers):
-        trainer = getattr(project_trainers, name)
-        if name.endswith("Trainer") and isinstance(trainer, type) and trainer.__module__ == project_trainers.__name__:
-            if not hasattr(recbole.trainer, name):
-                setattr(recbole.trainer, name, trainer)
+    for model, trainer in MODEL_TRAINERS.items():
+        if not hasattr(recbole.trainer, f"{model}Trainer"):
+            setattr(recbole.trainer, f"{model}Trainer", trainer)
 
 
-def _install_model_defaults():
+def install_model_defaults():
     """RecBole's Config reads model defaults only from its own properties/model/; the project's models
     keep theirs in properties/model/<Name>.yaml, loaded here after RecBole's internal defaults (so the
     user's config files, dict and command line still win, as with ``run_recommender``)."""
@@ -130,21 +122,7 @@ def _install_loader(quick_start_module):
         package.load_data_and_model = load_data_and_model
 
 
-def register():
-    """Make RecBole's own functions find and load this project's models; safe to call more than once."""
-    if _registered:  # done, or under way: it imports the registry, which registers as it is imported
-        return
-    _registered.append(True)
-    try:
-        from recbole_mgformer import safety
-        from recbole_mgformer.integration import compat
-
-        compat.apply()
-        _alias_model_modules()
-        _install_trainers()
-        _install_model_defaults()
-        safety.install()
-        _after_import("recbole.quick_start.quick_start", _install_loader)
-    except BaseException:
-        _registered.clear()
-        raise
+def install_checkpoint_loader():
+    """RecBole's ``load_data_and_model`` is :func:`recbole_mgformer.integration.checkpoints.load_data_and_model`,
+    installed as ``recbole.quick_start`` is imported (now, if it is already)."""
+    _after_import("recbole.quick_start.quick_start", _install_loader)

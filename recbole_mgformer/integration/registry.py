@@ -1,19 +1,16 @@
-"""The one place that resolves a model name to its class and trainer:
-this project's models first, then RecBole's built-ins.
+"""The one place that resolves a model name to its class and trainer: this project's models first, then RecBole's
+built-ins. A pure lookup: importing or calling it patches nothing in RecBole (:func:`recbole_mgformer.register`
+does, and every entry point calls it)."""
 
-Importing it registers the models with RecBole (:func:`recbole_mgformer.integration.plugin.register`, at the end of this
-module, which registration imports back): every path that trains, tunes or loads a model resolves names here, so
-RecBole is repaired and made safe before it runs, while ``import recbole_mgformer`` alone stays free of torch."""
-
-import contextlib
 import importlib
+import importlib.util
 import pkgutil
 
-import torch
 from recbole.utils import ModelType
 from recbole.utils import get_trainer as recbole_get_trainer
 
-import recbole_mgformer.training.trainer as project_trainers
+from recbole_mgformer.safety.models import anomaly_mode_kept
+from recbole_mgformer.training import trainer as trainers
 
 # RecBole's model packages, searched in this order under RecBole's prefix and this project's (which has the first three)
 MODEL_TYPES = (
@@ -23,19 +20,6 @@ MODEL_TYPES = (
     "knowledge_aware_recommender",
     "exlib_recommender",
 )
-
-
-@contextlib.contextmanager
-def _anomaly_mode_kept():
-    """Undo one side effect of importing RecBole's models: ``sine.py``, imported with any of RecBole's
-    sequential models, switches autograd anomaly detection on for the whole process: every forward op then
-    records its stack and every backward op checks its gradient for NaN, which slowed SASRec's training
-    step on ml-100k about 1.7 times here."""
-    anomaly, check_nan = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
-    try:
-        yield
-    finally:
-        torch.set_anomaly_enabled(anomaly, check_nan)
 
 
 def model_class(module, name):
@@ -56,12 +40,12 @@ def model_modules(package_prefix):
     found = []
     for model_type in MODEL_TYPES:
         try:
-            with _anomaly_mode_kept():
+            with anomaly_mode_kept():
                 package = importlib.import_module(f"{package_prefix}.{model_type}")
         except ImportError:  # a type this package lacks (the project's), or whose libraries are absent
             continue
         for name in sorted({info.name for info in pkgutil.iter_modules(package.__path__)}):
-            with _anomaly_mode_kept():
+            with anomaly_mode_kept():
                 module = importlib.import_module(f"{package.__name__}.{name}")
             cls = model_class(module, name)
             if cls is not None:
@@ -92,7 +76,7 @@ def _find_module(package_prefix, name):
     for model_type in MODEL_TYPES:
         path = f"{package_prefix}.{model_type}.{name.lower()}"
         try:
-            with _anomaly_mode_kept():  # find_spec imports the parent package
+            with anomaly_mode_kept():  # find_spec imports the parent package
                 if importlib.util.find_spec(path) is not None:
                     return importlib.import_module(path)
         except ModuleNotFoundError:
@@ -137,22 +121,12 @@ def is_deterministic(model):
 
 
 def get_trainer(model_type, model_name):
-    """The trainer class for a model (a project trainer first, then RecBole's choice),
-    with checkpoints that load under ``torch.load(weights_only=True)``."""
-    try:
-        base = getattr(project_trainers, model_name + "Trainer")
-    except AttributeError:
-        base = recbole_get_trainer(model_type, model_name)
-    return project_trainers.safe_trainer_class(base)
+    """The trainer class for a model: the project's own for its model (CSA's), else this project's version of the
+    trainer RecBole chooses (:data:`recbole_mgformer.training.trainer.TRAINERS`), with checkpoints that load under
+    ``torch.load(weights_only=True)``."""
+    own = trainers.MODEL_TRAINERS.get(model_name)
+    return own if own is not None else trainers.project_trainer(recbole_get_trainer(model_type, model_name))
 
-
-def _register():
-    from recbole_mgformer.integration.plugin import register
-
-    register()
-
-
-_register()
 
 __all__ = [
     "available_models",

@@ -47,9 +47,10 @@ class DeviceLoopMixin:
     each full batch replays one CUDA graph of the whole step. A model's ``before_step()`` runs before every step,
     graphed or eager, and its ``step_hook`` is True while it does.
 
-    Serves trainers whose epoch is RecBole's ``Trainer._train_epoch``, in single-process runs; any other trainer
-    (its own epoch, DDP's gradient hooks) runs its own loop unchanged."""
+    Serves trainers whose epoch is RecBole's ``Trainer._train_epoch`` (they say so with ``recbole_epoch``), in
+    single-process runs; any other trainer (its own epoch, DDP's gradient hooks) runs its own loop unchanged."""
 
+    recbole_epoch = False  # True: the trainer's epoch is RecBole's ``Trainer._train_epoch``, which this loop replaces
     cuda_graph = False  # resolved from the ``cuda_graph`` setting by __init__
     graph_capture = True  # False: GraphedStep's eager stand-in for capture and replay (tests on a CPU)
     graphed_step = None  # the GraphedStep, made at the first graphed epoch (after a resume loaded the optimizer)
@@ -73,10 +74,8 @@ class DeviceLoopMixin:
         self.cuda_graph_required = option is True
 
     def _runs_recbole_epoch(self):
-        below = type(self).__mro__[type(self).__mro__.index(DeviceLoopMixin) + 1 :]
-        own_epoch = next((vars(klass)["_train_epoch"] for klass in below if "_train_epoch" in vars(klass)), None)
-        # RecBole's own loop only, as imported: a subclass's epoch or a patched one (tests, profilers) runs as it is
-        return own_epoch is RECBOLE_TRAIN_EPOCH
+        # RecBole's own loop only, as imported: a patched one (tests, profilers) runs as it is
+        return self.recbole_epoch and Trainer._train_epoch is RECBOLE_TRAIN_EPOCH
 
     def _train_epoch(self, train_data, epoch_idx, loss_func=None, show_progress=False):
         if not self._runs_recbole_epoch() or not self.config["single_spec"]:

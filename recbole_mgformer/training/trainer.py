@@ -7,11 +7,10 @@ only state dicts and plain values, and every load goes through :func:`load_check
 :mod:`recbole_mgformer.training.device_loop`'s.
 """
 
-import functools
 import os
 import secrets
 
-from recbole.trainer import Trainer
+import recbole.trainer as recbole_trainers
 from recbole.utils import get_local_time
 
 from recbole_mgformer.training.checkpoint_files import (
@@ -26,22 +25,6 @@ from recbole_mgformer.training.device_evaluation import DeviceEvaluationMixin
 from recbole_mgformer.training.device_loop import DeviceLoopMixin
 from recbole_mgformer.training.distributed import DistributedTrainerMixin
 from recbole_mgformer.training.vocabulary import check_dataset, check_training_split, dataset_vocabulary
-
-__all__ = [  # the checkpoint helpers are also importable from here, where they lived first
-    "CSATrainer",
-    "DeviceLoopMixin",
-    "RUNTIME_KEYS",
-    "SafeCheckpointMixin",
-    "changed_settings",
-    "check_model_state",
-    "checkpoint_other_parameter",
-    "claim_file",
-    "load_checkpoint",
-    "plain_value",
-    "run_file_name",
-    "safe_trainer_class",
-    "save_atomically",
-]
 
 
 def run_file_name(directory, model):
@@ -219,20 +202,72 @@ class SafeCheckpointMixin:
         return super().evaluate(eval_data, load_best_model=False, show_progress=show_progress)
 
 
-@functools.lru_cache(maxsize=None)
-def safe_trainer_class(base):
-    """``base`` (a RecBole trainer class) with :class:`DistributedTrainerMixin` (DDP on any device),
-    :class:`SafeCheckpointMixin`, :class:`DeviceLoopMixin` and :class:`DeviceEvaluationMixin` in front."""
-    return type(
-        base.__name__,
-        (DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, DeviceEvaluationMixin, base),
-        {"__module__": __name__},
-    )
+class RunnerTrainerMixin(DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, DeviceEvaluationMixin):
+    """What every trainer of the runner puts in front of RecBole's: data-parallel runs on any device
+    (:class:`DistributedTrainerMixin`), weights-only checkpoints (:class:`SafeCheckpointMixin`), the epoch without a
+    host sync per step (:class:`DeviceLoopMixin`) and evaluation on the device (:class:`DeviceEvaluationMixin`)."""
 
 
-class CSATrainer(Trainer):
+# One class per trainer RecBole's get_trainer chooses. ``recbole_epoch``: the class trains with RecBole's own
+# ``Trainer._train_epoch``, which DeviceLoopMixin replaces; the others (KG, KGAT, MKR, RecVAE, NCL, CSA) keep their own.
+
+
+class Trainer(RunnerTrainerMixin, recbole_trainers.Trainer):
+    """RecBole's Trainer: MGFormer, LightGCN, SimGCL, DirectAU, BPR, SASRec and most models train with it."""
+
+    recbole_epoch = True
+
+
+class TraditionalTrainer(RunnerTrainerMixin, recbole_trainers.TraditionalTrainer):
+    """RecBole's one-epoch trainer of the models fit once (Pop, ItemKNN, EASE, SLIMElastic)."""
+
+    recbole_epoch = True
+
+
+class PretrainTrainer(RunnerTrainerMixin, recbole_trainers.PretrainTrainer):
+    recbole_epoch = True
+
+
+class S3RecTrainer(RunnerTrainerMixin, recbole_trainers.S3RecTrainer):
+    recbole_epoch = True
+
+
+class RaCTTrainer(RunnerTrainerMixin, recbole_trainers.RaCTTrainer):
+    recbole_epoch = True
+
+
+class KGTrainer(RunnerTrainerMixin, recbole_trainers.KGTrainer):
+    pass
+
+
+class KGATTrainer(RunnerTrainerMixin, recbole_trainers.KGATTrainer):
+    pass
+
+
+class MKRTrainer(RunnerTrainerMixin, recbole_trainers.MKRTrainer):
+    pass
+
+
+class RecVAETrainer(RunnerTrainerMixin, recbole_trainers.RecVAETrainer):
+    pass
+
+
+class NCLTrainer(RunnerTrainerMixin, recbole_trainers.NCLTrainer):
+    pass
+
+
+class XGBoostTrainer(RunnerTrainerMixin, recbole_trainers.XGBoostTrainer):
+    pass
+
+
+class LightGBMTrainer(RunnerTrainerMixin, recbole_trainers.LightGBMTrainer):
+    pass
+
+
+class CSATrainer(RunnerTrainerMixin, recbole_trainers.Trainer):
     """RecBole's trainer with the CSA paper's step decay: the learning rate is multiplied by
-    ``lr_decay_factor`` every ``lr_decay_step`` epochs (``lr_decay_step: 0`` keeps it constant).
+    ``lr_decay_factor`` every ``lr_decay_step`` epochs (``lr_decay_step: 0`` keeps it constant). Its epoch is
+    RecBole's own loop (``recbole_epoch`` False), as it always was.
 
     The rate is a function of the epoch alone, so a resumed run decays exactly as an uninterrupted one.
     """
@@ -256,3 +291,35 @@ class CSATrainer(Trainer):
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate_at(epoch_idx)
         return super()._train_epoch(train_data, epoch_idx, loss_func, show_progress)
+
+
+# RecBole's trainer class -> this project's, for every trainer RecBole's ``get_trainer`` returns
+TRAINERS = {
+    recbole_trainers.Trainer: Trainer,
+    recbole_trainers.TraditionalTrainer: TraditionalTrainer,
+    recbole_trainers.PretrainTrainer: PretrainTrainer,
+    recbole_trainers.S3RecTrainer: S3RecTrainer,
+    recbole_trainers.RaCTTrainer: RaCTTrainer,
+    recbole_trainers.KGTrainer: KGTrainer,
+    recbole_trainers.KGATTrainer: KGATTrainer,
+    recbole_trainers.MKRTrainer: MKRTrainer,
+    recbole_trainers.RecVAETrainer: RecVAETrainer,
+    recbole_trainers.NCLTrainer: NCLTrainer,
+    recbole_trainers.XGBoostTrainer: XGBoostTrainer,
+    recbole_trainers.LightGBMTrainer: LightGBMTrainer,
+}
+# This project's models with a trainer of their own, by model name (RecBole looks up ``<Model>Trainer``)
+MODEL_TRAINERS = {"CSA": CSATrainer}
+
+
+def project_trainer(recbole_class):
+    """This project's version of ``recbole_class``, one of RecBole's trainers (or a project trainer already)."""
+    if recbole_class in TRAINERS.values() or recbole_class in MODEL_TRAINERS.values():
+        return recbole_class
+    try:
+        return TRAINERS[recbole_class]
+    except KeyError:
+        raise ValueError(
+            f"RecBole chose the trainer {recbole_class.__name__}, which the runner has no version of; "
+            f"add it to recbole_mgformer.training.trainer.TRAINERS"
+        ) from None

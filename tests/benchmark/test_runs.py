@@ -12,8 +12,8 @@ from recbole_mgformer.benchmark.run_record import move_record
 from recbole_mgformer.benchmark.runs import Run
 from recbole_mgformer.benchmark.stats import read_per_user, write_per_user
 from recbole_mgformer.model.precision import resolve_precision
+from recbole_mgformer.training.checkpoint_files import load_checkpoint
 from recbole_mgformer.training.resume import RunTimer
-from recbole_mgformer.training.trainer import load_checkpoint
 
 
 def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_data, tmp_path, capsys):

@@ -6,7 +6,7 @@ from conftest import TINY_CONFIG, write_payload
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.integration.checkpoints import config_from_checkpoint, load_data_and_model
-from recbole_mgformer.training.trainer import plain_value
+from recbole_mgformer.training.checkpoint_files import plain_value
 
 
 def test_the_rebuilt_config_equals_the_recorded_one(tiny_setup):

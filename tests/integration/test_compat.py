@@ -174,11 +174,6 @@ def test_without_the_torch_repair_recboles_checkpoint_does_not_load(tiny_data, t
         torch.load(trainer.saved_model_file, weights_only=True)
 
 
-def test_each_repair_is_applied_once_and_only_where_needed():
-    assert compat.apply() == [name for name, needed in compat.NEEDED.items() if needed]
-    assert compat.apply() == compat.APPLIED
-
-
 def exhaustive_search_over_two_values(tmp_path):
     from recbole.trainer import HyperTuning
 

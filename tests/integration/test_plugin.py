@@ -10,7 +10,6 @@ import yaml
 from conftest import TINY_CONFIG, write_interactions
 
 import recbole_mgformer
-from recbole_mgformer.integration import plugin
 from recbole_mgformer.integration.registry import get_model as project_get_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,7 +125,7 @@ def test_register_is_idempotent():
 
     hook, finders = Config._load_internal_config_dict, len(sys.meta_path)
     recbole_mgformer.register()
-    plugin.register()
+    recbole_mgformer.register()
     assert Config._load_internal_config_dict is hook and len(sys.meta_path) == finders
 
 

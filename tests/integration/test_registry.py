@@ -4,17 +4,15 @@ import sys
 import pytest
 
 from recbole_mgformer.integration.registry import available_models, get_model, get_trainer
-from recbole_mgformer.model.general_recommender import (
-    BSPM,
-    GFCF,
-    SGL,
-    ChebyCF,
-    DirectAU,
-    MGFormer,
-    SimGCL,
-    TurboCF,
-    XSimGCL,
-)
+from recbole_mgformer.model.general_recommender.bspm import BSPM
+from recbole_mgformer.model.general_recommender.chebycf import ChebyCF
+from recbole_mgformer.model.general_recommender.directau import DirectAU
+from recbole_mgformer.model.general_recommender.gfcf import GFCF
+from recbole_mgformer.model.general_recommender.mgformer import MGFormer
+from recbole_mgformer.model.general_recommender.sgl import SGL
+from recbole_mgformer.model.general_recommender.simgcl import SimGCL
+from recbole_mgformer.model.general_recommender.turbocf import TurboCF
+from recbole_mgformer.model.general_recommender.xsimgcl import XSimGCL
 from recbole_mgformer.training.trainer import SafeCheckpointMixin
 
 

@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+from recbole_mgformer.training.checkpoint_files import load_checkpoint, save_atomically
 from recbole_mgformer.training.cuda_graph import (
     GraphedStep,
     cuda_graph_blocker,
@@ -17,7 +18,6 @@ from recbole_mgformer.training.cuda_graph import (
     drop_capturable_off_cuda,
     resolve_cuda_graph,
 )
-from recbole_mgformer.training.trainer import load_checkpoint, save_atomically
 
 CUDA = torch.device("cuda")  # a device name only: the blockers are checked as a GPU run would check them
 

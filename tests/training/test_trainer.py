@@ -3,7 +3,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from recbole_mgformer.training.trainer import claim_file, load_checkpoint, plain_value, save_atomically
+from recbole_mgformer.training.checkpoint_files import load_checkpoint, plain_value, save_atomically
+from recbole_mgformer.training.trainer import claim_file
 
 
 def full_scores(model, test):
@@ -232,10 +233,40 @@ def test_a_closed_form_checkpoint_loads_weights_only_and_the_rebuilt_model_score
 def test_a_trained_model_with_state_that_is_not_a_tensor_is_refused_at_saving(tiny_setup):
     import numpy
 
-    from recbole_mgformer.training.trainer import checkpoint_other_parameter
+    from recbole_mgformer.training.checkpoint_files import checkpoint_other_parameter
 
     _, model, trainer, (train, valid, _) = tiny_setup("MGFormer", epochs=1)
     assert set(checkpoint_other_parameter(model)) == {"restore_user_e", "restore_item_e", "training_steps"}
     model.restore_item_e = numpy.zeros(3)  # a general model's state would be lost at loading: an error instead
     with pytest.raises(TypeError, match=r"MGFormer.other_parameter\(\) holds restore_item_e, numpy or scipy arrays"):
         checkpoint_other_parameter(model)
+
+
+def test_every_recbole_trainer_has_its_written_out_version():
+    import recbole.trainer as recbole_trainers
+
+    from recbole_mgformer.training.trainer import TRAINERS, RunnerTrainerMixin
+
+    chosen = {  # what RecBole's get_trainer can return: its trainers but the two abstract ones
+        cls
+        for name, cls in vars(recbole_trainers).items()
+        if isinstance(cls, type)
+        and name.endswith("Trainer")
+        and cls.__module__ == "recbole.trainer.trainer"
+        and name not in ("AbstractTrainer", "DecisionTreeTrainer")
+    }
+    assert set(TRAINERS) == chosen
+    for recbole_class, project_class in TRAINERS.items():
+        assert project_class.__bases__ == (RunnerTrainerMixin, recbole_class)
+        assert project_class.__name__ == recbole_class.__name__
+
+
+def test_a_trainer_says_whether_its_epoch_is_recboles():
+    from recbole.trainer import Trainer
+
+    from recbole_mgformer.training.trainer import TRAINERS, CSATrainer
+
+    for recbole_class, project_class in TRAINERS.items():
+        own_epoch = getattr(recbole_class, "_train_epoch", None)  # the decision trees have none
+        assert project_class.recbole_epoch == (own_epoch is Trainer._train_epoch), project_class
+    assert not CSATrainer.recbole_epoch  # its step decay wraps RecBole's own loop, as it always did

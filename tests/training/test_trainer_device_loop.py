@@ -7,12 +7,12 @@ import torch
 from recbole.trainer import Trainer
 from recbole.utils import init_seed
 
-from recbole_mgformer.training.trainer import DeviceLoopMixin
+from recbole_mgformer.training.device_loop import DeviceLoopMixin
 
 TRAINER_FILES = (
-    os.path.join("recbole_mgformer", "trainer.py"),
-    os.path.join("recbole_mgformer", "device_loop.py"),
-    os.path.join("recbole_mgformer", "cuda_graph.py"),
+    os.path.join("recbole_mgformer", "training", "trainer.py"),
+    os.path.join("recbole_mgformer", "training", "device_loop.py"),
+    os.path.join("recbole_mgformer", "training", "cuda_graph.py"),
     os.path.join("recbole", "trainer", "trainer.py"),
 )
 

@@ -14,7 +14,7 @@ from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.eagps.decoder import sequential_mask, soft_attention
 from recbole_mgformer.model.eagps.external import external_attention, token_external_attention
 from recbole_mgformer.model.eagps.graph import sequential_adjacency
-from recbole_mgformer.model.sequential_recommender import EAGPS
+from recbole_mgformer.model.sequential_recommender.eagps import EAGPS
 from recbole_mgformer.quick_start import build_config, prepare
 
 ROOT = Path(__file__).resolve().parents[3]
