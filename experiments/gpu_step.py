@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from experiments.launch_census import CPU_DEFAULT, SyntheticGraph, build, count_step, train_step  # noqa: E402
+from recbole_mgformer.model.abstract_recommender import model_contract  # noqa: E402
 from recbole_mgformer.training.cuda_graph import GraphedStep, make_capturable  # noqa: E402
 from recbole_mgformer.training.device_loop import DeviceLoopMixin  # noqa: E402
 
@@ -132,7 +133,7 @@ def graphed_runner(model, optimizer, device):
     """The trainer's runner of ``model``'s step (a CUDA graph on CUDA, its eager stand-in elsewhere), with the
     trainer's hook: ``step(batch)`` -> the detached loss."""
     runner = GraphedStep(model, optimizer, capture=device.type == "cuda", required=True)
-    before_step = getattr(model, "before_step", None)
+    before_step = model_contract(model).before_step
     if before_step is not None:
         model.step_hook = True
 

@@ -21,6 +21,7 @@ from recbole_mgformer.evaluation import (
     same_evaluation,
     scores_by_row,
 )
+from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.records import machine, package_versions, shown_path
 from recbole_mgformer.training.checkpoint_files import plain_value
 from recbole_mgformer.training.trainer import RUNTIME_KEYS
@@ -54,7 +55,7 @@ def hit_cap(best_epoch, epochs, cap, stopping_step, eval_step=1):
 def matmul_precision(model):
     """``"bf16"`` or ``"fp32"``: what a model with a ``precision`` option multiplies in (``auto`` resolved on this
     machine); None for models without one."""
-    dtype = getattr(model, "matmul_dtype", None)
+    dtype = model_contract(model).matmul_dtype
     return None if dtype is None else {torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
 
 

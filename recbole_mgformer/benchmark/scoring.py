@@ -42,6 +42,7 @@ from recbole_mgformer.benchmark.run_record import (
 )
 from recbole_mgformer.benchmark.tuning import trained_overrides
 from recbole_mgformer.integration.registry import get_model
+from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.records import code_commit, shown_path, write_record
 from recbole_mgformer.training.checkpoint_files import check_model_state, load_checkpoint
 from recbole_mgformer.training.vocabulary import check_dataset, check_training_split
@@ -67,7 +68,7 @@ class MissingCheckpoint(ValueError):
 
 
 def scoring_options(model):
-    return getattr(get_model(model), "SCORING_OPTIONS", frozenset())
+    return model_contract(get_model(model)).SCORING_OPTIONS
 
 
 def trained_entry(model, overrides):

@@ -24,6 +24,7 @@ import sys
 from logging import getLogger
 
 from recbole_mgformer.integration.registry import model_class, model_modules
+from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.safety.models import anomaly_mode_kept
 
 
@@ -49,7 +50,7 @@ def _refines(module, builtin, name):
     project, recbole = model_class(module, name), model_class(builtin, name)
     if project is None or recbole is None:
         return False
-    return issubclass(project, recbole) or getattr(project, "REFINES_RECBOLE", False)
+    return issubclass(project, recbole) or model_contract(project).REFINES_RECBOLE
 
 
 def install_trainers():

@@ -9,6 +9,7 @@ import pkgutil
 from recbole.utils import ModelType
 from recbole.utils import get_trainer as recbole_get_trainer
 
+from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.safety.models import anomaly_mode_kept
 from recbole_mgformer.training import trainer as trainers
 
@@ -114,7 +115,7 @@ def is_deterministic(model):
     row of a board? A class says so itself with a ``deterministic`` attribute; else every traditional model
     (:func:`fits_once`) but those that draw random numbers (``SEEDED_TRADITIONAL``)."""
     cls = get_model(model)
-    flag = getattr(cls, "deterministic", None)
+    flag = model_contract(cls).deterministic
     if flag is not None:
         return bool(flag)
     return fits_once(cls) and cls.__name__ not in SEEDED_TRADITIONAL

@@ -12,7 +12,8 @@ feature buffers in place, so the graph reads the new features); while the traine
 ``step_hook`` to True. A model declares its step capturable with the class attribute ``CUDA_GRAPH_SAFE = True``,
 names in ``cuda_graph_blocker()`` what makes a configuration of it uncapturable (a reason, or None), and lists
 in ``cuda_graph_generators()`` the generators its step draws from (registered with the graph, so each replay
-draws anew).
+draws anew). These hooks and their defaults are declared once, by
+:class:`recbole_mgformer.model.abstract_recommender.ModelContract`.
 
 ``GraphedStep(capture=False)`` runs the same static-buffer path eagerly on any device: the tests' CPU stand-in for
 capture and replay. It fails a replayed step that changes what a replay would not repeat: a module's plain Python
@@ -25,6 +26,8 @@ import warnings
 
 import torch
 from torch.nn.utils import clip_grad_norm_
+
+from recbole_mgformer.model.abstract_recommender import model_contract
 
 WORDS = {"auto": "auto", "true": True, "false": False}
 
@@ -62,13 +65,13 @@ def cuda_graph_blocker(
     name = type(model).__name__
     if torch.device(device).type != "cuda":
         return f"the device is {device}: a CUDA graph needs a GPU (device: cuda)"
-    if not getattr(model, "CUDA_GRAPH_SAFE", False):
+    hooks = model_contract(model)
+    if not hooks.CUDA_GRAPH_SAFE:
         return (
             f"{name} does not declare its training step capturable (CUDA_GRAPH_SAFE): it may decide on the host "
             "or change shapes within a step"
         )
-    blocker = getattr(model, "cuda_graph_blocker", None)
-    reason = blocker() if blocker is not None else None
+    reason = hooks.cuda_graph_blocker()
     if reason:
         return f"{name}: {reason}"
     if own_epoch:
@@ -171,8 +174,7 @@ class GraphedStep:
         self.model, self.optimizer = model, optimizer
         self.clip_grad_norm = clip_grad_norm or None
         self.capture, self.warmup_steps, self.required = capture, warmup_steps, required
-        generators = getattr(model, "cuda_graph_generators", None)
-        self.generators = list(generators()) if generators is not None else []
+        self.generators = list(model_contract(model).cuda_graph_generators())
         self.parameters = [p for group in optimizer.param_groups for p in group["params"]]
         self.static = self.static_batch = None  # {field: tensor} of the captured shapes, and as the model reads it
         self.graph = self.outputs = self.settings = self.grads = self.stream = None

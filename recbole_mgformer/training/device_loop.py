@@ -3,6 +3,7 @@
 import torch
 from recbole.trainer import Trainer
 
+from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.training.cuda_graph import (
     GraphedStep,
     cuda_graph_blocker,
@@ -104,7 +105,7 @@ class DeviceLoopMixin:
         self.model.train()
         runner = self._graph_runner() if loss_func is None else None  # another loss function runs eagerly
         loss_func = loss_func or self.model.calculate_loss
-        before_step = getattr(self.model, "before_step", None)
+        before_step = model_contract(self.model).before_step
         total_loss = None  # a float64 tensor on the device, or a tuple of them
         accumulate = torch.float32 if self.device.type == "mps" else torch.float64  # MPS has no float64
         iter_data = (

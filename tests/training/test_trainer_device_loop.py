@@ -7,6 +7,7 @@ import torch
 from recbole.trainer import Trainer
 from recbole.utils import init_seed
 
+from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.training.device_loop import DeviceLoopMixin
 
 TRAINER_FILES = (
@@ -64,7 +65,7 @@ def fresh_epoch(trainer, model, weights, optimizer_state, seed):
     model.training_steps = 0
     trainer.optimizer.load_state_dict(copy.deepcopy(optimizer_state))
     init_seed(seed, True)
-    for generator in getattr(model, "cuda_graph_generators", list)():  # SimGCL's noise
+    for generator in model_contract(model).cuda_graph_generators():  # SimGCL's noise
         generator.manual_seed(seed)
 
 

@@ -17,7 +17,7 @@ from recbole.model.abstract_recommender import GeneralRecommender
 from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
-from recbole_mgformer.model.abstract_recommender import CachedRepresentations, SharedSparseBuffers
+from recbole_mgformer.model.abstract_recommender import CachedRepresentations, ModelContract, SharedSparseBuffers
 from recbole_mgformer.model.filter_residual import matched_residual, residual_filter
 from recbole_mgformer.model.graph import graph_with_self_loops, lightgcn_propagate, normalized_adjacency
 from recbole_mgformer.model.loss import directau_loss_of_pairs
@@ -60,7 +60,7 @@ def graph_inputs(interactions, options):
     return GraphInputs(structural, degrees, adjacency, propagated, edges)
 
 
-class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
+class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
     r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``
     (``MGFormerOptions``; the options that act only inside the attention: ``option_names.ATTENTION_OPTIONS``)."""
 
