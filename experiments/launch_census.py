@@ -206,6 +206,9 @@ def model_config(model, settings, batch_size):
 
 def build(model, settings, graph, batch_size):
     """The model (train mode) and Adam with ``foreach`` (the multi-tensor path CUDA takes)."""
+    import recbole_mgformer
+
+    recbole_mgformer.register()  # RecBole repaired for this stack (RecBole's LightGCN builds its graph with scipy)
     torch.manual_seed(0)
     if model == "LightGCN":
         from recbole.model.general_recommender.lightgcn import LightGCN as model_class
