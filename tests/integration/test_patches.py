@@ -1,6 +1,7 @@
 """recbole_mgformer.register(): every patch of RecBole from one declared list, applied once, by every entry point and
 never by an import."""
 
+import importlib
 import re
 import subprocess
 import sys
@@ -65,7 +66,10 @@ def registrations(monkeypatch):
 
 def entry_points(tmp_path):
     """Each entry point, called so that it stops at bad input right after registering."""
-    from recbole_mgformer import cli, quick_start, recommend
+    from recbole_mgformer import cli, quick_start
+
+    # the module, not the package's function of the same name (importing the module replaces that attribute)
+    recommend = importlib.import_module("recbole_mgformer.recommend")
     from recbole_mgformer import tune as tuning
     from recbole_mgformer.benchmark import main as benchmark
 
@@ -74,7 +78,7 @@ def entry_points(tmp_path):
         "run.py": lambda: cli.main(["--model=NoSuchModel", "--dataset=tiny"]),
         "run_recommender": lambda: quick_start.run_recommender("NoSuchModel", "tiny"),
         "build_config": lambda: quick_start.build_config("NoSuchModel", "tiny"),
-        "recommend": lambda: recbole_mgformer.recommend(missing, ["u1"]),
+        "recommend": lambda: recommend.recommend(missing, ["u1"]),
         "recommend command": lambda: recommend.main(["--checkpoint", missing, "--users", "u1"]),
         "tune": lambda: tuning.main(["--model", "NoSuchModel", "--dataset", "tiny"]),
         "benchmark": lambda: benchmark(["--models", "NoSuchModel", "--datasets", "tiny"]),
