@@ -214,7 +214,7 @@ def main(argv=None):
     from recbole_mgformer.benchmark import parse_entry, split_models
     from recbole_mgformer.benchmark.claims import Busy
     from recbole_mgformer.benchmark.entries import comma_list
-    from recbole_mgformer.cli import parse_overrides
+    from recbole_mgformer.config.command_line import parse_overrides
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="ml-100k")

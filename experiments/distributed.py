@@ -1,6 +1,7 @@
 """Training-epoch time with 1 and 2 data-parallel processes (torch.distributed DDP).
 
-Each setting trains one epoch of each model in fresh processes started by ``recbole_mgformer.distributed.launch``,
+Each setting trains one epoch of each model in fresh processes started by
+``recbole_mgformer.training.distributed.launch``,
 the settings interleaved within each repeat:
 
 - ``1 x T``: one process with T threads (the usual run; the machine's cores shared by one process),
@@ -31,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 from experiments.epoch_time import spread  # noqa: E402
 from experiments.recorded_run import timing_provenance, write_timing_record  # noqa: E402
 from recbole_mgformer.benchmark import parse_entry, split_models, variant_name  # noqa: E402
-from recbole_mgformer.cli import parse_overrides  # noqa: E402
-from recbole_mgformer.distributed import free_port, launch, make_shared_folders  # noqa: E402
+from recbole_mgformer.config.command_line import parse_overrides  # noqa: E402
 from recbole_mgformer.records import git_commit  # noqa: E402
+from recbole_mgformer.training.distributed import free_port, launch, make_shared_folders  # noqa: E402
 
 
 def parse_setting(text):

@@ -133,7 +133,7 @@ def render(records, dataset, provenance):
 def main(argv=None):
     from experiments.recorded_run import timing_provenance, write_timing_record
     from recbole_mgformer.benchmark import parse_entry, split_models, variant_name
-    from recbole_mgformer.cli import parse_overrides
+    from recbole_mgformer.config.command_line import parse_overrides
     from recbole_mgformer.records import git_commit
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

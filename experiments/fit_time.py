@@ -42,7 +42,7 @@ def comma_list(text):
 
 def check_models(names):
     """The class names of ``names``; an error for an unknown model or one that is not fit in its constructor."""
-    from recbole_mgformer.registry import fits_once, get_model
+    from recbole_mgformer.integration.registry import fits_once, get_model
 
     classes = []
     for name in names:
@@ -140,7 +140,7 @@ def _model_keys(model_class):
     import yaml
     from recbole.config import Config
 
-    from recbole_mgformer.defaults import model_config_file
+    from recbole_mgformer.config.defaults import model_config_file
 
     path = model_config_file(model_class.__name__)
     if path is None:

@@ -4,7 +4,7 @@
 # machine with pip access by `pip download --no-deps --python-version 3.12 ... recbole==1.2.1 colorlog==4.7.2
 # texttable thop`) and the imported atomic files in dataset/.
 # Usage: bash experiments/gpu_check.sh OUT_DIR [SECONDS_FOR_TRAINING] [MODELS] [SEEDS]
-#   0. the tests that a visible GPU changes (tests/test_config_check.py, tests/test_distributed.py);
+#   0. the tests that a visible GPU changes (tests/config/test_config_check.py, tests/training/test_distributed.py);
 #   1. one training step of LightGCN, DirectAU, MGFormer without attention and MGFormer in fp32 and bf16 on the GPU,
 #      side by side (experiments/step_time.py), into results/performance/<gpu>/, and MGFormer with the whole key side
 #      in one chunk (key_chunk_size is sized for a CPU's cache; on the H200 the step ran its matmuls at 2% of
@@ -34,7 +34,7 @@ gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0).lower().repl
 touch /tmp/gpu_check.start
 
 # the tests whose behaviour depends on a visible GPU (one needs Ray, which this image lacks, and fails for that)
-timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_config_check.py tests/test_distributed.py -m "not slow"
+timeout 120 python3 -m pytest -q -p no:cacheprovider tests/config/test_config_check.py tests/training/test_distributed.py -m "not slow"
 
 SECONDS=0
 timeout 170 python3 experiments/step_time.py --device cuda --repeats 5 --steps 20 --warmup 5 \

@@ -1,6 +1,6 @@
 """MGFormer's training step on a GPU beside LightGCN's, three ways: eager (with ``auto`` sizes: one key chunk, one
 loss block; and with the CPU's blocks), ``calculate_loss`` compiled as one graph, and the whole step replayed from one
-CUDA graph by the trainer's own runner (``recbole_mgformer/cuda_graph.py``: static batch buffers, Adam
+CUDA graph by the trainer's own runner (``recbole_mgformer/training/cuda_graph.py``: static batch buffers, Adam
 ``capturable=True``), each graphed step checked against the same step run eagerly on a twin model; host launches a
 step (profiler) and the syncs of the trainer's epoch, eager and graphed, beside RecBole's (``set_sync_debug_mode``)
 (issue 52). For a lent GPU: a few minutes on an H100/H200, on a synthetic Beauty-sized graph (no data to carry).
@@ -32,8 +32,9 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from experiments.launch_census import CPU_DEFAULT, SyntheticGraph, build, count_step, train_step  # noqa: E402
-from recbole_mgformer.cuda_graph import GraphedStep, make_capturable  # noqa: E402
-from recbole_mgformer.trainer import DeviceLoopMixin  # noqa: E402
+from recbole_mgformer.model.abstract_recommender import model_contract  # noqa: E402
+from recbole_mgformer.training.cuda_graph import GraphedStep, make_capturable  # noqa: E402
+from recbole_mgformer.training.device_loop import DeviceLoopMixin  # noqa: E402
 
 AUTO = {"precision": "fp32", "compile": False, "key_chunk_size": "auto", "uniformity_block_size": "auto"}
 BLOCKED = {**CPU_DEFAULT, "key_chunk_size": 2048, "uniformity_block_size": 256}
@@ -132,7 +133,7 @@ def graphed_runner(model, optimizer, device):
     """The trainer's runner of ``model``'s step (a CUDA graph on CUDA, its eager stand-in elsewhere), with the
     trainer's hook: ``step(batch)`` -> the detached loss."""
     runner = GraphedStep(model, optimizer, capture=device.type == "cuda", required=True)
-    before_step = getattr(model, "before_step", None)
+    before_step = model_contract(model).before_step
     if before_step is not None:
         model.step_hook = True
 
@@ -266,7 +267,8 @@ def write(rows, args, device):
         f"batch {args.batch_size}, d 64, fp32; medians of {args.repeats} x {args.steps} steps, synchronised "
         "around each. Ops: kernel-launching ops a step, counted on the CPU (experiments/launch_census.py).",
         "",
-        "CUDA graph: the trainer's runner (recbole_mgformer/cuda_graph.py) replaying the whole step; beside it, "
+        "CUDA graph: the trainer's runner (recbole_mgformer/training/cuda_graph.py) replaying the whole step; "
+        "beside it, "
         "the largest relative loss difference and parameter difference against the same steps run eagerly on a "
         "twin model.",
         "",

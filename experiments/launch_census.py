@@ -206,11 +206,14 @@ def model_config(model, settings, batch_size):
 
 def build(model, settings, graph, batch_size):
     """The model (train mode) and Adam with ``foreach`` (the multi-tensor path CUDA takes)."""
+    import recbole_mgformer
+
+    recbole_mgformer.register()  # RecBole repaired for this stack (RecBole's LightGCN builds its graph with scipy)
     torch.manual_seed(0)
     if model == "LightGCN":
         from recbole.model.general_recommender.lightgcn import LightGCN as model_class
     else:
-        from recbole_mgformer.registry import get_model
+        from recbole_mgformer.integration.registry import get_model
 
         model_class = get_model(model)
     instance = model_class(model_config(model, settings, batch_size), graph)

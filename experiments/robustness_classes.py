@@ -59,7 +59,7 @@ def marked(folder, outcome_or_verdict):
 def in_process_error(call):
     """Run ``call()``: ``clear error`` when it raises an error of this package's own (a message for the user),
     ``traceback`` for one deep in a library, ``accepted`` when it returns."""
-    from recbole_mgformer.input_checks import _raised_here
+    from recbole_mgformer.config.input_checks import _raised_here
 
     try:
         call()

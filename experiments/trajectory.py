@@ -84,7 +84,7 @@ def table(rows, metric):
 
 
 def main(argv=None):
-    from recbole_mgformer.cli import parse_overrides
+    from recbole_mgformer.config.command_line import parse_overrides
     from recbole_mgformer.quick_start import build_config, prepare, tuned_config_file
     from recbole_mgformer.records import display_path, git_commit, machine, package_versions
 

@@ -1,10 +1,11 @@
 """MGFormer and its baselines as RecBole models, with one runner for all of them.
 
-Importing the package imports neither torch nor RecBole, so rendering the boards needs neither. The runner
-(:func:`run_recommender`, :func:`recommend`, the command lines, tuning and the benchmark's runs) repairs RecBole 1.2.1
-for today's numpy, scipy, pandas and torch (:mod:`recbole_mgformer.compat`) and registers the models with RecBole's
-own entry points as :mod:`recbole_mgformer.registry` is imported; before calling RecBole's own functions, call
-:func:`register` (see :mod:`recbole_mgformer.plugin`).
+Importing the package, or any of its modules, imports neither torch nor RecBole here and patches nothing, so
+rendering the boards needs neither. :func:`register` registers the models with RecBole, repairs RecBole 1.2.1 for
+today's numpy, scipy, pandas and torch, and makes it safe (every patch is listed in
+:mod:`recbole_mgformer.integration.patches`); every entry point calls it (:func:`run_recommender`, :func:`recommend`,
+the command lines, tuning and the benchmark's runs). Call it yourself before using RecBole's own functions
+(``run_recbole``, ``load_data_and_model``, ``HyperTuning``) on this project's models.
 """
 
 __version__ = "0.1.0"
@@ -18,11 +19,12 @@ def run_recommender(*args, **kwargs):
 
 
 def register():
-    """See :func:`recbole_mgformer.plugin.register`: RecBole's ``get_model``, ``run_recbole``,
-    ``load_data_and_model`` and ``HyperTuning`` find this project's models. Idempotent."""
-    from recbole_mgformer.plugin import register as register_with_recbole
+    """Register the models with RecBole: its ``get_model``, ``run_recbole``, ``load_data_and_model`` and
+    ``HyperTuning`` find this project's models, and RecBole is repaired and safe
+    (:func:`recbole_mgformer.integration.patches.register`). Idempotent; returns the patches applied."""
+    from recbole_mgformer.integration.patches import register as apply_patches
 
-    register_with_recbole()
+    return apply_patches()
 
 
 def recommend(*args, **kwargs):

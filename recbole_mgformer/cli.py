@@ -8,40 +8,10 @@ python run.py --model=MGFormer --nproc=2 --world_size=4 --offset=2 --ip=10.0.0.1
 import argparse
 import sys
 
-import yaml
-
-from recbole_mgformer.input_checks import user_errors
+from recbole_mgformer.config.command_line import config_settings
+from recbole_mgformer.config.input_checks import user_errors
+from recbole_mgformer.integration.patches import register
 from recbole_mgformer.quick_start import best_epoch_reason, run_recommender
-from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
-
-
-def parse_overrides(arguments):
-    """``["--key=value", ...]`` -> ``{key: value}``, values parsed as YAML like RecBole's config files (a safe
-    loader), and a string value that is Python code (``--lr="__import__('os')..."``) refused: RecBole's Config
-    would ``eval`` it, this project reads it as a literal (:func:`recbole_mgformer.safety.literal_setting`)."""
-    overrides = {}
-    for argument in arguments:
-        key, sep, raw = argument[2:].partition("=") if argument.startswith("--") else ("", "", "")
-        if not key or not sep:
-            raise SystemExit(f"error: cannot read argument {argument!r}; write config overrides as --key=value")
-        if key in overrides:  # the last would win silently, as a YAML key set twice would
-            raise SystemExit(f"error: --{key} is given twice; keep one --{key}=... on the command line")
-        try:
-            overrides[key] = load_yaml(raw) if raw else None
-        except yaml.YAMLError as error:
-            raise SystemExit(f"error: the value of --{key} is not valid YAML: {error}") from None
-        if isinstance(overrides[key], str):
-            try:
-                literal_setting(key, overrides[key])
-            except UnsafeSettingError as error:
-                raise SystemExit(f"error: --{key}=...: {error}") from None
-    return overrides
-
-
-def config_settings(args, rest):
-    """``(config files, overrides)`` of a command line: the space-separated ``--config_files`` (None without it) and
-    the other ``--key=value`` arguments ``rest``, read by :func:`parse_overrides`."""
-    return (args.config_files.split() if args.config_files else None), parse_overrides(rest)
 
 
 def format_summary(model, dataset, result, metrics=("recall@20", "ndcg@20")):
@@ -95,6 +65,7 @@ def main(argv=None):
         help="global rank of this machine's first process (default 0)",
     )
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    register()
     with user_errors():  # bad input: its message, no traceback
         config_files, overrides = config_settings(args, rest)
         result = run_recommender(

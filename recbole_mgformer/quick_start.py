@@ -1,9 +1,9 @@
 """``run_recommender``: RecBole's ``run_recbole`` for every model the registry knows.
 
 Mirrors ``recbole.quick_start.run`` and ``run_recbole`` (which import Ray at module level, so they are
-not imported here) with four changes: names resolve through :mod:`recbole_mgformer.registry`, the
+not imported here) with four changes: names resolve through :mod:`recbole_mgformer.integration.registry`, the
 project's YAML defaults are loaded under the user's config, checkpoints are weights-only, and
-data-parallel runs work on CPUs too (:mod:`recbole_mgformer.distributed`).
+data-parallel runs work on CPUs too (:mod:`recbole_mgformer.training.distributed`).
 """
 
 import contextlib
@@ -19,24 +19,35 @@ import torch.distributed as dist
 from recbole.data import data_preparation
 from recbole.utils import ModelType, init_seed, set_color
 
-from recbole_mgformer.compat import init_logger
-from recbole_mgformer.config_check import (
+from recbole_mgformer.config.config_check import (
     check_against_dataset,
     check_config,
     dataset_build_errors,
     recbole_config_errors,
 )
-from recbole_mgformer.data import validate_dataset_files
-from recbole_mgformer.data.duplicates import apply_duplicate_policy
-from recbole_mgformer.data.sources import ensure_dataset
-from recbole_mgformer.defaults import (
+from recbole_mgformer.config.defaults import (
     benchmark_config_file,
     dataset_config_beside_data,
     dataset_config_file,
     general_protocol_file,
     model_config_file,
 )
-from recbole_mgformer.distributed import (
+from recbole_mgformer.config.input_checks import (
+    check_dataset_name,
+    check_setting_types,
+    check_user_settings,
+    read_config_file,
+    recbole_defaults,
+)
+from recbole_mgformer.data import validate_dataset_files
+from recbole_mgformer.data.duplicates import apply_duplicate_policy
+from recbole_mgformer.data.sources import ensure_dataset
+from recbole_mgformer.integration.compat import init_logger
+from recbole_mgformer.integration.patches import register
+from recbole_mgformer.integration.registry import get_model, get_trainer
+from recbole_mgformer.model.precision import flush_subnormals
+from recbole_mgformer.safety import create_dataset
+from recbole_mgformer.training.distributed import (
     DistributedConfig,
     check_sizes,
     collective_error,
@@ -46,23 +57,13 @@ from recbole_mgformer.distributed import (
     make_shared_folders,
     shard_evaluation,
 )
-from recbole_mgformer.input_checks import (
-    check_dataset_name,
-    check_setting_types,
-    check_user_settings,
-    read_config_file,
-    recbole_defaults,
-)
-from recbole_mgformer.model.precision import flush_subnormals
-from recbole_mgformer.registry import get_model, get_trainer
-from recbole_mgformer.resume import (
+from recbole_mgformer.training.resume import (
     best_and_latest,
     check_resumable,
     fit_resumably,
     forget_resume_state,
     mark_finished,
 )
-from recbole_mgformer.safety import create_dataset
 
 
 @contextlib.contextmanager
@@ -121,11 +122,12 @@ def dataset_settings_file(dataset, model_class, config_files, config_dict):
 
 def build_config(model, dataset, config_file_list=None, config_dict=None):
     """A RecBole Config: RecBole's defaults < project model YAML < the dataset's YAML < ``config_file_list`` <
-    ``config_dict``, checked by :func:`recbole_mgformer.config_check.check_config` (unknown keys, non-finite
+    ``config_dict``, checked by :func:`recbole_mgformer.config.config_check.check_config` (unknown keys, non-finite
     numbers, a GPU that is not there); a dataset name with a path in it, or a config file that is not a YAML mapping,
-    is an error naming it first (:mod:`recbole_mgformer.input_checks`). The dataset's YAML is the project's, the one
-    beside the data, or the general protocol (:func:`dataset_settings_file`); ``config.dataset_settings`` is the log
+    is an error naming it first (:mod:`recbole_mgformer.config.input_checks`). The dataset's YAML is the project's, the
+    one beside the data, or the general protocol (:func:`dataset_settings_file`); ``config.dataset_settings`` is the log
     line that names it."""
+    register()  # every run builds its Config here: its processes and a search's trials register too
     check_dataset_name(dataset)
     check_user_settings(config_file_list, config_dict)  # config files named by file and line, then topk, metrics
     model_class = get_model(model)
@@ -202,8 +204,8 @@ def run_recommender(
     ``best_epoch`` (None for a model trained without epochs). The log's last line names both.
 
     ``resume_file`` continues a killed run from a checkpoint this project wrote; a finished run's checkpoint is
-    refused (:func:`recbole_mgformer.resume.check_resumable`), since it is that run's result. With ``tuned`` (the
-    default), the settings the benchmark tuned for this model and dataset
+    refused (:func:`recbole_mgformer.training.resume.check_resumable`), since it is that run's result. With ``tuned``
+    (the default), the settings the benchmark tuned for this model and dataset
     (``properties/benchmark/<dataset>/<Model>.yaml``, where one exists) apply under ``config_file_list`` and
     ``config_dict``, and the log names the file; ``tuned=False`` trains with RecBole's defaults and the model's YAML
     alone.
@@ -213,6 +215,7 @@ def run_recommender(
     one, and ``ip``:``port`` is where rank 0 listens. Config keys ``dist_backend`` (auto, gloo, nccl)
     and ``dist_timeout`` (seconds) tune it. The result is local rank 0's.
     """
+    register()
     world_size = check_sizes(nproc, world_size, offset)
     if resume_file:
         check_resumable(resume_file)  # before anything trains: a finished run's result is never replaced
@@ -293,10 +296,11 @@ def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
     """Fit on the training split with early stopping on the validation split, then test (see run_recommender).
 
     With ``saved``, the last epoch is checkpointed beside the best one (``<best>.latest.pth``, with the
-    validation history and timings) by :func:`recbole_mgformer.resume.fit_resumably`, the benchmark's fit:
+    validation history and timings) by :func:`recbole_mgformer.training.resume.fit_resumably`, the benchmark's fit:
     ``resume_file`` (either file) continues a killed run from its last epoch. Once the run has been tested, the best
-    checkpoint records that it finished (:func:`recbole_mgformer.resume.mark_finished`: no resume replaces it) and
-    the last-epoch file is removed. ``tuned_file``: the tuned settings ``config`` was built with, named in the log."""
+    checkpoint records that it finished (:func:`recbole_mgformer.training.resume.mark_finished`: no resume replaces it)
+    and the last-epoch file is removed. ``tuned_file``: the tuned settings ``config`` was built with, named in the
+    log."""
     init_seed(config["seed"], config["reproducibility"])
     init_logger(config)
     logger = getLogger()

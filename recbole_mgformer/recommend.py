@@ -14,7 +14,7 @@ checkpoint loads.
 The checkpoint loads with ``torch.load(weights_only=True)``; the dataset is rebuilt from the config it records
 (``--data_path`` when the data moved), so the ids match the ones the model trained on: the checkpoint keeps the
 user and item vocabularies it trained with, and data that numbers them otherwise (rows reordered, added or removed)
-stops with the change named (:mod:`recbole_mgformer.vocabulary`). Each user's items of
+stops with the change named (:mod:`recbole_mgformer.training.vocabulary`). Each user's items of
 the training split are excluded (``--exclude seen``: every item of the user in the dataset). The ranking is
 the one RecBole's full-sort evaluator computes (``recbole.utils.case_study.full_sort_topk``).
 
@@ -42,8 +42,7 @@ import torch
 from recbole.data.interaction import Interaction
 from recbole.utils import ModelType
 
-from recbole_mgformer.checkpoints import load_data_and_model
-from recbole_mgformer.input_checks import (
+from recbole_mgformer.config.input_checks import (
     check_writable,
     claim,
     refuse_existing,
@@ -51,6 +50,8 @@ from recbole_mgformer.input_checks import (
     temporary_beside,
     write_new_text,
 )
+from recbole_mgformer.integration.checkpoints import load_data_and_model
+from recbole_mgformer.integration.patches import register
 
 try:
     import fcntl
@@ -124,6 +125,7 @@ def top_k(scores, k):
 def recommend(checkpoint, users, k=10, exclude="train", data_path=None):
     """``{user token: [(item token, score), ...]}``, best first, ``k`` items per user at most (fewer when the
     user has fewer unseen items). See the module's docstring."""
+    register()
     config, model, dataset, train_data, _, _ = load(checkpoint, data_path)
     return rank(model, dataset, train_data, users, k, exclude)
 
@@ -257,7 +259,7 @@ def folder_lock(folder):
 
 def write(result, output, overwrite=False):
     """CSV (user,rank,item,score) or JSON ({user: [{item, score}]}) by the file's suffix, claimed whole
-    (:func:`~recbole_mgformer.input_checks.write_new_text`): an existing file, even one another run wrote while
+    (:func:`~recbole_mgformer.config.input_checks.write_new_text`): an existing file, even one another run wrote while
     this one worked, is replaced only with ``overwrite``."""
     output = Path(output)
     if output.suffix == ".json":
@@ -397,6 +399,7 @@ def main(argv=None):
         help="replace an existing --output file, or the files of a non-empty --export-embeddings folder",
     )
     args = parser.parse_args(argv)
+    register()
     warnings.filterwarnings("ignore", category=FutureWarning, module="recbole")  # pandas 2's notes on RecBole's code
     if not args.users and not args.export_embeddings:
         parser.error("give --users, --export-embeddings, or both")

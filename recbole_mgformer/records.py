@@ -7,7 +7,7 @@ import statistics
 import subprocess
 from pathlib import Path
 
-from recbole_mgformer.input_checks import write_new_text
+from recbole_mgformer.config.input_checks import write_new_text
 
 
 def notes_lines(path):
@@ -124,7 +124,7 @@ def shown_path(path, results):
     """``path`` as records and pages name it, wherever the package is installed and ``results`` lies:
     ``properties/...`` inside the package's shipped properties, ``<results folder>/...`` inside ``results``
     (``results/tuning/...``), as given elsewhere; None stays None."""
-    from recbole_mgformer.defaults import properties_dir
+    from recbole_mgformer.config.defaults import properties_dir
 
     if path is None:
         return None

@@ -11,8 +11,17 @@ import numpy as np
 import pytest
 import torch
 
-import recbole_mgformer.defaults as defaults
+import recbole_mgformer
+import recbole_mgformer.config.defaults as defaults
 from recbole_mgformer.quick_start import build_config, prepare
+
+
+@pytest.fixture(autouse=True, scope="session")
+def registered():
+    """The test process is an entry point: many tests call RecBole's own functions (Config, create_dataset,
+    run_recbole) on the project's models. That each entry point registers by itself, and that importing any module
+    registers nothing, is tests/integration/test_patches.py's."""
+    recbole_mgformer.register()
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from recbole_mgformer.cli import format_summary, main, parse_overrides
+from recbole_mgformer.cli import format_summary, main
+from recbole_mgformer.config.command_line import parse_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 

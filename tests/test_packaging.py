@@ -50,7 +50,7 @@ def install(wheel, target):
 def test_installed_copy_finds_its_own_properties(wheel, tmp_path):
     target = install(wheel, tmp_path / "site")
     code = (
-        "from recbole_mgformer.defaults import model_config_file, properties_dir; "
+        "from recbole_mgformer.config.defaults import model_config_file, properties_dir; "
         "import recbole_mgformer; print(recbole_mgformer.__file__); print(properties_dir()); "
         "print(model_config_file('MGFormer'))"
     )

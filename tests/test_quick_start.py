@@ -200,7 +200,7 @@ TINY_RUN = {
 @pytest.fixture
 def tuned_tiny(dataset_configs, tiny_data):
     """``properties/benchmark/tiny/MGFormer.yaml`` in a copy of properties/, and the tiny data's path."""
-    from recbole_mgformer import defaults
+    from recbole_mgformer.config import defaults
 
     folder = defaults.properties_dir() / "benchmark" / "tiny"
     folder.mkdir(parents=True)

@@ -318,7 +318,7 @@ def blocked_paths(tmp_path):
 def test_an_unwritable_target_stops_the_command_before_the_checkpoint_loads(
     checkpoints, tmp_path, monkeypatch, capsys, where, option, name
 ):
-    import recbole_mgformer.input_checks as input_checks
+    import recbole_mgformer.config.input_checks as input_checks
     import recbole_mgformer.recommend as command
 
     monkeypatch.setattr(command, "load", lambda *args: pytest.fail("the checkpoint loaded before the check"))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import recbole_mgformer.model.precision as precision
-from recbole_mgformer.defaults import properties_dir
+from recbole_mgformer.config.defaults import properties_dir
 from recbole_mgformer.records import (
     RecordExists,
     code_commit,

@@ -245,7 +245,7 @@ def test_a_pretrained_file_a_recbole_model_loads_is_weights_only(tiny_data, tmp_
 @pytest.mark.slow
 def test_data_parallel_ranks_never_open_a_pickle_at_the_default_paths(tiny_data, tmp_path):
     from recbole_mgformer import run_recommender
-    from recbole_mgformer.distributed import free_port
+    from recbole_mgformer.training.distributed import free_port
 
     marker = tmp_path / "pwned"
     write_payload(tmp_path / "saved" / "tiny-Dataset.pth", marker)

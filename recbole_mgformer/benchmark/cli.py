@@ -18,7 +18,7 @@ from recbole_mgformer.benchmark.entries import (
 )
 from recbole_mgformer.benchmark.names import CHOICES
 from recbole_mgformer.benchmark.render import render_results, required_metrics
-from recbole_mgformer.input_checks import user_errors
+from recbole_mgformer.config.input_checks import user_errors
 
 # What runs, tunes or parses a setting (torch, RecBole, the runner) is imported in the functions that do it, so
 # ``--render-only`` imports neither torch nor RecBole.
@@ -51,7 +51,7 @@ def planned_runs(args, extra, command):
     repeat (:func:`~recbole_mgformer.benchmark.datasets.same_for_every_seed`: a deterministic model on a split the
     seed does not draw) runs its first seed only."""
     from recbole_mgformer.benchmark.runs import Run
-    from recbole_mgformer.registry import fits_once
+    from recbole_mgformer.integration.registry import fits_once
 
     if "seed" in extra:
         raise ValueError(seed_conflict(f"--seed={extra['seed']} sets the seed of every run"))
@@ -203,10 +203,11 @@ def search_before(run, budget, args, extra, searched):
 
 
 def setting_overrides(arguments):
-    """:func:`recbole_mgformer.cli.parse_overrides` of ``arguments``; none (and the runner not imported) without."""
+    """:func:`recbole_mgformer.config.command_line.parse_overrides` of ``arguments``; none (and the runner not
+    imported) without."""
     if not arguments:
         return {}
-    from recbole_mgformer.cli import parse_overrides
+    from recbole_mgformer.config.command_line import parse_overrides
 
     return parse_overrides(arguments)
 
@@ -299,6 +300,9 @@ def _main(argv):
     args, rest = parser.parse_known_args(argv)
     extra = setting_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
     if not args.render_only:
+        from recbole_mgformer.integration.patches import register  # rendering imports neither torch nor RecBole
+
+        register()
         try:
             budget = budget_of(args)
             runs = planned_runs(args, extra, shlex.join(["python", "-m", "recbole_mgformer.benchmark", *argv]))

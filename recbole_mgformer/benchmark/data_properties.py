@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from recbole_mgformer.input_checks import check_writable, user_errors, write_new_text
+from recbole_mgformer.config.input_checks import check_writable, user_errors, write_new_text
 
 COMMAND = "python -m recbole_mgformer.benchmark.data_properties"
 DEFAULT_OUTPUT = Path("results") / "data_properties.json"

@@ -5,7 +5,7 @@ its runs not from an equal-budget search (``benchmark_untuned_heading``)."""
 
 from pathlib import Path
 
-from recbole_mgformer.defaults import dataset_config_file
+from recbole_mgformer.config.defaults import dataset_config_file
 from recbole_mgformer.safety.settings import load_plain_yaml
 
 TABLES = ("general", "sequential", "context")
@@ -50,7 +50,7 @@ def check_model_fits(model, dataset):
     """A model runs where its kind's table is: EAGPS on ml-100k-seq, CSA on ml-100k-ctx-0.8, BPR on ml-100k."""
     from recbole.utils import ModelType  # here, not above: rendering a page imports neither RecBole nor torch
 
-    from recbole_mgformer.registry import get_model
+    from recbole_mgformer.integration.registry import get_model
 
     kind = table_kind(dataset)
     model_kind = {ModelType.SEQUENTIAL: "sequential", ModelType.CONTEXT: "context"}.get(
@@ -73,8 +73,8 @@ def split_draws_on_seed(config):
 
 def same_for_every_seed(model, config):
     """Does every seed give the same result for a run of ``model`` with ``config``? For a deterministic model
-    (:func:`recbole_mgformer.registry.is_deterministic`: EASE, ItemKNN, ...) on a split the seed does not draw;
-    on a seeded split each seed is another split, and even a closed-form model runs every seed."""
-    from recbole_mgformer.registry import is_deterministic
+    (:func:`recbole_mgformer.integration.registry.is_deterministic`: EASE, ItemKNN, ...) on a split the seed does not
+    draw; on a seeded split each seed is another split, and even a closed-form model runs every seed."""
+    from recbole_mgformer.integration.registry import is_deterministic
 
     return is_deterministic(model) and not split_draws_on_seed(config)

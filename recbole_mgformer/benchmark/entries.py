@@ -49,7 +49,7 @@ def parse_entry(entry):
                 f"model entry {entry!r}: {comma_joined[0]!r} holds several overrides; separate them with ';', "
                 f"as in {name}[key=value; key=value]"
             )
-        from recbole_mgformer.cli import parse_overrides  # imports the runner (and torch): not to render a page
+        from recbole_mgformer.config.command_line import parse_overrides  # only for entries with overrides
 
         overrides = parse_overrides([f"--{p}" for p in pairs])
         if "seed" in overrides:

@@ -7,7 +7,7 @@ Usage: ``python -m recbole_mgformer.benchmark.hybrid DATASET FILTER`` prints the
 import sys
 
 from recbole_mgformer.benchmark.tuning import read_settings
-from recbole_mgformer.defaults import benchmark_config_file, model_config_file
+from recbole_mgformer.config.defaults import benchmark_config_file, model_config_file
 from recbole_mgformer.model.filter_residual import FILTERS, TRAINING_KEYS, filter_defaults
 
 

@@ -8,7 +8,7 @@ import dataclasses
 import math
 from pathlib import Path
 
-from recbole_mgformer.defaults import properties_dir
+from recbole_mgformer.config.defaults import properties_dir
 from recbole_mgformer.safety.settings import load_plain_yaml
 
 METRICS = ("recall@20", "ndcg@20")

@@ -14,6 +14,7 @@ from recbole_mgformer.benchmark.entries import slug
 from recbole_mgformer.benchmark.names import is_hybrid
 from recbole_mgformer.benchmark.popularity import GROUP_RULE, popularity_metrics
 from recbole_mgformer.benchmark.stats import PER_USER_METRIC, per_user_path, write_per_row, write_per_user
+from recbole_mgformer.config.input_checks import claim
 from recbole_mgformer.evaluation import (
     TopItemsRecorder,
     ndcg_by_user,
@@ -21,9 +22,10 @@ from recbole_mgformer.evaluation import (
     same_evaluation,
     scores_by_row,
 )
-from recbole_mgformer.input_checks import claim
+from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.records import machine, package_versions, shown_path
-from recbole_mgformer.trainer import RUNTIME_KEYS, plain_value
+from recbole_mgformer.training.checkpoint_files import plain_value
+from recbole_mgformer.training.trainer import RUNTIME_KEYS
 
 # Settings that change where and how a run computes, not its result: the resume's runtime keys (less ``epochs``,
 # which a benchmark run's result depends on), the GPU flag a device implies, evaluation batching, and RecBole's
@@ -54,7 +56,7 @@ def hit_cap(best_epoch, epochs, cap, stopping_step, eval_step=1):
 def matmul_precision(model):
     """``"bf16"`` or ``"fp32"``: what a model with a ``precision`` option multiplies in (``auto`` resolved on this
     machine); None for models without one."""
-    dtype = getattr(model, "matmul_dtype", None)
+    dtype = model_contract(model).matmul_dtype
     return None if dtype is None else {torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
 
 

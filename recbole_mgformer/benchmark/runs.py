@@ -27,12 +27,12 @@ from recbole_mgformer.benchmark.run_record import (
 )
 from recbole_mgformer.benchmark.scoring import score_variant, trained_entry, without_scoring
 from recbole_mgformer.benchmark.tuning import search_info, settings_hash, tuned_file_for
-from recbole_mgformer.compat import init_logger
 from recbole_mgformer.evaluation import evaluate_with_top_items
+from recbole_mgformer.integration.compat import init_logger
+from recbole_mgformer.integration.registry import fits_once
 from recbole_mgformer.quick_start import build_config, prepare
 from recbole_mgformer.records import code_commit, write_record
-from recbole_mgformer.registry import fits_once
-from recbole_mgformer.resume import fit_resumably, forget_resume_state
+from recbole_mgformer.training.resume import fit_resumably, forget_resume_state
 
 
 def tuned_config_files(tuned, config_files):

@@ -13,12 +13,12 @@ So the benchmark trains the entry once a seed and scores every such variant from
    ``--checkpoint_dir``): an error naming both, unless ``--retrain-missing-checkpoints``, which moves that record to
    ``<results>/exploration/runs/<dataset>/`` (:meth:`~recbole_mgformer.benchmark.runs.Run.retire`) and trains the
    entry again, so its row and the variants come from the same trained models.
-2. The checkpoint loads with ``torch.load(weights_only=True)`` (:func:`recbole_mgformer.trainer.load_checkpoint`)
-   and must be the record's model (:func:`check_trained_checkpoint`): the variant's settings but for the scoring
-   options, the same data and training split, the record's best epoch and validation score, the model's parameter
-   names and shapes. The variant is built with its own options (the residual's filter is fitted from the training
-   split then) and receives the trained weights (:func:`trained_state`); valid and test are evaluated by the
-   trainer's evaluator, as a trained run's are.
+2. The checkpoint loads with ``torch.load(weights_only=True)``
+   (:func:`recbole_mgformer.training.checkpoint_files.load_checkpoint`) and must be the record's model
+   (:func:`check_trained_checkpoint`): the variant's settings but for the scoring options, the same data and training
+   split, the record's best epoch and validation score, the model's parameter names and shapes. The variant is built
+   with its own options (the residual's filter is fitted from the training split then) and receives the trained
+   weights (:func:`trained_state`); valid and test are evaluated by the trainer's evaluator, as a trained run's are.
 3. Its record has every field of a trained run's: its own ``valid``, ``test``, per-user values, popularity groups,
    ``build_seconds`` (its construction, the filter's fit included) and ``scoring_seconds``; the trained entry's
    epochs, timings, ``fit_seconds`` and early-stopping fields (:data:`TRAINED_FIELDS`), so the cost columns count
@@ -41,10 +41,11 @@ from recbole_mgformer.benchmark.run_record import (
     settings_changes,
 )
 from recbole_mgformer.benchmark.tuning import trained_overrides
+from recbole_mgformer.integration.registry import get_model
+from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.records import code_commit, shown_path, write_record
-from recbole_mgformer.registry import get_model
-from recbole_mgformer.trainer import check_model_state, load_checkpoint
-from recbole_mgformer.vocabulary import check_dataset, check_training_split
+from recbole_mgformer.training.checkpoint_files import check_model_state, load_checkpoint
+from recbole_mgformer.training.vocabulary import check_dataset, check_training_split
 
 # A scored run's fields taken from its trained entry's record: what training (and selecting the epoch) took.
 TRAINED_FIELDS = (
@@ -67,7 +68,7 @@ class MissingCheckpoint(ValueError):
 
 
 def scoring_options(model):
-    return getattr(get_model(model), "SCORING_OPTIONS", frozenset())
+    return model_contract(get_model(model)).SCORING_OPTIONS
 
 
 def trained_entry(model, overrides):
@@ -149,7 +150,7 @@ def trained_state(model, checkpoint, path):
     """``checkpoint`` with ``model``'s own state where the trained entry has none: a scoring option's untrained
     state, fitted when the variant was built (the residual's filter). Any other difference (a trained parameter
     missing, a name the variant lacks, another shape, another model) is the error of
-    :func:`recbole_mgformer.trainer.check_model_state`."""
+    :func:`recbole_mgformer.training.checkpoint_files.check_model_state`."""
     trainable = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
     own = {
         key: value

@@ -13,7 +13,7 @@ import statistics
 import warnings
 from pathlib import Path
 
-from recbole_mgformer.input_checks import write_new_file
+from recbole_mgformer.config.input_checks import write_new_file
 
 ALPHA = 0.05
 PER_USER_METRIC = "ndcg@20"

@@ -32,7 +32,7 @@ from recbole_mgformer.benchmark.names import (
     is_hybrid,
 )
 from recbole_mgformer.benchmark.sections import sections
-from recbole_mgformer.input_checks import write_new_text
+from recbole_mgformer.config.input_checks import write_new_text
 
 README_START = (
     "<!-- results-summary:start: rendered by `python -m recbole_mgformer.benchmark --render-only` from "

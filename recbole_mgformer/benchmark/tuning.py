@@ -21,9 +21,10 @@ from recbole.config import Config
 
 from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.entries import tuned_stem, variant_name
-from recbole_mgformer.defaults import benchmark_config_file, tuned_dir
+from recbole_mgformer.config.defaults import benchmark_config_file, tuned_dir
+from recbole_mgformer.integration.registry import get_model
+from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.records import shown_path
-from recbole_mgformer.registry import get_model
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,7 @@ def _search_once(
 def trained_overrides(model, overrides):
     """An entry's overrides less those that act only on its scores after training (the model class's
     ``SCORING_OPTIONS``: MGFormer's filter residual), which leave it training as the entry without them."""
-    scoring = getattr(get_model(model), "SCORING_OPTIONS", frozenset())
+    scoring = model_contract(get_model(model)).SCORING_OPTIONS
     return {key: value for key, value in overrides.items() if key not in scoring}
 
 

@@ -40,6 +40,14 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from recbole_mgformer.config.defaults import dataset_config_file
+from recbole_mgformer.config.input_checks import (
+    check_dataset_name,
+    check_writable,
+    claim,
+    refuse_existing,
+    temporary_beside,
+)
 from recbole_mgformer.data.atomic import decoded_lines
 from recbole_mgformer.data.tabular import (
     FIELDS,
@@ -52,14 +60,6 @@ from recbole_mgformer.data.tabular import (
     side_columns,
 )
 from recbole_mgformer.data.tokens import token_problem
-from recbole_mgformer.defaults import dataset_config_file
-from recbole_mgformer.input_checks import (
-    check_dataset_name,
-    check_writable,
-    claim,
-    refuse_existing,
-    temporary_beside,
-)
 
 FORMATS = ("selfrec", "lightgcn", "pairs")  # one record a line
 NPZ = "npz"

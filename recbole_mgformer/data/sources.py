@@ -9,9 +9,9 @@ import shutil
 from logging import getLogger
 from pathlib import Path
 
+from recbole_mgformer.config.defaults import dataset_config_file
 from recbole_mgformer.data.atomic import ATOMIC_SUFFIXES
 from recbole_mgformer.data.importer import NPZ, import_merged, import_npz
-from recbole_mgformer.defaults import dataset_config_file
 from recbole_mgformer.safety.settings import load_plain_yaml
 
 # name -> (source format, folder under datasets/, files merged in this order)

@@ -1,4 +1,5 @@
-"""Base classes shared by this package's models."""
+"""Base classes shared by this package's models, and the contract between a model and the runner
+(:class:`ModelContract`, read through :func:`model_contract`)."""
 
 import copy
 
@@ -9,6 +10,59 @@ from recbole.model.abstract_recommender import GeneralRecommender
 
 from recbole_mgformer.model.graph import CSRParts, csr_parts, csr_tensor, normalized_adjacency
 from recbole_mgformer.model.loss import bpr_loss
+
+
+class ModelContract:
+    """What the runner reads from a model beyond RecBole's ``AbstractRecommender``: every optional hook, with its
+    default. A model of this project overrides what applies to it; RecBole's own models have the defaults
+    (:func:`model_contract`). The runner reads these names nowhere else."""
+
+    REFINES_RECBOLE = False
+    """True: the model is a deliberate, faster version of RecBole's model of the same name (LightGCN), so RecBole's
+    own entry points keep RecBole's quietly (a subclass of RecBole's, as SGL, says so by subclassing)."""
+
+    SCORING_OPTIONS = frozenset()
+    """Settings that change only how a trained model scores, not how it trains (MGFormer's filter residual): a
+    benchmark entry differing from another only in these is scored from the other's checkpoint, not trained."""
+
+    deterministic = None
+    """True or False: the model gives the same model whatever the seed (one seed is a board's whole row), or not.
+    None: the registry decides (RecBole's traditional models are, but those that draw random numbers)."""
+
+    CUDA_GRAPH_SAFE = False
+    """True: the training step is capturable as one CUDA graph: static shapes, no decision on the host within the
+    step (those belong in :meth:`before_step`)."""
+
+    step_hook = False
+    """True while a trainer calls :attr:`before_step` before every training step (set by the trainer)."""
+
+    before_step = None
+    """A method the trainer calls before every training step, graphed or eager, for the step's host-side decisions
+    (MGFormer's feature-redraw clock); None: nothing to call."""
+
+    def cuda_graph_blocker(self):
+        """Why this configuration's step cannot be one CUDA graph although the class is :attr:`CUDA_GRAPH_SAFE`
+        (a reason), or None."""
+        return None
+
+    def cuda_graph_generators(self):
+        """The random generators the training step draws from, registered with a captured graph so that each replay
+        draws anew (SimGCL's noise)."""
+        return []
+
+    matmul_dtype = None
+    """The dtype of the model's large products where it has a ``precision`` option (recorded with a run); None for
+    models without one."""
+
+
+_RECBOLE_DEFAULTS = ModelContract()
+
+
+def model_contract(model):
+    """``model`` (an instance or a class) as the runner reads it: itself where it declares the contract (this
+    project's models that use a hook), else the contract's defaults (RecBole's own models, and ours that use none)."""
+    declares = issubclass(model, ModelContract) if isinstance(model, type) else isinstance(model, ModelContract)
+    return model if declares else _RECBOLE_DEFAULTS
 
 
 class SharedSparseBuffers:
@@ -111,7 +165,7 @@ class BPRWithEgoL2:
         return loss + self.reg_weight * regulariser.squeeze()
 
 
-class GraphRecommender(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
+class GraphRecommender(ModelContract, SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
     """A general recommender whose user and item representations come from the whole training graph.
 
     It builds ``D^-1/2 A D^-1/2`` from the training interactions once (the dataset a model receives is

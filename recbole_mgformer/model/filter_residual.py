@@ -19,7 +19,7 @@ Shapes: ``b`` users, ``items`` item ids (RecBole's padding id 0 included, as in 
 
 import torch
 
-from recbole_mgformer.defaults import model_config_file
+from recbole_mgformer.config.defaults import model_config_file
 from recbole_mgformer.model.general_recommender.bspm import BSPM
 from recbole_mgformer.model.general_recommender.chebycf import ChebyCF
 from recbole_mgformer.model.general_recommender.gfcf import GFCF

@@ -20,8 +20,8 @@ Also closed, where RecBole's own code reaches them: ``HyperTuning``'s parameter 
 ``item_emb.npy`` (ldiffrec.py:232, ``numpy.load(allow_pickle=True)``) and the pretrained files six models
 ``torch.load`` without ``weights_only`` (:data:`PRETRAINED_MODELS`).
 
-:func:`install` applies all of it, once per process, on every stack; :func:`recbole_mgformer.plugin.register`
-calls it (importing ``recbole_mgformer.registry`` does, as every path that trains or loads). By what each
+:func:`recbole_mgformer.register` applies all of it (the ``install_*`` functions, entries of
+:data:`recbole_mgformer.integration.patches.PATCHES`), once per process, on every stack. By what each
 guards: ``settings.py`` (string settings, YAML, RecBole's Config and HyperTuning's files), ``datasets.py`` (pickled
 datasets and dataloaders), ``models.py`` (the files RecBole's models load); every name is importable from
 ``recbole_mgformer.safety``.
@@ -43,6 +43,7 @@ from recbole_mgformer.safety.datasets import (
 from recbole_mgformer.safety.models import (
     KD_DAGFM_TEACHERS,
     PRETRAINED_MODELS,
+    anomaly_mode_kept,
     install_models,
     install_weights_only_pretraining,
 )
@@ -65,11 +66,16 @@ __all__ = [
     "PRETRAINED_MODELS",
     "SafeLoader",
     "UnsafeSettingError",
+    "anomaly_mode_kept",
     "check_literal_strings",
     "create_dataset",
     "dataset_class",
     "drop_pickle_settings",
-    "install",
+    "install_config",
+    "install_data",
+    "install_hyper_tuning",
+    "install_models",
+    "install_weights_only_pretraining",
     "literal_setting",
     "literal_settings",
     "load_split_dataloaders",
@@ -78,16 +84,3 @@ __all__ = [
     "refuse_pickle_settings",
     "save_split_dataloaders",
 ]
-_installed = []
-
-
-def install():
-    """Apply everything above, once per process."""
-    if _installed:
-        return
-    install_config()
-    install_data()
-    install_hyper_tuning()
-    install_models()
-    install_weights_only_pretraining()
-    _installed.append(True)

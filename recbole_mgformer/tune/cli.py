@@ -5,14 +5,16 @@ import json
 import sys
 from pathlib import Path
 
-from recbole_mgformer.cli import config_settings
-from recbole_mgformer.input_checks import user_errors, write_new_text
+from recbole_mgformer.config.command_line import config_settings
+from recbole_mgformer.config.input_checks import user_errors, write_new_text
+from recbole_mgformer.integration.patches import register
 from recbole_mgformer.tune.report import render_markdown
 from recbole_mgformer.tune.search import tune_recommender
 from recbole_mgformer.tune.space import SEARCHES, TuneSetupError
 
 
 def main(argv=None):
+    register()
     with user_errors():  # bad input: its message, no traceback
         return _main(argv)
 

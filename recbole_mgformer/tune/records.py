@@ -16,9 +16,9 @@ import socket
 from contextlib import contextmanager
 from pathlib import Path
 
-from recbole_mgformer.checkpoint_files import plain_value
-from recbole_mgformer.input_checks import write_new_text
+from recbole_mgformer.config.input_checks import write_new_text
 from recbole_mgformer.safety import UnsafeSettingError, check_literal_strings
+from recbole_mgformer.training.checkpoint_files import plain_value
 from recbole_mgformer.tune.space import TuneSetupError
 
 try:

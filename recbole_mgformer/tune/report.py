@@ -4,8 +4,8 @@ import math
 
 import yaml
 
-from recbole_mgformer.checkpoint_files import plain_value
 from recbole_mgformer.records import display_path
+from recbole_mgformer.training.checkpoint_files import plain_value
 
 
 def ranked(row):

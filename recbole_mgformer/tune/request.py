@@ -5,12 +5,12 @@ import importlib.util
 import os
 from pathlib import Path
 
-from recbole_mgformer.checkpoint_files import plain_value
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.sources import ensure_dataset
+from recbole_mgformer.integration.registry import fits_once, get_model
 from recbole_mgformer.quick_start import build_config
 from recbole_mgformer.records import display_path
-from recbole_mgformer.registry import fits_once, get_model
+from recbole_mgformer.training.checkpoint_files import plain_value
 from recbole_mgformer.tune.records import RECORDS_VERSION
 from recbole_mgformer.tune.space import (
     TuneSetupError,

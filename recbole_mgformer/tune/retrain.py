@@ -4,9 +4,9 @@ import logging
 import os
 from pathlib import Path
 
-from recbole_mgformer.checkpoint_files import plain_value
 from recbole_mgformer.quick_start import run_recommender
 from recbole_mgformer.safety import load_yaml
+from recbole_mgformer.training.checkpoint_files import plain_value
 from recbole_mgformer.tune.trials import _ray_gpu_ids, error_line
 
 

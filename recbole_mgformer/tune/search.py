@@ -8,9 +8,9 @@ import json
 import time
 from pathlib import Path
 
-from recbole_mgformer.checkpoint_files import plain_value
-from recbole_mgformer.input_checks import check_writable, write_new_text
+from recbole_mgformer.config.input_checks import check_writable, write_new_text
 from recbole_mgformer.records import code_commit, display_path, machine, package_versions
+from recbole_mgformer.training.checkpoint_files import plain_value
 from recbole_mgformer.tune.draws import plan_trials
 from recbole_mgformer.tune.records import REQUEST_FILE, claim_request, read_trial_records, search_lock
 from recbole_mgformer.tune.report import best_config_yaml, ranked, render_markdown, sort_rows

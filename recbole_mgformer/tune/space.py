@@ -8,9 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from recbole_mgformer.config_check import known_keys
-from recbole_mgformer.defaults import properties_dir
-from recbole_mgformer.registry import get_model
+from recbole_mgformer.config.config_check import known_keys
+from recbole_mgformer.config.defaults import properties_dir
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
 
 DISTRIBUTIONS = {

@@ -8,7 +8,7 @@ import os
 
 from recbole.utils import init_seed
 
-from recbole_mgformer.compat import init_logger
+from recbole_mgformer.integration.compat import init_logger
 from recbole_mgformer.quick_start import build_config, prepare
 
 METRIC = "best_valid_score"  # the trial's best validation score so far, what RecBole's early stopping keeps

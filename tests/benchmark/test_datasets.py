@@ -8,7 +8,7 @@ from recbole_mgformer.benchmark.datasets import (
     training_share,
     untuned_heading,
 )
-from recbole_mgformer.defaults import properties_dir
+from recbole_mgformer.config.defaults import properties_dir
 
 
 def test_each_shipped_dataset_names_its_table_and_page():

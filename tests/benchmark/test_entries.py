@@ -40,7 +40,7 @@ def test_ablations_take_the_tuned_mgformers_settings_and_other_variants_are_sear
 
 def test_a_tuned_files_stem_names_its_model():
     from recbole_mgformer.benchmark.entries import stem_model, tuned_stem
-    from recbole_mgformer.registry import get_model
+    from recbole_mgformer.integration.registry import get_model
 
     for model, overrides in [
         ("MGFormer", {}),

@@ -8,7 +8,7 @@ import pytest
 
 from recbole_mgformer.benchmark.hybrid import filter_settings_source, residual_arguments
 from recbole_mgformer.benchmark.tuning import read_settings
-from recbole_mgformer.cli import parse_overrides
+from recbole_mgformer.config.command_line import parse_overrides
 from recbole_mgformer.model.filter_residual import FILTERS, filter_defaults
 
 

@@ -12,8 +12,8 @@ from recbole_mgformer.benchmark.run_record import move_record
 from recbole_mgformer.benchmark.runs import Run
 from recbole_mgformer.benchmark.stats import read_per_user, write_per_user
 from recbole_mgformer.model.precision import resolve_precision
-from recbole_mgformer.resume import RunTimer
-from recbole_mgformer.trainer import load_checkpoint
+from recbole_mgformer.training.checkpoint_files import load_checkpoint
+from recbole_mgformer.training.resume import RunTimer
 
 
 def test_runs_write_records_skip_them_on_rerun_and_render_the_leaderboard(tiny_data, tmp_path, capsys):
@@ -279,8 +279,8 @@ def test_shipped_tuned_configs_name_known_models_and_datasets():
     """A tuned file is named after its model (``MGFormer.yaml``) or, searched as itself, after its variant's slug
     (``mgformer-attention-false.yaml``, whose header names the variant ``MGFormer attention=False``)."""
     from recbole_mgformer.benchmark.entries import slug, stem_model
-    from recbole_mgformer.defaults import properties_dir
-    from recbole_mgformer.registry import get_model
+    from recbole_mgformer.config.defaults import properties_dir
+    from recbole_mgformer.integration.registry import get_model
 
     for path in (properties_dir() / "benchmark").glob("*/*.yaml"):
         assert (properties_dir() / "dataset" / f"{path.parent.name}.yaml").is_file(), path

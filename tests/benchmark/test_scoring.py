@@ -13,7 +13,7 @@ from recbole_mgformer.benchmark import main, slug
 from recbole_mgformer.benchmark.general import scored_lines
 from recbole_mgformer.benchmark.runs import Run, setup_run
 from recbole_mgformer.benchmark.stats import read_per_user
-from recbole_mgformer.trainer import load_checkpoint
+from recbole_mgformer.training.checkpoint_files import load_checkpoint
 
 TRAINED = "MGFormer[attention=False; embedding_size=8]"
 # the residual's GF-CF for a 40 x 60 toy graph; passed to every run, as experiments/hybrid_grid.sh does

@@ -114,7 +114,7 @@ def read_by_recbole(path):
     from recbole.data.dataset import Dataset
     from recbole.utils import FeatureSource
 
-    import recbole_mgformer.registry  # noqa: F401  (RecBole repaired for this stack, as every run has it)
+    import recbole_mgformer.integration.registry  # noqa: F401  (RecBole repaired for this stack, as every run has it)
 
     return Dataset._load_feat(ReaderOnly(), str(path), FeatureSource.INTERACTION)
 

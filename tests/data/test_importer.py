@@ -11,6 +11,8 @@ import pytest
 import scipy.sparse as sp
 import yaml
 
+from recbole_mgformer.config.defaults import dataset_config_file
+from recbole_mgformer.config.input_checks import claim
 from recbole_mgformer.data import importer
 from recbole_mgformer.data.importer import (
     SourceFormatError,
@@ -22,8 +24,6 @@ from recbole_mgformer.data.importer import (
     read_source,
 )
 from recbole_mgformer.data.tokens import NA_VALUES
-from recbole_mgformer.defaults import dataset_config_file
-from recbole_mgformer.input_checks import claim
 from recbole_mgformer.quick_start import build_config, prepare
 
 HAS_PYARROW = importlib.util.find_spec("pyarrow") is not None

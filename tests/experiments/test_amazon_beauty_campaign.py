@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from recbole_mgformer.benchmark.entries import parse_entry, split_models
-from recbole_mgformer.defaults import properties_dir
+from recbole_mgformer.config.defaults import properties_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "experiments" / "amazon_beauty_campaign.sh"

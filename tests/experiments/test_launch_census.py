@@ -20,6 +20,7 @@ from experiments.launch_census import (  # noqa: E402
     main,
     model_config,
 )
+from recbole_mgformer.model.abstract_recommender import model_contract  # noqa: E402
 
 # with one key chunk and one loss block the counts do not depend on the graph's size, so a small graph counts
 # what a Beauty-sized one does (results/performance/launch_census.md)
@@ -81,7 +82,7 @@ def test_a_contrastive_baseline_s_loss_compiles_whole_to_the_eager_loss_and_grad
     """fullgraph: XSimGCL's noise is drawn by the compiled step from the model's generator (the eager numbers, new
     ones at the next call), SGL's views are read from their buffers."""
     model, _ = build(model_name, {}, GRAPH, BATCH)
-    batch, generators = GRAPH.batch(BATCH, 3), getattr(model, "cuda_graph_generators", list)()
+    batch, generators = GRAPH.batch(BATCH, 3), model_contract(model).cuda_graph_generators()
     results = []
     for loss_function in (
         model.calculate_loss,

@@ -551,7 +551,7 @@ def test_an_unwritable_results_folder_fails_before_ray_starts(tiny_data, tiny_ya
             raise PermissionError(13, "Permission denied")
         return real(*args, dir=dir, **kwargs)
 
-    monkeypatch.setattr("recbole_mgformer.input_checks.tempfile.TemporaryFile", refused_there)
+    monkeypatch.setattr("recbole_mgformer.config.input_checks.tempfile.TemporaryFile", refused_there)
     assert main(tune_args(*base, results="read-only")) == 2
     assert f"--results {read_only / 'BPR-tiny.md'}: cannot write in {read_only} (Permission denied)" in (
         capsys.readouterr().err

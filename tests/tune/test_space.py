@@ -7,7 +7,7 @@ import pytest
 import yaml
 from conftest import tune_args
 
-from recbole_mgformer.defaults import properties_dir
+from recbole_mgformer.config.defaults import properties_dir
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space
 from recbole_mgformer.tune.search import default_temp_dir
 

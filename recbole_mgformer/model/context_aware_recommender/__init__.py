@@ -1,3 +1,3 @@
-from recbole_mgformer.model.context_aware_recommender.csa import CSA
-
-__all__ = ["CSA"]
+"""This project's context-aware models, one module each, named as RecBole names its own: the registry finds them by
+module (``recbole_mgformer.integration.registry.model_modules``), so this package re-exports none and importing one
+model (a filter that MGFormer's residual uses) imports no other."""

@@ -24,7 +24,9 @@ class DirectAU(GraphRecommender):
     r"""DirectAU; see ``properties/model/DirectAU.yaml`` for its options."""
 
     input_type = InputType.POINTWISE
-    CUDA_GRAPH_SAFE = True  # a step of static shapes with no host-side decision (recbole_mgformer/cuda_graph.py)
+    CUDA_GRAPH_SAFE = (
+        True  # a step of static shapes with no host-side decision (recbole_mgformer/training/cuda_graph.py)
+    )
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)

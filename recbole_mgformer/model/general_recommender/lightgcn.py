@@ -24,7 +24,8 @@ class LightGCN(BPRWithEgoL2, GraphRecommender):
     ``n_layers``, ``reg_weight``, ``require_pow``."""
 
     input_type = InputType.PAIRWISE
-    # RecBole's model computed faster: RecBole's own entry points keep theirs, quietly (recbole_mgformer/plugin.py)
+    # RecBole's model computed faster: RecBole's own entry points keep theirs, quietly
+    # (recbole_mgformer/integration/plugin.py)
     REFINES_RECBOLE = True
 
     def __init__(self, config, dataset):

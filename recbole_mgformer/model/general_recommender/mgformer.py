@@ -17,7 +17,7 @@ from recbole.model.abstract_recommender import GeneralRecommender
 from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
-from recbole_mgformer.model.abstract_recommender import CachedRepresentations, SharedSparseBuffers
+from recbole_mgformer.model.abstract_recommender import CachedRepresentations, ModelContract, SharedSparseBuffers
 from recbole_mgformer.model.filter_residual import matched_residual, residual_filter
 from recbole_mgformer.model.graph import graph_with_self_loops, lightgcn_propagate, normalized_adjacency
 from recbole_mgformer.model.loss import directau_loss_of_pairs
@@ -60,7 +60,7 @@ def graph_inputs(interactions, options):
     return GraphInputs(structural, degrees, adjacency, propagated, edges)
 
 
-class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
+class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
     r"""Masked Graph Transformer trained with the DirectAU loss; see ``properties/model/MGFormer.yaml``
     (``MGFormerOptions``; the options that act only inside the attention: ``option_names.ATTENTION_OPTIONS``)."""
 
@@ -69,7 +69,7 @@ class MGFormer(SharedSparseBuffers, CachedRepresentations, GeneralRecommender):
     # with them trains as the same entry without them, so the benchmark gives it that entry's tuned settings.
     SCORING_OPTIONS = FILTER_RESIDUAL_OPTIONS
     # Its step has static shapes and decides nothing on the host but the redraw clock, which before_step() keeps
-    # (recbole_mgformer/cuda_graph.py); cuda_graph_blocker() names the options that break this.
+    # (recbole_mgformer/training/cuda_graph.py); cuda_graph_blocker() names the options that break this.
     CUDA_GRAPH_SAFE = True
     step_hook = False  # True while a trainer calls before_step() before every training step
 

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from recbole.model.general_recommender.sgl import SGL as RecBoleSGL
 
+from recbole_mgformer.model.abstract_recommender import ModelContract
 from recbole_mgformer.model.graph import CSRParts, csr_parts, csr_tensor, symmetric_sparse_matmul, to_torch_csr
 from recbole_mgformer.model.loss import info_nce_over_all_nodes
 
@@ -38,7 +39,7 @@ def normalized_values(entry_rows, col_indices, weights, n):
     return (scale[entry_rows] * weights * scale[col_indices]).astype(np.float32)
 
 
-class SGL(RecBoleSGL):
+class SGL(ModelContract, RecBoleSGL):
     r"""SGL; RecBole's options (``type`` ED/ND/RW, ``drop_ratio``, ``ssl_tau``, ``ssl_weight``, ``reg_weight``)."""
 
     # Static shapes; the views are drawn in train(), outside any step, into fixed buffers (see cuda_graph.py)

@@ -21,7 +21,8 @@ class SimGCL(BPRWithEgoL2, GraphRecommender):
     r"""SimGCL; see ``properties/model/SimGCL.yaml`` for its options."""
 
     input_type = InputType.PAIRWISE
-    # Static shapes (the contrastive loss masks repeated ids) and device-side noise (recbole_mgformer/cuda_graph.py).
+    # Static shapes (the contrastive loss masks repeated ids) and device-side noise
+    # (recbole_mgformer/training/cuda_graph.py).
     CUDA_GRAPH_SAFE = True
 
     def __init__(self, config, dataset):

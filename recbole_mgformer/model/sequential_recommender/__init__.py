@@ -1,3 +1,3 @@
-from recbole_mgformer.model.sequential_recommender.eagps import EAGPS
-
-__all__ = ["EAGPS"]
+"""This project's sequential models, one module each, named as RecBole names its own: the registry finds them by
+module (``recbole_mgformer.integration.registry.model_modules``), so this package re-exports none and importing one
+model (a filter that MGFormer's residual uses) imports no other."""

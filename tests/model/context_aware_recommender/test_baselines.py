@@ -7,10 +7,10 @@ from conftest import write_context_dataset
 from recbole.model.abstract_recommender import ContextRecommender
 from test_csa import CONTEXT_TOY as CSA_TOY
 
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.context_aware_recommender.contextneumf import ContextNeuMF
 from recbole_mgformer.model.context_aware_recommender.imc import IMC
 from recbole_mgformer.quick_start import build_config, prepare
-from recbole_mgformer.registry import get_model
 
 CONTEXT_TOY = {key: value for key, value in CSA_TOY.items() if key not in ("n_heads", "d_ff")}
 NO_DROPOUT = {"IMC": {}, "ContextNeuMF": {"dropout_prob": 0.0}}

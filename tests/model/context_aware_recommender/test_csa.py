@@ -6,10 +6,10 @@ import torch.nn.functional as F
 from conftest import CONTEXT_PROTOCOL, write_context_dataset
 
 from recbole_mgformer import run_recommender
-from recbole_mgformer.defaults import properties_dir
+from recbole_mgformer.config.defaults import properties_dir
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.context_aware_recommender.csa import CSA, TransformerBlock, masked_attention
 from recbole_mgformer.quick_start import build_config, prepare
-from recbole_mgformer.registry import get_model
 
 # ---- direct, slow references -------------------------------------------------------------------------------
 

@@ -4,8 +4,8 @@ import scipy.sparse as sp
 from dense_filters import assert_predict_is_full_sort, assert_scores, dense_interactions
 from recbole.model.general_recommender.ease import EASE as RecBoleEASE
 
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.general_recommender.ease import ease_weights, fill_lower_from_upper
-from recbole_mgformer.registry import get_model
 
 
 def direct_ease(r, reg_weight):

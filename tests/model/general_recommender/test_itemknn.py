@@ -4,8 +4,8 @@ import scipy.sparse as sp
 from dense_filters import all_scores, assert_predict_is_full_sort, assert_scores, dense_interactions
 from recbole.model.general_recommender.itemknn import ItemKNN as RecBoleItemKNN
 
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.general_recommender.itemknn import knn_weights
-from recbole_mgformer.registry import get_model
 
 
 def direct_cosine(r, shrink):

@@ -3,8 +3,8 @@ import torch
 from recbole.model.general_recommender.lightgcn import LightGCN as RecBoleLightGCN
 from references import dense_lightgcn, direct_bpr_and_reg
 
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.general_recommender.lightgcn import LightGCN
-from recbole_mgformer.registry import get_model
 
 
 def test_the_registry_gives_this_projects_lightgcn():

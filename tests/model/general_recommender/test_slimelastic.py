@@ -5,8 +5,8 @@ from dense_filters import assert_predict_is_full_sort, dense_interactions
 from recbole.model.general_recommender.slimelastic import SLIMElastic as RecBoleSLIMElastic
 from sklearn.linear_model import ElasticNet
 
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.general_recommender.slimelastic import slim_weights
-from recbole_mgformer.registry import get_model
 
 
 def reference_weights(r, alpha, l1_ratio, positive_only, hide_item):

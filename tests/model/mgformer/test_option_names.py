@@ -6,7 +6,7 @@ from pathlib import Path
 import yaml
 
 import recbole_mgformer.model.mgformer.option_names as option_names
-from recbole_mgformer.defaults import model_config_file
+from recbole_mgformer.config.defaults import model_config_file
 
 
 def test_the_attention_options_are_options_of_mgformer():

@@ -4,7 +4,7 @@ import pytest
 import torch
 import yaml
 
-from recbole_mgformer.defaults import model_config_file
+from recbole_mgformer.config.defaults import model_config_file
 from recbole_mgformer.model.mgformer.options import (
     COMPILE_MIN_NODES,
     CPU_KEY_CHUNK_SIZE,

@@ -10,12 +10,12 @@ import torch.nn.functional as F
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.cli import main as cli_main
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.eagps.decoder import sequential_mask, soft_attention
 from recbole_mgformer.model.eagps.external import external_attention, token_external_attention
 from recbole_mgformer.model.eagps.graph import sequential_adjacency
-from recbole_mgformer.model.sequential_recommender import EAGPS
+from recbole_mgformer.model.sequential_recommender.eagps import EAGPS
 from recbole_mgformer.quick_start import build_config, prepare
-from recbole_mgformer.registry import get_model
 
 ROOT = Path(__file__).resolve().parents[3]
 ML100K_SEQUENTIAL = str(ROOT / "properties" / "dataset" / "ml-100k-seq.yaml")  # the protocol, on any data

@@ -1,0 +1,34 @@
+"""``--key=value`` command lines as settings, for every command line of the project (run.py, tune, benchmark)."""
+
+import yaml
+
+from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
+
+
+def parse_overrides(arguments):
+    """``["--key=value", ...]`` -> ``{key: value}``, values parsed as YAML like RecBole's config files (a safe
+    loader), and a string value that is Python code (``--lr="__import__('os')..."``) refused: RecBole's Config
+    would ``eval`` it, this project reads it as a literal (:func:`recbole_mgformer.safety.literal_setting`)."""
+    overrides = {}
+    for argument in arguments:
+        key, sep, raw = argument[2:].partition("=") if argument.startswith("--") else ("", "", "")
+        if not key or not sep:
+            raise SystemExit(f"error: cannot read argument {argument!r}; write config overrides as --key=value")
+        if key in overrides:  # the last would win silently, as a YAML key set twice would
+            raise SystemExit(f"error: --{key} is given twice; keep one --{key}=... on the command line")
+        try:
+            overrides[key] = load_yaml(raw) if raw else None
+        except yaml.YAMLError as error:
+            raise SystemExit(f"error: the value of --{key} is not valid YAML: {error}") from None
+        if isinstance(overrides[key], str):
+            try:
+                literal_setting(key, overrides[key])
+            except UnsafeSettingError as error:
+                raise SystemExit(f"error: --{key}=...: {error}") from None
+    return overrides
+
+
+def config_settings(args, rest):
+    """``(config files, overrides)`` of a command line: the space-separated ``--config_files`` (None without it) and
+    the other ``--key=value`` arguments ``rest``, read by :func:`parse_overrides`."""
+    return (args.config_files.split() if args.config_files else None), parse_overrides(rest)

@@ -1,0 +1,519 @@
+"""Checks of what a user points the commands at, before RecBole or the filesystem meets it: config files (each a
+YAML mapping, read as RecBole reads it), dataset names (a folder under ``data_path``, never a path out of it) and
+output paths (never silently replacing a file or a non-empty folder). Each failure names the file, line or option
+and the fix."""
+
+import contextlib
+import errno
+import math
+import numbers
+import os
+import re
+import secrets
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the whole package, not this folder
+
+
+class ConfigFileError(ValueError):
+    """A config file that is missing, not UTF-8, not YAML, or not a mapping of settings."""
+
+
+def _compose_and_load(text):
+    """The composed root node and the settings of a YAML text, read with the project's safe loader (RecBole's float
+    resolver, no Python objects from tags, and bounded: :class:`recbole_mgformer.safety.settings.YamlBombError` for
+    a document that aliases expand past what any config needs)."""
+    from recbole_mgformer.safety.settings import SafeLoader
+
+    loader = SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    finally:
+        loader.dispose()
+
+
+def _where(path, mark):
+    return f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+
+
+def _duplicate_key(path, node):
+    """The first key a top-level mapping repeats (YAML keeps the last silently), as an error naming both lines."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    seen = {}
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode):
+            if key.value in seen:
+                return ConfigFileError(
+                    f"{_where(path, key.start_mark)}: key {key.value!r} is set twice (also on line "
+                    f"{seen[key.value] + 1}); YAML would keep the last silently: keep one"
+                )
+            seen[key.value] = key.start_mark.line
+    return None
+
+
+def read_config_file(path):
+    """The settings of one YAML config file as a dict (``{}`` for an empty file), read as RecBole reads it (a UTF-8
+    byte-order mark is allowed); raises :class:`ConfigFileError` naming the file, line and fix otherwise."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigFileError(
+            f"config file {str(path)!r} does not exist; check the path (--config_files takes "
+            "space-separated YAML files)"
+        )
+    if not path.is_file():
+        raise ConfigFileError(f"config file {str(path)!r} is not a file; name a YAML file of settings")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise ConfigFileError(
+            f"{path}:{line}: byte {raw[error.start : error.start + 1]!r} is not UTF-8; save the config file as UTF-8"
+        ) from None
+    from recbole_mgformer.safety.settings import YamlBombError
+
+    try:
+        node, settings = _compose_and_load(text)
+    except YamlBombError as error:
+        raise ConfigFileError(f"{_where(path, error.problem_mark)}: {error.problem}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or str(error)
+        hint = (
+            "indent with spaces: YAML does not allow tabs"
+            if "\\t" in problem or "\t" in problem
+            else "fix the YAML syntax (lines of 'key: value')"
+        )
+        raise ConfigFileError(f"{_where(path, mark)}: not valid YAML ({problem}); {hint}") from None
+    if settings is None:
+        return {}
+    if not isinstance(settings, dict):
+        raise ConfigFileError(
+            f"{path}: a config file must be a mapping of settings (lines of 'key: value', e.g. "
+            f"'epochs: 10'), not a YAML {type(settings).__name__}"
+        )
+    duplicate = _duplicate_key(path, node)
+    if duplicate is not None:
+        raise duplicate
+    return settings
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)  # numpy's scalars too (a tuning draw)
+
+
+SHAPES = {"eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "group_by": "user", "mode": "full"}}
+
+
+# ------------------------------------------------------------------------------------------------ evaluation settings
+
+LS_MODES = ("valid_and_test", "valid_only", "test_only")
+EVAL_ARGS_KEYS = ("split", "order", "group_by", "mode")
+EVAL_MODE = re.compile(r"full|labeled|(?:uni|pop)[1-9][0-9]*")
+SEED_BOUND = 2**32  # numpy's seeding takes 0 <= seed < 2**32
+# settings RecBole's Config or its first use fails on when unset (``topk: ~``, ``seed: ~``)
+REQUIRED = ("metrics", "topk", "valid_metric", "eval_args", "seed")
+
+
+def _metric_registry():
+    from recbole.evaluator.register import metric_types, metrics_dict
+
+    return metrics_dict, metric_types
+
+
+def metric_at_k(name):
+    """Whether RecBole's metric ``name`` is reported at each top-k cut-off (``recall@20``), not once (``auc``)."""
+    metrics_dict, _ = _metric_registry()
+    return any(need in ("rec.topk", "rec.items") for need in metrics_dict[name.lower()].metric_need)
+
+
+def is_value_metric(name):
+    from recbole.utils import EvaluatorType
+
+    return _metric_registry()[1][name.lower()] == EvaluatorType.VALUE
+
+
+def _whole(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _topk_problem(value):
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(_whole(k) and k > 0 for k in values):
+        return f"takes whole numbers above 0 (e.g. [10, 20]), not {value!r}"
+    return None
+
+
+def _metrics_problem(value):
+    metrics_dict, _ = _metric_registry()
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(m, str) for m in values):
+        return f"takes a list of RecBole's metric names (e.g. [Recall, NDCG]) or one name, not {value!r}"
+    unknown = [m for m in values if m.lower() not in metrics_dict]
+    if unknown:
+        return f"names {', '.join(map(repr, unknown))}, not among RecBole's metrics ({', '.join(metrics_dict)})"
+    ranking = [m for m in values if not is_value_metric(m)]
+    if ranking and len(ranking) < len(values):
+        scored = [m for m in values if is_value_metric(m)]
+        return (
+            f"mixes ranking metrics ({', '.join(ranking)}) and value metrics ({', '.join(scored)}), which RecBole "
+            "cannot compute in one run; keep one kind"
+        )
+    return None
+
+
+def _valid_metric_problem(value):
+    metrics_dict, _ = _metric_registry()
+    if not isinstance(value, str) or not value:
+        return (
+            f"takes the name of one of the run's metrics, at one of topk for a top-k one (e.g. NDCG@20), not {value!r}"
+        )
+    name, at, k = value.partition("@")
+    if name.lower() not in metrics_dict:
+        return f"names {name!r}, not among RecBole's metrics ({', '.join(metrics_dict)})"
+    if metric_at_k(name) and not (at and re.fullmatch(r"[1-9][0-9]*", k)):
+        return f"is {value!r}: {name} is reported at a cut-off, so write {name}@K with K one of topk (e.g. {name}@20)"
+    if not metric_at_k(name) and at:
+        return f"is {value!r}: {name} is reported once, not at a cut-off; write {name}"
+    return None
+
+
+def _seed_problem(value):
+    if not (_whole(value) and 0 <= value < SEED_BOUND):
+        return f"takes a whole number from 0 to {SEED_BOUND - 1} (what numpy's seeding accepts), not {value!r}"
+    return None
+
+
+def _ratios_problem(mode, ratios):
+    if not (isinstance(ratios, list) and len(ratios) == 3 and all(_is_number(r) for r in ratios)):
+        return f"split {mode} takes three numbers [train, valid, test] (e.g. {{{mode}: [0.8, 0.1, 0.1]}}), not {ratios}"
+    if not all(map(math.isfinite, ratios)):
+        return None  # named, with its place, by config_check.check_finite
+    if not all(r >= 0 for r in ratios):
+        return f"split {mode} {ratios!r}: each share must be a number of at least 0"
+    if ratios[0] <= 0:
+        return f"split {mode} {ratios} gives training no share (RecBole would train on nothing); give it one, e.g. 0.8"
+    if ratios[1] + ratios[2] <= 0:
+        return (
+            f"split {mode} {ratios!r} leaves nothing to validate or test on; give the validation and test sets a "
+            "share, e.g. [0.8, 0.1, 0.1]"
+        )
+    return None
+
+
+def _split_problem(split):
+    if not (isinstance(split, dict) and len(split) == 1):
+        return (
+            f"split takes one of {{RS: [train, valid, test]}}, {{TS: [train, valid, test]}} or {{LS: valid_and_test}}, "
+            f"not {split!r}"
+        )
+    ((mode, value),) = split.items()
+    if mode in ("RS", "TS"):
+        return _ratios_problem(mode, value)
+    if mode == "LS":
+        return None if value in LS_MODES else f"split LS takes one of {', '.join(LS_MODES)}, not {value!r}"
+    return f"split {mode!r} is no RecBole split; use RS (ratios at random), TS (ratios by time) or LS (leave one out)"
+
+
+def _mode_problem(mode):
+    phases = mode if isinstance(mode, dict) else {"valid": mode}
+    extra = [phase for phase in phases if phase not in ("valid", "test")]
+    if extra:
+        return f"mode takes one mode, or {{valid: <mode>, test: <mode>}}, not the key {extra[0]!r}"
+    bad = [m for m in phases.values() if not (isinstance(m, str) and EVAL_MODE.fullmatch(m))]
+    if bad:
+        return f"mode {bad[0]!r} is not one of full, labeled, uni<N> or pop<N> (e.g. uni100)"
+    return None
+
+
+def eval_args_problem(value):
+    """Why ``eval_args`` (a user's, or RecBole's merged one) cannot be split and evaluated, or None."""
+    if not isinstance(value, dict):
+        return f"takes a mapping like {SHAPES['eval_args']}, not {value!r}"
+    extra = [key for key in value if key not in EVAL_ARGS_KEYS]
+    if extra:
+        return f"has no setting {extra[0]!r} (RecBole would ignore it); its settings are {', '.join(EVAL_ARGS_KEYS)}"
+    problem = _split_problem(value["split"]) if "split" in value else None
+    if not problem and value.get("order", "RO") not in ("RO", "TO"):
+        problem = f"order takes RO (at random) or TO (by time), not {value['order']!r}"
+    group_by = value.get("group_by", "user")
+    if not problem and not (group_by is None or (isinstance(group_by, str) and group_by.lower() in ("user", "none"))):
+        problem = f"group_by takes user or none, not {group_by!r}"
+    if not problem and "mode" in value:
+        problem = _mode_problem(value["mode"])
+    return problem
+
+
+SHAPE_CHECKS = {
+    "topk": _topk_problem,
+    "metrics": _metrics_problem,
+    "valid_metric": _valid_metric_problem,
+    "seed": _seed_problem,
+    "eval_args": eval_args_problem,
+}
+
+
+def setting_type_error(key, value, default):
+    """Why ``value`` cannot be ``key``'s setting, given its default; None when it can. Only shapes RecBole cannot
+    use at all: text or a list where a number goes, a non-mapping where a mapping goes, top-k that are not
+    whole numbers, metrics RecBole does not know (or of both kinds), a validation metric that is no metric, a seed
+    numpy refuses, a split or evaluation mode RecBole has not (see :func:`eval_args_problem`)."""
+    if value is None:
+        return f"must be set (e.g. {key}: {SHAPES.get(key, default)!r})" if key in REQUIRED else None
+    if key in SHAPE_CHECKS:
+        return SHAPE_CHECKS[key](value)
+    default = SHAPES.get(key, default)
+    if _is_number(default) and not _is_number(value):
+        return f"takes a number (default {default}), not {value!r}"
+    if isinstance(default, dict) and not isinstance(value, dict):
+        return f"takes a mapping like {default}, not {value!r}"
+    return None
+
+
+def _raise_type_error(key, problem):
+    raise ValueError(f"setting {key} {problem}; fix it in your config file or on the command line (--{key}=...)")
+
+
+def as_recbole_reads(config_dict):
+    """``config_dict`` as RecBole's Config reads it: each string read as a literal (``"20"`` the number 20,
+    ``"[10, 20]"`` a list), as its ``_convert_config_dict`` does (without ``eval``)."""
+    from recbole_mgformer.safety.settings import literal_settings
+
+    return literal_settings(dict(config_dict or {}))
+
+
+def combination_problem(settings):
+    """``(key, why)`` for settings that cannot work together, or None: value metrics (AUC, LogLoss, MAE, RMSE) score
+    labeled pairs, so they need ``eval_args`` mode labeled, never full ranking."""
+    metrics, eval_args = settings.get("metrics"), settings.get("eval_args")
+    if metrics is None or not isinstance(eval_args, dict) or "mode" not in eval_args:
+        return None
+    metrics = metrics if isinstance(metrics, list) else [metrics]
+    mode = eval_args["mode"]
+    modes = set(mode.values()) if isinstance(mode, dict) else {mode}
+    if metrics and all(is_value_metric(m) for m in metrics) and "full" in modes:
+        return (
+            "metrics",
+            f"{metrics!r} are value metrics, which score labeled pairs, but eval_args mode is full (every item "
+            "ranked); set eval_args mode: labeled, or use ranking metrics such as [Recall, NDCG]",
+        )
+    return None
+
+
+def check_user_settings(config_file_list=None, config_dict=None):
+    """The settings whose wrong shape RecBole's Config itself fails on (topk, metrics, valid_metric, seed,
+    eval_args), checked before it is built, as RecBole will read them (a string of ``config_dict`` as a literal),
+    and the combinations of them that cannot work."""
+    settings = {}
+    for path in config_file_list or ():
+        settings.update(read_config_file(path))
+    settings.update(as_recbole_reads(config_dict))
+    for key, value in settings.items():
+        problem = setting_type_error(key, value, None)
+        if problem:
+            _raise_type_error(key, problem)
+    combination = combination_problem(settings)
+    if combination:
+        _raise_type_error(*combination)
+
+
+def recbole_defaults():
+    """RecBole's general settings (``recbole/properties/overall.yaml``), whose types are fixed for every model (a
+    model's own options may take a number or a word, e.g. ``residual_scale: learned``)."""
+    import recbole
+
+    return read_config_file(Path(recbole.__file__).parent / "properties" / "overall.yaml")
+
+
+def check_setting_types(config, model_defaults=None):
+    """Every setting of a type RecBole would fail on deep in a run (``--learning_rate=abc``: a TypeError at the
+    first step) is an error naming it, before any data is read. A model's own option whose default is a number
+    may take a word (``residual_scale: learned``), never a list or a mapping (``embedding_size: [8]``)."""
+    defaults = recbole_defaults()
+    model_defaults = {**config.internal_config_dict, **(model_defaults or {})}
+    for key, value in config.final_config_dict.items():
+        problem = setting_type_error(key, value, defaults.get(key))
+        if not problem and key not in defaults and isinstance(value, (list, dict)):
+            problem = setting_type_error(key, value, model_defaults.get(key))
+        if problem:
+            _raise_type_error(key, problem)
+
+
+def check_dataset_name(dataset):
+    """A dataset is a folder name under ``data_path``; a name with a path in it would read (and log to) files
+    outside it."""
+    name = str(dataset)
+    if (
+        not name.strip()
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or os.path.isabs(name)
+        or name != name.strip()
+    ):
+        raise ValueError(
+            f"dataset {name!r} is not a dataset name: it must be the name of a folder under "
+            "data_path, without '/', '..' or surrounding spaces (--dataset, --datasets); for files in "
+            "/some/where/<name>/ pass --dataset=<name> --data_path=/some/where"
+        )
+    return name
+
+
+def _check_parents(path, option):
+    """The first existing folder above ``path`` must be a folder, not a file."""
+    for parent in Path(path).absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise FileExistsError(f"{option} {path}: {parent} is a file, not a folder; name a path in a folder")
+            return
+
+
+def refuse_existing(path, option, overwrite=False):
+    """Stop before ``option`` (e.g. ``--output``) writes over an existing file (allowed with ``overwrite``) or
+    a folder (never), or below a file."""
+    path = Path(path)
+    _check_parents(path, option)
+    if path.is_dir():
+        raise FileExistsError(f"{option} {path}: a folder is there; name a file inside it, e.g. {path / 'top.csv'}")
+    if path.exists() and not overwrite:
+        raise FileExistsError(
+            f"{option} {path}: the file exists; choose another name, or pass --overwrite to replace it"
+        )
+    return path
+
+
+def refuse_nonempty_folder(folder, option, overwrite=False, replaced=()):
+    """Stop before ``option`` writes into a folder that holds files already (allowed with ``overwrite``: then only
+    the files named in ``replaced`` are replaced) or onto a file."""
+    folder = Path(folder)
+    _check_parents(folder, option)
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"{option} {folder}: a file is there, not a folder; name a new folder")
+    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
+        raise FileExistsError(
+            f"{option} {folder}: the folder is not empty; name a new or empty folder, or pass "
+            f"--overwrite to replace {', '.join(replaced) or 'its files'}"
+        )
+    return folder
+
+
+def check_writable(path, option):
+    """Stop before the work starts when ``option``'s ``path`` (a file or folder to be written) could not be
+    created: the first existing folder above it must accept a new file (a read-only or foreign folder fails
+    here, not after a whole run)."""
+    _check_parents(path, option)
+    for parent in Path(path).absolute().parents:
+        if parent.is_dir():
+            try:
+                with tempfile.TemporaryFile(dir=parent):
+                    pass
+            except OSError as error:
+                raise PermissionError(
+                    f"{option} {path}: cannot write in {parent} ({error.strerror or error}); choose a folder you "
+                    "can write to"
+                ) from None
+            return Path(path)
+    return Path(path)
+
+
+def temporary_beside(path):
+    """A name beside ``path`` that no other process (on this machine or one sharing the folder) will choose."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def claim(temporary, path, option, overwrite=False):
+    """Move the finished ``temporary`` file to ``path`` in one step: with ``overwrite`` by an atomic rename, else
+    by a hard link that fails when ``path`` exists, so two runs racing for one name never both say they wrote it
+    (check-then-write would let the second silently replace the first). Where the filesystem has no hard links,
+    an exclusive create claims the name first."""
+    temporary, path = Path(temporary), Path(path)
+    if overwrite:
+        os.replace(temporary, path)
+        return path
+    try:
+        try:
+            os.link(temporary, path)
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))  # claimed; now fill it whole
+            os.replace(temporary, path)
+            return path
+    except FileExistsError:
+        raise FileExistsError(
+            f"{option} {path}: the file exists (written by another run since this one started, or before); "
+            "choose another name, or pass --overwrite to replace it"
+        ) from None
+    os.unlink(temporary)
+    return path
+
+
+def write_new_file(path, write, option="--output", overwrite=False):
+    """Write ``path`` whole through ``write(temporary_path)``, then :func:`claim` it: a reader never sees half a
+    file, a crash leaves none, and an existing file is replaced only with ``overwrite``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = temporary_beside(path)
+    try:
+        write(temporary)
+        return claim(temporary, path, option, overwrite)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_new_text(path, text, option="--output", overwrite=False):
+    """:func:`write_new_file` of a UTF-8 text."""
+    return write_new_file(path, lambda temporary: temporary.write_text(text, encoding="utf-8"), option, overwrite)
+
+
+def _raised_here(error):
+    """Whether ``error`` is a message for the user: raised by this package's own code, or a file error (naming its
+    file) of a call this package made with a user's path; not one deep in a library (a bug, whose traceback is the
+    useful report)."""
+    frames = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        frames.append(Path(traceback.tb_frame.f_code.co_filename).resolve().is_relative_to(PACKAGE_DIR))
+        traceback = traceback.tb_next
+    if isinstance(error, OSError) and error.filename is not None:
+        return any(frames)
+    return bool(frames) and frames[-1]
+
+
+@contextlib.contextmanager
+def user_errors(errors=(ValueError, OSError)):
+    """In a command's ``main``: an error this package raised on bad input ends the command with ``error: <message>``
+    on stderr and exit status 2, without a traceback; any other error keeps its traceback."""
+    try:
+        yield
+    except errors as error:
+        if not _raised_here(error):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+@contextlib.contextmanager
+def main_file_hidden_when_unreadable():
+    """``multiprocessing``'s spawn re-runs the parent's ``__main__`` file in each child; a script read from standard
+    input (``python - < x.py``: ``__file__`` is ``<stdin>``) has none, and the children fail. The workers this
+    package spawns are importable functions, so the children need no ``__main__``: hide the name while they start."""
+    main = sys.modules.get("__main__")
+    name = getattr(main, "__file__", None)
+    hide = name is not None and not os.path.isfile(name)
+    if hide:
+        del main.__file__
+    try:
+        yield
+    finally:
+        if hide:
+            main.__file__ = name

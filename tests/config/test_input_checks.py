@@ -1,0 +1,300 @@
+"""Config files, dataset names and output paths checked before RecBole or the filesystem meets them."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from recbole_mgformer.config.input_checks import (
+    ConfigFileError,
+    check_dataset_name,
+    main_file_hidden_when_unreadable,
+    read_config_file,
+    refuse_existing,
+    refuse_nonempty_folder,
+    user_errors,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"- epochs: 1\n", r"list.yaml: a config file must be a mapping of settings .* not a YAML list"),
+        (b"epochs: 1\n\tembedding_size: 8\n", r"list.yaml:2:1: not valid YAML .*indent with spaces"),
+        (b"hello\n", r"not a YAML str"),
+        (b"epochs: 1\nlearning_rate: 0.1\nepochs: 2\n", r"list.yaml:3:1: key 'epochs' is set twice \(also on line 1\)"),
+        (b"epochs: 1\nname: caf\xe9\n", r"list.yaml:2: byte b'\\xe9' is not UTF-8"),
+        (b"eval_args: {split: [\n", r"list.yaml:2:1: not valid YAML"),
+    ],
+)
+def test_a_config_file_that_is_no_mapping_of_settings_is_named_with_its_line(tmp_path, content, message):
+    path = tmp_path / "list.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigFileError, match=message):
+        read_config_file(path)
+
+
+def test_a_byte_order_mark_and_an_empty_file_are_accepted(tmp_path):
+    path = tmp_path / "bom.yaml"
+    path.write_bytes(b"\xef\xbb\xbfepochs: 3\nlearning_rate: 1e-3\n")
+    assert read_config_file(path) == {"epochs": 3, "learning_rate": 0.001}  # RecBole's loader: 1e-3 is a float
+    path.write_text("# nothing set\n")
+    assert read_config_file(path) == {}
+
+
+def test_a_missing_file_or_a_folder_is_named(tmp_path):
+    with pytest.raises(ConfigFileError, match="config file '.*nowhere.yaml' does not exist"):
+        read_config_file(tmp_path / "nowhere.yaml")
+    with pytest.raises(ConfigFileError, match="is not a file"):
+        read_config_file(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["../x", "/abs/x", "a/b", "a\\b", "..", ".", "", " tiny", "tiny "])
+def test_a_dataset_name_with_a_path_in_it_is_refused(name):
+    with pytest.raises(ValueError, match="is not a dataset name: it must be the name of a folder under data_path"):
+        check_dataset_name(name)
+
+
+def test_plain_dataset_names_pass():
+    for name in ("ml-100k", "amazon-beauty", "ml-100k-ctx-0.8", "tiny_2"):
+        assert check_dataset_name(name) == name
+
+
+def test_outputs_never_replace_a_file_or_fill_a_non_empty_folder_unasked(tmp_path):
+    existing = tmp_path / "top.csv"
+    existing.write_text("kept\n")
+    with pytest.raises(FileExistsError, match="top.csv: the file exists; .*--overwrite"):
+        refuse_existing(existing, "--output")
+    assert refuse_existing(existing, "--output", overwrite=True) == existing
+    with pytest.raises(FileExistsError, match="a folder is there"):
+        refuse_existing(tmp_path, "--output", overwrite=True)
+    refuse_existing(tmp_path / "new.csv", "--output")
+    with pytest.raises(FileExistsError, match="the folder is not empty; .*--overwrite to replace users.txt"):
+        refuse_nonempty_folder(tmp_path, "--export-embeddings", replaced=("users.txt",))
+    with pytest.raises(FileExistsError, match="a file is there, not a folder"):
+        refuse_nonempty_folder(existing, "--export-embeddings", overwrite=True)
+    for refuse in (refuse_existing, refuse_nonempty_folder):
+        with pytest.raises(FileExistsError, match="top.csv is a file, not a folder"):
+            refuse(existing / "sub" / "x", "--output", overwrite=True)
+    (tmp_path / "empty").mkdir()
+    refuse_nonempty_folder(tmp_path / "empty", "--export-embeddings")
+    refuse_nonempty_folder(tmp_path / "new", "--export-embeddings")
+
+
+def test_user_errors_print_this_packages_messages_and_keep_other_tracebacks(capsys):
+    with pytest.raises(SystemExit) as stop, user_errors():
+        check_dataset_name("../x")
+    assert stop.value.code == 2 and capsys.readouterr().err.startswith("error: dataset '../x' is not a dataset name")
+    with pytest.raises(ValueError, match="invalid literal"), user_errors():
+        int("x")  # raised outside the package: a bug's traceback stays
+
+
+def test_a_spawned_child_needs_no_main_file(monkeypatch):
+    main = sys.modules["__main__"]
+    monkeypatch.setattr(main, "__file__", "<stdin>", raising=False)
+    with main_file_hidden_when_unreadable():
+        assert not hasattr(main, "__file__")
+    assert main.__file__ == "<stdin>"
+    monkeypatch.setattr(main, "__file__", __file__)
+    with main_file_hidden_when_unreadable():
+        assert main.__file__ == __file__  # a real script is re-imported as multiprocessing expects
+
+
+def test_a_data_parallel_launch_works_from_a_script_read_on_standard_input(tmp_path):
+    script = (
+        "import operator\nfrom recbole_mgformer.training.distributed import launch\n"
+        "print('sum', launch(operator.add, 2, (10,)))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "sum 10" in completed.stdout  # rank 0's result: 0 + 10
+
+
+def test_a_file_error_on_a_users_path_is_a_message(tmp_path, capsys):
+    from recbole_mgformer.records import write_record
+
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(SystemExit), user_errors():
+        write_record(tmp_path / "a-file" / "sub" / "r.json", {})  # pathlib's mkdir raises, called from the package
+    assert "error: [Errno 20] Not a directory:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ({"learning_rate": "abc"}, "learning_rate (takes a number \\(default 0.001\\), not|is) 'abc'"),
+        ({"epochs": [3]}, "(setting epochs takes a number|config value epochs is \\[3\\])"),
+        ({"embedding_size": [8]}, "embedding_size (takes a number \\(default 64\\), not|is) \\[8\\]"),
+        ({"topk": "abc"}, "setting topk takes whole numbers above 0"),
+        ({"topk": [10, 0]}, "setting topk takes whole numbers above 0"),
+        ({"metrics": ["Recall", "Recal"]}, "setting metrics names 'Recal', not among RecBole's metrics"),
+        ({"eval_args": "abc"}, "setting eval_args takes a mapping"),
+    ],
+)
+def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting, message):
+    from recbole_mgformer.quick_start import build_config
+
+    with pytest.raises(ValueError, match=message):
+        build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data), **setting})
+
+
+def test_a_models_own_option_may_take_a_word_where_its_default_is_a_number(tiny_data):
+    from recbole_mgformer.quick_start import build_config
+
+    config, _ = build_config(
+        "MGFormer",
+        "tiny",
+        config_dict={
+            "data_path": str(tiny_data),
+            "residual_scale": "learned",
+            "topk": 20,
+            "metrics": "Recall",
+            "valid_metric": "Recall@20",
+        },
+    )
+    assert config["residual_scale"] == "learned"
+    with pytest.raises(ValueError, match=r"n_heads (takes a number|is \[2\])"):  # the project's MGFormer.yaml default
+        build_config("MGFormer", "tiny", config_dict={"data_path": str(tiny_data), "n_heads": [2]})
+
+
+# ------------------------------------------------------------------------------------------------ YAML bombs
+
+
+def laughs(levels=9):
+    """A "billion laughs": each level an anchor of nine aliases to the one before, 9**levels values from a few
+    hundred bytes."""
+    lines = ["l0: &l0 [ha, ha, ha, ha, ha, ha, ha, ha, ha]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+BOMBS = {
+    "billion laughs": (laughs(), r"expands to more than 100,000 values through its aliases"),
+    "an alias inside its anchor": ("a: &a [1, *a]\n", r"refers to a value it is inside"),
+    "a mapping inside itself": ("a: &a {b: *a}\n", r"refers to a value it is inside"),
+    "deep nesting": ("a: " + "[" * 3000 + "]" * 3000 + "\n", r"nested more than 100 levels deep"),
+    "deep through aliases": (
+        "a0: &a0 [x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 150)),
+        r"nest more than 100 levels deep through aliases",
+    ),
+}
+
+
+@pytest.mark.parametrize("text, message", BOMBS.values(), ids=BOMBS)
+def test_a_config_that_expands_without_bound_is_refused_at_once(tmp_path, text, message):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text)
+    started = time.perf_counter()
+    with pytest.raises(ConfigFileError, match=rf"bomb.yaml:\d+:\d+: .*{message}.*never needs that"):
+        read_config_file(path)
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("text, message", BOMBS.values(), ids=BOMBS)
+def test_every_loader_of_a_users_yaml_is_bounded(text, message):
+    """``load_yaml`` reads command-line values, search spaces and retrain files, SafeLoader is RecBole's Config's, and
+    ``load_plain_yaml`` is ``yaml.safe_load`` bounded."""
+    import yaml
+
+    from recbole_mgformer.safety import SafeLoader, load_yaml
+    from recbole_mgformer.safety.settings import load_plain_yaml
+
+    for load in (load_yaml, load_plain_yaml, lambda text: yaml.load(text, Loader=SafeLoader)):
+        with pytest.raises(yaml.YAMLError, match=message):
+            load(text)
+
+
+def test_aliases_within_the_bound_still_read():
+    from recbole_mgformer.safety import load_yaml
+
+    assert load_yaml(laughs(5))["l4"][0][0][0][0] == ["ha"] * 9  # 9**5 = 59,049 values
+    assert load_yaml("base: &b {lr: 1e-3}\nrun: {<<: *b, epochs: 2}\n")["run"] == {"lr": 0.001, "epochs": 2}
+
+
+def test_the_runner_refuses_a_bomb_config_before_any_check_walks_it(tmp_path, capsys):
+    from recbole_mgformer import cli
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text("extra_config_keys: [l8]\n" + laughs())
+    started = time.perf_counter()
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--model=BPR", "--dataset=ml-100k", f"--config_files={path}"])
+    assert stop.value.code == 2 and "expands to more than 100,000 values" in capsys.readouterr().err
+    assert time.perf_counter() - started < 30
+
+
+# ------------------------------------------------------------------------------------------------ settings as read
+
+
+@pytest.mark.parametrize(
+    "config_dict",
+    [{"topk": "20"}, {"topk": "[10, 20]"}, {"metrics": "Recall"}, {"seed": "7"}, {"valid_metric": "NDCG@20"}],
+)
+def test_a_python_api_value_recbole_reads_is_accepted(config_dict):
+    from recbole_mgformer.config.input_checks import check_user_settings
+
+    check_user_settings(None, config_dict)
+
+
+@pytest.mark.parametrize(
+    "config_dict, message",
+    [
+        ({"topk": "twenty"}, r"setting topk takes whole numbers above 0 .*'twenty'"),
+        ({"metrics": {"Recall": 1}}, r"setting metrics takes a list of RecBole's metric names"),
+        ({"seed": "1.5"}, r"setting seed takes a whole number"),
+        ({"eval_args": "RS"}, r"setting eval_args takes a mapping"),
+        (
+            {"metrics": ["RMSE"], "eval_args": {"mode": "full"}},
+            r"setting metrics \['RMSE'\] are value metrics, .*mode is full",
+        ),
+    ],
+)
+def test_a_python_api_value_of_the_wrong_shape_is_named(config_dict, message):
+    from recbole_mgformer.config.input_checks import check_user_settings
+
+    with pytest.raises(ValueError, match=message):
+        check_user_settings(None, config_dict)
+
+
+def test_a_config_files_string_is_not_read_as_a_number(tmp_path):
+    """RecBole reads a config file's values as YAML only: ``topk: "20"`` stays text, which its Config refuses."""
+    from recbole_mgformer.config.input_checks import check_user_settings
+
+    path = tmp_path / "mine.yaml"
+    path.write_text('topk: "20"\n')
+    with pytest.raises(ValueError, match=r"setting topk takes whole numbers above 0 \(e.g. \[10, 20\]\), not '20'"):
+        check_user_settings([str(path)])
+
+
+@pytest.mark.parametrize("reader", ["published", "names", "dataset settings", "dataset source"])
+def test_every_project_yaml_reader_is_bounded(tmp_path, monkeypatch, reader):
+    """The tables the benchmark reads (published numbers, short names, a dataset's settings and its source) go through
+    the bounded loader, as configs do: a bomb in any of them stops at once."""
+    import recbole_mgformer.benchmark.datasets as datasets
+    import recbole_mgformer.data.sources as sources
+    from recbole_mgformer.benchmark.names import load_names
+    from recbole_mgformer.benchmark.published import published_numbers
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(laughs())
+    calls = {
+        "published": lambda: published_numbers("bomb", folder=tmp_path),
+        "names": lambda: load_names(tmp_path),
+        "dataset settings": lambda: datasets.dataset_settings("bomb"),
+        "dataset source": lambda: sources.dataset_source("bomb"),
+    }
+    if reader == "names":
+        bomb.rename(tmp_path / "names.yaml")
+    monkeypatch.setattr(datasets, "dataset_config_file", lambda name: str(bomb))
+    monkeypatch.setattr(sources, "dataset_config_file", lambda name: str(bomb))
+    started = time.perf_counter()
+    with pytest.raises((yaml.YAMLError, ValueError), match="100,000 values"):
+        calls[reader]()
+    assert time.perf_counter() - started < 30
