@@ -142,9 +142,7 @@ def test_an_interrupted_search_resumes_from_its_records_beside_the_results(tmp_p
     assert (tmp_path / "tuned" / "ml-100k" / "BPR.yaml").is_file()
 
 
-def test_an_interrupted_search_that_kept_its_records_in_rays_folder_continues_beside_the_results(
-    tmp_path, monkeypatch
-):
+def test_an_interrupted_search_that_kept_its_records_in_rays_folder_continues_beside_the_results(tmp_path, monkeypatch):
     """A search interrupted before its records went beside the results: they are copied there, and it resumes."""
     calls, lines = faked_search(monkeypatch), []
     budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
@@ -172,9 +170,7 @@ def test_an_interrupted_search_that_kept_its_records_in_rays_folder_continues_be
         ({}, "a request this command did not write"),
     ],
 )
-def test_records_of_another_search_in_the_records_folder_are_refused_naming_it(
-    tmp_path, monkeypatch, changes, started
-):
+def test_records_of_another_search_in_the_records_folder_are_refused_naming_it(tmp_path, monkeypatch, changes, started):
     calls = faked_search(monkeypatch)
     budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
     records = records_folder(tmp_path, "ml-100k", "BPR")
