@@ -15,10 +15,11 @@ from recbole_mgformer.records import code_commit, display_path, machine, package
 from recbole_mgformer.tune.draws import plan_trials
 from recbole_mgformer.tune.records import (
     REQUEST_FILE,
+    SEARCH_FIELDS,
+    as_json,
     claim_request,
     read_trial_records,
     records_folder,
-    search_digest,
     search_locks,
 )
 from recbole_mgformer.tune.report import best_config_yaml, ranked, render_markdown, sort_rows
@@ -69,16 +70,22 @@ def report_paths(request, results_dir=None, stem=None):
 def report_owner_differs(record, request, folder):
     """Whether the report ``record`` (its ``.json``, in ``folder``) is another search's than ``request``'s: it
     names another search folder, unless it is the same search (same digest and name) written on another machine
-    with its records at the same place relative to the report (the benchmark's ``<stem>.records/`` beside it)."""
+    with its records at the same place relative to the report (the benchmark's ``<stem>.records/`` beside it).
+    The report's JSON sorts its keys, so the fields are compared whatever their order; the records, which keep it,
+    are checked against the search when read."""
     owner = record["request"]
     if owner.get("experiment") == request["experiment"]:
         return False
     try:
-        same_search = search_digest(owner) == search_digest(request) and owner.get("name") == request["name"]
+        same_search = _unordered(owner) == _unordered(request) and owner.get("name") == request["name"]
         there = os.path.relpath(records_folder(owner), Path(record["markdown"]).parent)
     except (KeyError, TypeError, ValueError):
         return True
     return not (same_search and there == os.path.relpath(records_folder(request), folder))
+
+
+def _unordered(request):
+    return json.dumps(as_json({field: request.get(field) for field in SEARCH_FIELDS}), sort_keys=True)
 
 
 def record_row(record):

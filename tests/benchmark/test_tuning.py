@@ -430,3 +430,58 @@ def test_a_page_says_plainly_when_its_rows_were_tuned_with_and_without_the_defau
     )
     assert "not at equal budget" in note
     assert defaults_first_note(rows[:2]) is None and defaults_first_note(rows[2:]) is None
+
+
+@pytest.mark.slow
+def test_a_search_continues_on_a_new_machine_from_its_records_in_the_results(tiny_data, tmp_path, capsys):
+    """A search of 4 trials runs whole on one machine. Another machine gets only the results folder, as committed
+    when the search stopped after trials 0 and 2 (its interrupted page and record, its records folder with those
+    two trials), and an empty saved/: the same command keeps the two, runs 1 and 3 with the draws of the whole
+    search, and ends with its scores and best."""
+    from recbole_mgformer.tune.records import REQUEST_FILE
+
+    def command(machine):
+        budget = ["--tune-budget", "4", "--tune-epochs", "1", "--tune-grace", "1", "--tune-cpus", "1"]
+        return benchmark_args("BPR", tiny_data, machine, *search_budget_args(machine, *budget), "--epochs=1", *TINY)
+
+    old, new = tmp_path / "old-machine", tmp_path / "new-machine"
+    assert main(command(old)) == 0
+    folder = old / "results" / "tuning" / "tiny"
+    records = folder / "BPR.records"
+    whole = json.loads((folder / "BPR.json").read_text())
+    assert sorted(p.name for p in records.iterdir()) == [REQUEST_FILE, "trials"]  # none of Ray's files
+    assert sorted(p.name for p in (records / "trials").iterdir()) == [f"000{i}.json" for i in range(4)]
+    ray_folder = old / "tune" / "benchmark-tiny-BPR-n4-e1-g1-s0"
+    assert [p.name for p in ray_folder.iterdir()] == ["ray-1"]  # Ray's scratch, the records elsewhere
+
+    copied = new / "results" / "tuning" / "tiny"
+    shutil.copytree(records, copied / "BPR.records")
+    for index in (1, 3):  # running, or not started, when the machine was lost
+        (copied / "BPR.records" / "trials" / f"000{index}.json").unlink()
+    stopped = {**whole, "interrupted": True, "rows": [r for r in whole["rows"] if r["index"] in (0, 2)]}
+    (copied / "BPR.json").write_text(json.dumps(stopped))  # its paths the old machine's
+    (copied / "BPR.md").write_text((folder / "BPR.md").read_text())
+    capsys.readouterr()
+    assert main(command(new)) == 0
+    assert "search of BPR on tiny: resuming (4 trials" in capsys.readouterr().out
+    assert not (new / "tune" / "benchmark-tiny-BPR-n4-e1-g1-s0" / REQUEST_FILE).exists()
+
+    resumed = json.loads((copied / "BPR.json").read_text())
+    assert not resumed["interrupted"] and len(resumed["rows"]) == 4
+    trial = {
+        place: {json.loads(p.read_text())["index"]: json.loads(p.read_text()) for p in (base / "trials").iterdir()}
+        for place, base in (("old", records), ("new", copied / "BPR.records"))
+    }
+    for index in (0, 2):  # kept as they were, not trained again
+        assert trial["new"][index] == trial["old"][index]
+    for index in (1, 3):  # trained again: the same draw, the same training, the same scores
+        assert trial["new"][index]["trial"] != trial["old"][index]["trial"]
+        assert trial["new"][index]["params"] == trial["old"][index]["params"]
+        assert trial["new"][index]["score"] == pytest.approx(trial["old"][index]["score"])
+    assert resumed["best"]["params"] == whole["best"]["params"]
+    assert resumed["best"]["score"] == pytest.approx(whole["best"]["score"])
+    chosen = {
+        place: yaml.safe_load((base / "tuned" / "tiny" / "BPR.yaml").read_text())
+        for place, base in (("old", old), ("new", new))
+    }
+    assert chosen["new"] == chosen["old"] == whole["best"]["params"]

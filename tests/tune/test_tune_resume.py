@@ -254,9 +254,7 @@ def test_records_of_another_search_in_the_records_folder_are_refused(kept_apart,
         resumed(request_with_records(tmp_path, kept_apart, tmp_path / "tune"))
 
 
-def test_a_report_written_on_another_machine_is_this_searchs_when_its_records_lie_at_the_same_place(
-    started, tmp_path
-):
+def test_a_report_written_on_another_machine_is_this_searchs_when_its_records_lie_at_the_same_place(started, tmp_path):
     from recbole_mgformer.tune.search import report_paths
 
     old = "/old-machine/checkout"
@@ -270,7 +268,7 @@ def test_a_report_written_on_another_machine_is_this_searchs_when_its_records_li
         "markdown": f"{old}/results/BPR.md",
     }
     (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "BPR.json").write_text(json.dumps(report))
+    (tmp_path / "results" / "BPR.json").write_text(json.dumps(report, sort_keys=True))  # as write_report writes it
     assert report_paths(here, tmp_path / "results", "BPR")["md"] == tmp_path / "results" / "BPR.md"
     for request in (
         request_with_records(tmp_path, tmp_path / "results" / "elsewhere.records", tmp_path / "tune"),
