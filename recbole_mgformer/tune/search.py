@@ -194,12 +194,12 @@ def tune_recommender(
         defaults_first=bool(defaults_first),
         records_dir=records_dir,
     )
-    paths = report_paths(request, results_dir, stem)
+    request = prepare_experiment(request, resume, given)  # a new search's claim comes later, exclusive
+    paths = report_paths(request, results_dir, stem)  # the request as it runs: on --resume, the stored one's
     try:
         check_writable(paths["md"], "--results")  # before any trial: the report is what the search is for
     except OSError as error:
         raise TuneSetupError(str(error)) from None
-    request = prepare_experiment(request, resume, given)  # a new search's claim comes later, exclusive
     check_dataset_files(request)
     with search_locks(request):  # from here on, no other command runs this search
         plan = plan_trials(request, read_trial_records(records_folder(request), request) if resume else {})
