@@ -621,6 +621,7 @@ def test_records_kept_apart_from_rays_folder_continue_the_search_with_a_new_stor
     assert after["0000.json"] == before["0000.json"] and after["0001.json"]["trial"] != before["0001.json"]["trial"]
     assert after["0001.json"]["params"] == before["0001.json"]["params"]
     assert [p.name for p in (tmp_path / "new-storage" / "BPR-tiny").iterdir()] == ["ray-1"]
+    assert "BPR-tiny`, its records `" in (tmp_path / "results" / "BPR-tiny.md").read_text()  # both named
     # without --records the search is not found where Ray's folders are: nothing to resume there
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--resume", storage="new-storage") == 2
     assert "nothing to resume at" in capsys.readouterr().err
