@@ -293,7 +293,12 @@ def _main(argv):
         default=None,
         help="join an existing Ray cluster (auto: a local `ray start`) instead of starting Ray",
     )
-    tuning.add_argument("--tune-storage", default="saved/tune", help="Ray's folder of the searches, for resuming")
+    tuning.add_argument(
+        "--tune-storage",
+        default="saved/tune",
+        help="Ray's folders of the searches (scratch: a search resumes from its records, "
+        "<results>/tuning/<dataset>/<stem>.records/)",
+    )
     tuning.add_argument(
         "--tuned-dir", default=None, help="where the chosen settings go and are read (default properties/benchmark)"
     )

@@ -6,13 +6,18 @@ become ``properties/benchmark/<dataset>/<stem>.yaml`` (see :func:`recbole_mgform
 which the seed runs, ``run.py`` and ``run_recommender`` apply. With ``--tune-defaults-first`` the first of every
 search's N trials is the model's own defaults, and the budget's text (a page's section) says so.
 
-The search's page and record go to ``<results>/tuning/<dataset>/<stem>.md`` / ``.json``. A search whose record
-says it finished is not run again; an interrupted one is rebuilt from the JSON records of its finished trials in its
-folder (``<storage>/benchmark-<dataset>-<stem>-<budget signature>``), never from Ray's pickles.
+The search's page and record go to ``<results>/tuning/<dataset>/<stem>.md`` / ``.json``, and its own records (the
+request and one plain-JSON file per finished trial, written as each trial ends) to ``<stem>.records/`` beside them,
+committed with the results; Ray's folders go to ``<storage>/benchmark-<dataset>-<stem>-<budget signature>/``
+(``--tune-storage``, scratch). A search whose record says it finished is not run again; an interrupted one is
+rebuilt from its records, never from Ray's pickles: the same command on a new machine (``saved/`` empty, the results
+checked out) keeps the finished trials and draws the same remaining ones. Records of another search there (another
+budget or space) stop the command, naming them.
 """
 
 import hashlib
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,8 +66,9 @@ class TuneBudget:
 
 
 def search_paths(results, dataset, stem):
+    """The search's page and record (``md``, ``json``) and the folder of its own records (``records``)."""
     folder = Path(results) / "tuning" / dataset
-    return {suffix: folder / f"{stem}.{suffix}" for suffix in ("md", "json")}
+    return {suffix: folder / f"{stem}.{suffix}" for suffix in ("md", "json", "records")}
 
 
 def read_settings(path):
@@ -202,19 +208,15 @@ def _search_once(
             )
         log(f"{label}: record exists ({paths['md'].name}), not searched again")
     else:
-        resume = (experiment / REQUEST_FILE).is_file()  # the search's own record, not Ray's pickles
-        if resume:  # a resumed search keeps the space it started with, so it must still be the shipped one
-            started_space = json.loads((experiment / REQUEST_FILE).read_text()).get("space")
-            if started_space is not None and started_space != stored_space:
-                raise TuneSetupError(
-                    f"the interrupted {label} at {experiment} started over another space "
-                    f"({started_space}; the space is now {space}); delete that folder to search "
-                    f"the new space, or restore the old one to resume it"
-                )
+        records = paths["records"].resolve()
+        adopt_older_records(experiment, records, log)
+        resume = (records / REQUEST_FILE).is_file()  # the search's own record, not Ray's pickles
+        if resume:  # a resumed search keeps the budget and space it started with: they must still be these
+            check_started(records / REQUEST_FILE, budget, stored_space, space, label)
         log(
             f"{label}: {'resuming' if resume else 'starting'} ({budget.trials} trials"
             + (", the first the model's defaults" if budget.defaults_first else "")
-            + f", at most {budget.epochs} epochs each, Ray storage {experiment})"
+            + f", at most {budget.epochs} epochs each; records {records}, Ray storage {experiment})"
         )
         summary = tune_recommender(
             model,
@@ -232,6 +234,7 @@ def _search_once(
             num_cpus=budget.cpus,
             results_dir=paths["json"].parent,
             storage_dir=budget.storage,
+            records_dir=records,
             name=experiment.name,
             resume=resume,
             search_seed=budget.seed,
@@ -249,6 +252,59 @@ def _search_once(
     chosen.parent.mkdir(parents=True, exist_ok=True)
     chosen.write_text(chosen_yaml(record, variant_name(model, overrides), shown_path(paths["md"], results)))
     return str(chosen)
+
+
+def check_started(request_file, budget, stored_space, space, label):
+    """The interrupted search whose request is ``request_file`` is this budget's, over this ``space``; else a
+    TuneSetupError naming its folder: records of another search are never continued, nor mixed with this one's."""
+    from recbole_mgformer.tune.records import read_json_object
+    from recbole_mgformer.tune.space import TuneSetupError
+
+    started = read_json_object(request_file, "the search's request")
+    folder = request_file.parent
+    try:
+        same_budget = budget.matches(started)
+    except (KeyError, TypeError, AttributeError):
+        same_budget = False
+    if not same_budget:
+        raise TuneSetupError(
+            f"{folder} holds the records of an interrupted {label} with another budget or search seed "
+            f"({_started_budget(started)}; this command's: {budget.trials} trials, search seed {budget.seed}, "
+            f"ASHA grace {budget.grace} of at most {budget.epochs} epochs"
+            + (f", {DEFAULTS_FIRST}" if budget.defaults_first else "")
+            + "); rerun with that budget to finish it, or move that folder away to search again"
+        )
+    started_space = started.get("space")
+    if started_space is not None and started_space != stored_space:
+        raise TuneSetupError(
+            f"the interrupted {label} at {folder} started over another space "
+            f"({started_space}; the space is now {space}); delete that folder to search "
+            f"the new space, or restore the old one to resume it"
+        )
+
+
+def _started_budget(request):
+    try:
+        return budget_text(request)
+    except (KeyError, TypeError, AttributeError):
+        return "a request this command did not write"
+
+
+def adopt_older_records(experiment, records, log):
+    """An interrupted search that kept its records in Ray's folder (before they went beside the results): its
+    request and trial records copied, as they are, into ``records`` (where they are checked when read), so the
+    search continues there; nothing is copied where ``records`` holds a search or trial records already."""
+    from recbole_mgformer.tune.records import REQUEST_FILE, TRIALS_DIR
+
+    older = experiment / REQUEST_FILE
+    if not older.is_file() or (records / REQUEST_FILE).exists() or (records / TRIALS_DIR).exists():
+        return
+    (records / TRIALS_DIR).mkdir(parents=True)
+    for path in sorted((experiment / TRIALS_DIR).glob("*.json")):
+        if not path.name.startswith("."):
+            shutil.copyfile(path, records / TRIALS_DIR / path.name)
+    shutil.copyfile(older, records / REQUEST_FILE)  # last: a copy cut short leaves no request, and is refused
+    log(f"copied the records of the search in {experiment} to {records}, where it continues")
 
 
 def trained_overrides(model, overrides):

@@ -24,11 +24,16 @@ the best configuration retrained once), ``.json`` beside it, and ``<name>.yaml``
 (never the search's epoch cap), for ``run.py --config_files``; ``<name>`` is the search's ``--name``
 (``<Model>-<dataset>`` by default), and a report of another search is never replaced.
 
-The search's folder ``saved/tune/<name>/`` holds its records, plain JSON: the request and one file per finished
-trial. ``--resume`` rebuilds the search from them alone (never from Ray's pickles, which it does not read), on this
-machine or another the folder was copied to: finished trials are kept, the others run from their first epoch, the
-same draws as an uninterrupted search; a space, ``--samples`` or setting that differs from the search's is
-refused, naming it. A second command on the same search stops with an error while one runs it.
+The search's records, plain JSON (the request and one file per finished trial), go to ``--records DIR``, by
+default its folder ``saved/tune/<name>/`` beside Ray's own folders (``ray-<n>/``, scratch, never read back).
+``--resume`` rebuilds the search from the records alone (never from Ray's pickles, which it does not read), on this
+machine or another the records were copied or committed to, Ray's folders gone: finished trials are kept, the
+others run from their first epoch, the same draws as an uninterrupted search (drawn again from the request's seed);
+a space, ``--samples`` or setting that differs from the search's is refused, naming it. A second command on the same
+search stops with an error while one runs it::
+
+    python -m recbole_mgformer.tune --model BPR --dataset ml-100k --samples 8 --records results/tuning/BPR.records
+    python -m recbole_mgformer.tune --model BPR --dataset ml-100k --resume --records results/tuning/BPR.records
 """
 
 from recbole_mgformer.tune.cli import main

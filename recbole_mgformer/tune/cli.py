@@ -56,7 +56,17 @@ def _main(argv):
         help="folder of <name>.md/.json/.yaml, the search's report (default ./tuning; name <Model>-<dataset>)",
     )
     parser.add_argument(
-        "--storage", default="saved/tune", help="searches' folders: <name>/ holds its records (for --resume) and Ray's"
+        "--storage",
+        default="saved/tune",
+        help="searches' folders: <name>/ holds Ray's folders (scratch), and the search's records unless --records",
+    )
+    parser.add_argument(
+        "--records",
+        default=None,
+        metavar="DIR",
+        help="folder of the search's own records (its request and trials/<index>.json, plain JSON; default "
+        "<storage>/<name>): kept apart from Ray's (e.g. committed with the results), they continue the search "
+        "with --resume on a new machine",
     )
     parser.add_argument(
         "--temp-dir",
@@ -71,8 +81,9 @@ def _main(argv):
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="continue an interrupted search from its records in <storage>/<name>/ (copied from another machine "
-        "too): finished trials kept, the others run; a changed setting is refused",
+        help="continue an interrupted search from its records (--records, default <storage>/<name>/; copied from "
+        "another machine too, Ray's folders not needed): finished trials kept, the same remaining draws run; a "
+        "changed setting is refused",
     )
     parser.add_argument("--search-seed", type=int, default=None, help="seed of the search algorithm's draws (0)")
     parser.add_argument(
@@ -115,6 +126,7 @@ def _main(argv):
             num_gpus=args.num_gpus,
             results_dir=args.results,
             storage_dir=args.storage,
+            records_dir=args.records,
             temp_dir=args.temp_dir,
             name=args.name,
             resume=args.resume,
@@ -129,7 +141,8 @@ def _main(argv):
     rows, best = summary["rows"], summary["best"]
     print(f"{len(rows)} trials ({sum(r['status'] == 'failed' for r in rows)} failed); wrote {summary['markdown']}")
     if summary["interrupted"]:
-        print(f"interrupted: resume with --resume --name {summary['request']['name']}")
+        records = f" --records {args.records}" if args.records else ""
+        print(f"interrupted: resume with --resume --name {summary['request']['name']}{records}")
         return 130
     if best is None:
         print("no trial finished; see the errors in the table")

@@ -1,11 +1,13 @@
 """The trials a search runs, fixed by its request, so that a resumed search runs the ones an uninterrupted search
-would: the random and grid searches' draws come from the seed alone, and are checked against the finished trials'
-records; hyperopt's values are checked against the space."""
+would: the random and grid searches' draws come from the seed alone (the request's space, ``--samples`` and
+``--search-seed``, through Ray's own generator), so the request and the finished trials' records are all a new
+machine needs to draw the same remaining trials; each record is checked against the draw of its index. Hyperopt's
+values are checked against the space."""
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recbole_mgformer.tune.records import TRIALS_DIR, as_json, record_name
+from recbole_mgformer.tune.records import TRIALS_DIR, as_json, record_name, records_folder
 from recbole_mgformer.tune.space import TuneSetupError, in_space, parse_space, ray_space
 
 
@@ -95,4 +97,4 @@ def _hyperopt_plan(request, records):
 
 
 def record_name_of(request, index):
-    return str(Path(request["experiment"]) / TRIALS_DIR / record_name(index))
+    return str(Path(records_folder(request)) / TRIALS_DIR / record_name(index))

@@ -1,17 +1,17 @@
 """The Ray Tune callback that writes each trial's record the moment it finishes (in the driver, where the
-experiment folder is), and the rows of the trials that did not."""
+records folder is), and the rows of the trials that did not."""
 
 import math
 from pathlib import Path
 
 from ray.tune import Callback
 
-from recbole_mgformer.tune.records import search_digest, write_trial_record
+from recbole_mgformer.tune.records import records_folder, search_digest, write_trial_record
 from recbole_mgformer.tune.trials import INDEX, METRIC, PROGRESS, error_line, trial_params
 
 
 class TrialRecorder(Callback):
-    """Writes ``<experiment>/trials/<index>.json`` for each trial that ends: completed, stopped by ASHA, or
+    """Writes ``<records>/trials/<index>.json`` for each trial that ends: completed, stopped by ASHA, or
     failed. A trial Ray stops because the search stops (Ctrl-C, a kill) gets none, and runs again on resume.
 
     ``plan``: the run's :class:`~recbole_mgformer.tune.draws.Plan`; a random or grid search's trial is its draw's
@@ -87,7 +87,7 @@ class TrialRecorder(Callback):
         }
         if status != "failed" and record["score"] is None:
             record["status"], record["error"] = "failed", f"no finite {METRIC} reported"
-        write_trial_record(self.request["experiment"], record)
+        write_trial_record(records_folder(self.request), record)
         self.written[index] = record
 
     def unfinished_rows(self):

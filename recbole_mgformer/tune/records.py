@@ -1,11 +1,15 @@
-"""A search's own records: plain JSON in its experiment folder, from which ``--resume`` rebuilds the search. Ray's
-state (its pickles) is never read back: a folder someone sends runs no code.
+"""A search's own records: plain JSON, from which ``--resume`` rebuilds the search. Ray's state (its pickles) is
+never read back: a folder someone sends runs no code.
 
-``<storage>/<name>/`` holds ``recbole_mgformer_tune.json`` (the request: model, data, space, the searcher's kind and
-seed, sample count, scheduler; created exclusively by the search that starts) and ``trials/<index>.json``, one per
-finished trial (its values, status, scores and the results ASHA saw), each written whole and never replaced.
-Ray's own folders go to ``ray-<n>/`` beside them, one per run of the command. ``<storage>/<name>.tune-lock`` is held
-(``flock``) while a command runs the search, so a second command on it stops at once."""
+The records folder (``--records``; by default the experiment folder ``<storage>/<name>/``, the benchmark's
+``<results>/tuning/<dataset>/<stem>.records/``) holds ``recbole_mgformer_tune.json`` (the request: model, data,
+space, the searcher's kind and seed, sample count, scheduler; created exclusively by the search that starts) and
+``trials/<index>.json``, one per finished trial (its values, status, scores and the results ASHA saw), each written
+whole (a temporary file, then renamed) and never replaced. Those alone continue the search on another machine: a
+random or grid search's remaining trials are drawn again from the seed in the request, a hyperopt search's TPE is
+told the finished trials. Ray's own folders go to ``<storage>/<name>/ray-<n>/``, one per run of the command, scratch
+that may be lost. ``<records>.tune-lock`` (and ``<storage>/<name>.tune-lock`` where Ray's folder is elsewhere) is
+held (``flock``) while a command runs the search, so a second command on it stops at once."""
 
 import hashlib
 import json
@@ -26,8 +30,8 @@ try:
 except ImportError:  # no flock (Windows): nothing is locked there, so run one command per search
     fcntl = None
 
-REQUEST_FILE = "recbole_mgformer_tune.json"  # the search's request, inside its experiment folder
-TRIALS_DIR = "trials"  # <experiment>/trials/<index>.json: one finished trial each
+REQUEST_FILE = "recbole_mgformer_tune.json"  # the search's request, inside its records folder
+TRIALS_DIR = "trials"  # <records>/trials/<index>.json: one finished trial each
 RAY_RUN_PREFIX = "ray-"  # <experiment>/ray-<n>/: Ray's folders of the command's n-th run, never read back
 RECORDS_VERSION = 1  # requests without it come from searches whose progress lived only in Ray's pickles
 STATUSES = ("completed", "stopped early", "failed")
@@ -50,6 +54,12 @@ SEARCH_FIELDS = (
     "defaults_first",
     "first_trial",
 )
+
+
+def records_folder(request):
+    """The folder of the search's request and trial records: ``records_dir``, else (a request from before it was
+    kept) the experiment folder, where they were."""
+    return request.get("records_dir") or request["experiment"]
 
 
 def as_json(value):
@@ -89,10 +99,10 @@ def record_name(index):
     return f"{index:04d}.json"
 
 
-def read_trial_records(experiment, request):
-    """``{index: record}`` of the finished trials under ``<experiment>/trials/``, each checked as plain data of
+def read_trial_records(records, request):
+    """``{index: record}`` of the finished trials under ``<records>/trials/``, each checked as plain data of
     this search (:func:`check_trial_record`); a TuneSetupError names the first that is not."""
-    folder = Path(experiment) / TRIALS_DIR
+    folder = Path(records) / TRIALS_DIR
     if not folder.is_dir():
         return {}
     digest, keys = search_digest(request), list(request["space"])
@@ -169,24 +179,25 @@ _RECORD_FIX = (
 
 
 def claim_request(request):
-    """Create the experiment's request file; only one search can: a folder that holds one already is refused."""
-    path = Path(request["experiment"]) / REQUEST_FILE
+    """Create the search's request file in its records folder; only one search can: a folder that holds one
+    already is refused."""
+    path = Path(records_folder(request)) / REQUEST_FILE
     try:
         write_new_text(path, json.dumps(as_json(request), indent=2) + "\n", "the search's request")
     except FileExistsError:
-        raise TuneSetupError(already_holds_a_search(request["experiment"])) from None
+        raise TuneSetupError(already_holds_a_search(records_folder(request))) from None
 
 
-def already_holds_a_search(experiment):
+def already_holds_a_search(records):
     return (
-        f"{experiment} already holds a search; --resume continues it, --name starts another beside it (or delete "
-        "that folder to start over)"
+        f"{records} already holds a search; --resume continues it, --name (or --records) starts another beside it "
+        "(or delete that folder to start over)"
     )
 
 
-def write_trial_record(experiment, record):
-    """``<experiment>/trials/<index>.json``, written whole; a record is never replaced."""
-    path = Path(experiment) / TRIALS_DIR / record_name(record["index"])
+def write_trial_record(records, record):
+    """``<records>/trials/<index>.json``, written whole (a temporary file, then renamed); never replaced."""
+    path = Path(records) / TRIALS_DIR / record_name(record["index"])
     write_new_text(path, json.dumps(as_json(record), indent=2) + "\n", "a trial record")
     return path
 
@@ -205,6 +216,17 @@ def next_ray_run(experiment):
 def lock_path(experiment):
     experiment = Path(experiment)
     return experiment.with_name(f"{experiment.name}.tune-lock")
+
+
+@contextmanager
+def search_locks(request):
+    """:func:`search_lock` of the search's records folder, and of its Ray folder where that is another one."""
+    with search_lock(records_folder(request)):
+        if Path(records_folder(request)) == Path(request["experiment"]):
+            yield
+        else:
+            with search_lock(request["experiment"]):
+                yield
 
 
 @contextmanager

@@ -204,10 +204,12 @@ def render_markdown(summary):
         ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     prov = summary["provenance"]
+    records = request.get("records_dir")
+    kept = f", its records `{display_path(records)}`" if records and records != request["experiment"] else ""
     lines += [
         "",
         f"Ran on {prov['machine']} at commit {prov['commit']}, {prov['date']}; search folder "
-        f"`{display_path(request['experiment'])}`; versions: "
+        f"`{display_path(request['experiment'])}`{kept}; versions: "
         + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
         + ".",
         "",

@@ -78,8 +78,12 @@ def make_request(
     name=None,
     storage_dir=None,
     defaults_first=False,
+    records_dir=None,
 ):
     """Everything a search (and its resumption) needs, checked: raises TuneSetupError before any trial starts.
+
+    ``storage_dir``: Ray's folders go to ``<storage_dir>/<name>/`` (``experiment``); ``records_dir``: the folder of
+    the search's own records (:mod:`recbole_mgformer.tune.records`), that experiment folder when None.
 
     ``defaults_first``: the first of the ``samples`` trials runs the model's defaults (:func:`default_point`),
     kept in the request as ``first_trial`` (and the keys where they lie outside the space, ``first_trial_outside``:
@@ -144,6 +148,7 @@ def make_request(
         "name": name,
         "storage": str(storage),
         "experiment": str(storage / name),
+        "records_dir": str(Path(records_dir).resolve()) if records_dir else str(storage / name),
         "defaults_first": bool(defaults_first),
         "records": RECORDS_VERSION,
         **({"first_trial": plain_value(first[0]), "first_trial_outside": first[1]} if first else {}),

@@ -1,5 +1,6 @@
-"""``--resume``: the search rebuilt from its own request file (plain JSON, :mod:`recbole_mgformer.tune.records`),
-checked as a new search's settings are, on this machine's paths; never from Ray's pickles."""
+"""``--resume``: the search rebuilt from its own request file (plain JSON in its records folder,
+:mod:`recbole_mgformer.tune.records`), checked as a new search's settings are, on this machine's paths (its Ray
+folder and records folder those of this command); never from Ray's pickles, which a new machine does not have."""
 
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from recbole_mgformer.tune.records import (
     already_holds_a_search,
     as_json,
     read_json_object,
+    records_folder,
 )
 from recbole_mgformer.tune.space import TuneSetupError, parse_space
 
@@ -51,22 +53,22 @@ def prepare_experiment(request, resume, given=()):
     """The request the command runs: ``request`` for a new search (refused where the folder holds a search), or
     on resume the stored one rebuilt (:func:`rebuild_request`), a setting ``given`` for this run that differs
     from it refused."""
-    experiment = Path(request["experiment"])
-    stored_file = experiment / REQUEST_FILE
+    records = Path(records_folder(request))
+    stored_file = records / REQUEST_FILE
     if not resume:
         if stored_file.exists():
-            raise TuneSetupError(already_holds_a_search(experiment))
-        trials = experiment / TRIALS_DIR
+            raise TuneSetupError(already_holds_a_search(records))
+        trials = records / TRIALS_DIR
         if trials.is_dir() and any(trials.iterdir()):  # its trials would clash with this search's records
             raise TuneSetupError(
                 f"{trials} holds the trial records of a search whose {REQUEST_FILE} is gone; delete that folder to "
-                "start over, or give this search another --name"
+                "start over, or give this search another --name (or --records)"
             )
         return request
     if not stored_file.is_file():
         raise TuneSetupError(
-            f"nothing to resume at {experiment}: it has no {REQUEST_FILE}, which a search writes when it starts; "
-            "start the search without --resume"
+            f"nothing to resume at {records}: it has no {REQUEST_FILE}, which a search writes when it starts; "
+            "start the search without --resume (or give the --records folder the search started with)"
         )
     stored = read_json_object(stored_file, "the search's request")
     if stored.get("records") != RECORDS_VERSION:
@@ -80,7 +82,7 @@ def prepare_experiment(request, resume, given=()):
     if changes:
         listed = "; ".join(f"{option}: started with {before!r}, now {now!r}" for option, before, now in changes)
         raise TuneSetupError(
-            f"the search at {experiment} cannot change on --resume ({listed}): a resumed search continues the "
+            f"the search at {records} cannot change on --resume ({listed}): a resumed search continues the "
             f"trials it started. Drop {', '.join(option for option, _, _ in changes)} to resume it as it "
             "started, or start a new search with another --name"
         )
@@ -108,8 +110,9 @@ def local_path(stored, given):
 def rebuild_request(stored, current, source):
     """The stored request made again by :func:`~recbole_mgformer.tune.request.make_request` from its settings:
     every check of a new search runs again (the space, its strings, the fixed settings, the data), with this
-    machine's paths and this folder's name. A search whose settings now give another search (the model's
-    defaults, the dataset's metric or a config file changed since it started) is refused, naming the field."""
+    machine's paths, this folder's name and this command's records folder. A search whose settings now give
+    another search (the model's defaults, the dataset's metric or a config file changed since it started) is
+    refused, naming the field."""
     from recbole_mgformer.tune.request import make_request
 
     space = _field(stored, "space", dict, source)
@@ -145,6 +148,7 @@ def rebuild_request(stored, current, source):
         "search_seed": _field(stored, "search_seed", int, source),
         "name": current["name"],
         "storage_dir": current["storage"],
+        "records_dir": records_folder(current),
         "defaults_first": _field(stored, "defaults_first", bool, source),
     }
     model, dataset = _field(stored, "model", str, source), _field(stored, "dataset", str, source)

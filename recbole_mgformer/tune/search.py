@@ -5,6 +5,7 @@ request rebuilt on --resume), draws.py (the trials a search runs), tuner.py (Ray
 trial's record)."""
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -12,7 +13,15 @@ from recbole_mgformer.config.input_checks import check_writable, write_new_text
 from recbole_mgformer.records import code_commit, display_path, machine, package_versions
 from recbole_mgformer.training.checkpoint_files import plain_value
 from recbole_mgformer.tune.draws import plan_trials
-from recbole_mgformer.tune.records import REQUEST_FILE, claim_request, read_trial_records, search_lock
+from recbole_mgformer.tune.records import (
+    REQUEST_FILE,
+    SEARCH_FIELDS,
+    as_json,
+    claim_request,
+    read_trial_records,
+    records_folder,
+    search_locks,
+)
 from recbole_mgformer.tune.report import best_config_yaml, ranked, render_markdown, sort_rows
 from recbole_mgformer.tune.request import check_address, check_dataset_files, make_request
 from recbole_mgformer.tune.resume import prepare_experiment
@@ -35,8 +44,8 @@ DEFAULT_RESULTS = "tuning"  # reports go to ./tuning/ in the current folder unle
 
 def report_paths(request, results_dir=None, stem=None):
     """``{md, json, yaml: path}`` of the search's report, named after it (``stem``, else its ``--name``); a
-    TuneSetupError where one of them belongs to another search (its record names another experiment), before
-    anything runs."""
+    TuneSetupError where one of them belongs to another search (:func:`report_owner_differs`), before anything
+    runs."""
     folder = Path(results_dir or DEFAULT_RESULTS).resolve()
     stem = stem or request["name"]
     paths = {suffix: folder / f"{stem}.{suffix}" for suffix in ("md", "json", "yaml")}
@@ -44,16 +53,39 @@ def report_paths(request, results_dir=None, stem=None):
     if not existing:
         return paths
     try:
-        owner = json.loads(paths["json"].read_text())["request"]["experiment"]
-    except (OSError, ValueError, KeyError, TypeError):
+        owner = json.loads(paths["json"].read_text())
+        owner = owner if isinstance(owner, dict) and isinstance(owner.get("request"), dict) else None
+    except (OSError, ValueError):
         owner = None
-    if owner != request["experiment"]:
+    if owner is None or report_owner_differs(owner, request, folder):
+        shown = (owner or {}).get("request", {}).get("experiment") or "no search record beside it"
         raise TuneSetupError(
-            f"{existing[0]} is the report of another search ({owner or 'no search record beside it'}), not of "
+            f"{existing[0]} is the report of another search ({shown}), not of "
             f"{request['experiment']}; give this search its own report with another --name (or --results folder), "
             "or move those files away"
         )
     return paths
+
+
+def report_owner_differs(record, request, folder):
+    """Whether the report ``record`` (its ``.json``, in ``folder``) is another search's than ``request``'s: it
+    names another search folder, unless it is the same search (same digest and name) written on another machine
+    with its records at the same place relative to the report (the benchmark's ``<stem>.records/`` beside it).
+    The report's JSON sorts its keys, so the fields are compared whatever their order; the records, which keep it,
+    are checked against the search when read."""
+    owner = record["request"]
+    if owner.get("experiment") == request["experiment"]:
+        return False
+    try:
+        same_search = _unordered(owner) == _unordered(request) and owner.get("name") == request["name"]
+        there = os.path.relpath(records_folder(owner), Path(record["markdown"]).parent)
+    except (KeyError, TypeError, ValueError):
+        return True
+    return not (same_search and there == os.path.relpath(records_folder(request), folder))
+
+
+def _unordered(request):
+    return json.dumps(as_json({field: request.get(field) for field in SEARCH_FIELDS}), sort_keys=True)
 
 
 def record_row(record):
@@ -84,6 +116,7 @@ def tune_recommender(
     num_gpus=None,
     results_dir=None,
     storage_dir=None,
+    records_dir=None,
     temp_dir=None,
     name=None,
     resume=False,
@@ -105,14 +138,17 @@ def tune_recommender(
     ``cpus_per_trial``/``gpus_per_trial`` (fractions allowed) share the machine, or the Ray cluster at
     ``address`` (``auto`` for a local ``ray start``); ``num_cpus``/``num_gpus`` cap a Ray started here.
     ``storage_dir``: Ray's results (``saved/tune``), the experiment ``name`` (``<Model>-<dataset>``) inside;
-    ``temp_dir``: Ray's temporary folder (see :func:`default_temp_dir`). ``resume``: continue an interrupted
-    search from its own records (plain JSON in its folder, :mod:`recbole_mgformer.tune.records`; Ray's pickles are
-    never read): finished and failed trials stay, the others run from their first epoch, the same draws as an
-    uninterrupted search. The settings left None take the values the search started with; one given that differs
-    is refused (:func:`~recbole_mgformer.tune.resume.resume_changes`). A second command on the same search stops
-    with an error while one runs it. ``results_dir`` (``./tuning``) receives ``<name>.md``, ``.json`` and the best
-    ``.yaml`` (the searched values only), named after the search (``<Model>-<dataset>`` by default); files there of
-    another search are never replaced, and a folder that cannot be written fails before Ray starts.
+    ``records_dir``: the search's own records (its request and one JSON file per finished trial,
+    :mod:`recbole_mgformer.tune.records`), that experiment folder when None: a folder kept apart from Ray's
+    scratch (committed with the results) continues the search on a new machine. ``temp_dir``: Ray's temporary
+    folder (see :func:`default_temp_dir`). ``resume``: continue an interrupted search from its own records (Ray's
+    pickles are never read, and Ray's folder may be gone): finished and failed trials stay, the others run from
+    their first epoch, the same draws as an uninterrupted search. The settings left None take the values the
+    search started with; one given that differs is refused (:func:`~recbole_mgformer.tune.resume.resume_changes`).
+    A second command on the same search stops with an error while one runs it. ``results_dir`` (``./tuning``)
+    receives ``<name>.md``, ``.json`` and the best ``.yaml`` (the searched values only), named after the search
+    (``<Model>-<dataset>`` by default); files there of another search are never replaced, and a folder that cannot
+    be written fails before Ray starts.
     ``retrain_best``: train the best configuration once more for its test metrics. ``stem``: the name of the
     written files (the search's name). ``defaults_first``: the first of the ``samples`` trials runs the model's
     own defaults for the searched keys (``properties/model/<Model>.yaml`` over RecBole's, merged as a plain run
@@ -156,16 +192,17 @@ def tune_recommender(
         name,
         storage_dir,
         defaults_first=bool(defaults_first),
+        records_dir=records_dir,
     )
-    paths = report_paths(request, results_dir, stem)
+    request = prepare_experiment(request, resume, given)  # a new search's claim comes later, exclusive
+    paths = report_paths(request, results_dir, stem)  # the request as it runs: on --resume, the stored one's
     try:
         check_writable(paths["md"], "--results")  # before any trial: the report is what the search is for
     except OSError as error:
         raise TuneSetupError(str(error)) from None
-    request = prepare_experiment(request, resume, given)  # a new search's claim comes later, exclusive
     check_dataset_files(request)
-    with search_lock(request["experiment"]):  # from here on, no other command runs this search
-        plan = plan_trials(request, read_trial_records(request["experiment"], request) if resume else {})
+    with search_locks(request):  # from here on, no other command runs this search
+        plan = plan_trials(request, read_trial_records(records_folder(request), request) if resume else {})
         if resume:
             log(resume_line(request, plan))
         existed = {suffix for suffix, path in paths.items() if path.exists()}
@@ -250,6 +287,6 @@ def write_report(paths, existed, summary, request):
         except FileExistsError:
             raise TuneSetupError(
                 f"--results {paths[suffix]}: another search wrote this file while this one ran; this search's "
-                f"trials are recorded in {request['experiment']}: write its report elsewhere with --resume "
+                f"trials are recorded in {records_folder(request)}: write its report elsewhere with --resume "
                 f"--name {request['name']} --results <another folder>"
             ) from None

@@ -1,6 +1,7 @@
 """The benchmark's equal-budget search: when it searches, resumes or skips, the chosen file, the runs' records."""
 
 import json
+import shutil
 
 import pytest
 import yaml
@@ -103,43 +104,110 @@ def test_a_search_runs_once_and_a_rerun_skips_it_unless_its_budget_or_space_chan
     assert search_info(chosen, tmp_path / "results") is None
 
 
-def test_an_interrupted_search_resumes_from_rays_folder(tmp_path, monkeypatch):
-    from ray import tune
+def started_request(budget, space, **changes):
+    """The request file an interrupted search of ``budget`` over ``space`` left (the fields the benchmark checks)."""
+    return {
+        "samples": budget.trials,
+        "overrides": {"epochs": budget.epochs},
+        "grace_period": budget.grace,
+        "max_t": budget.epochs,
+        "search_seed": budget.seed,
+        "search": "random",
+        "defaults_first": budget.defaults_first,
+        "space": space,
+        **changes,
+    }
 
+
+def records_folder(tmp_path, dataset, stem):
+    return tmp_path / "results" / "tuning" / dataset / f"{stem}.records"
+
+
+def test_an_interrupted_search_resumes_from_its_records_beside_the_results(tmp_path, monkeypatch):
     calls = faked_search(monkeypatch, interrupted=True)
     budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
     settings = search_settings(tmp_path, log=print)
     with pytest.raises(KeyboardInterrupt, match="rerun the same command to resume it"):
         ensure_search("BPR", {}, "ml-100k", budget, **settings)
-    experiment = tmp_path / "tune" / "benchmark-ml-100k-BPR-n2-e2-g1-s0"
-    experiment.mkdir(parents=True)
-    (experiment / tune_search.REQUEST_FILE).write_text("{}")
-    monkeypatch.setattr(tune.Tuner, "can_restore", staticmethod(lambda path: str(path) == str(experiment)))
+    records = records_folder(tmp_path, "ml-100k", "BPR")
+    # the search's records go beside its page, Ray's folders to the storage
+    assert calls[0]["records_dir"] == records.resolve() and calls[0]["storage_dir"] == str(tmp_path / "tune")
+    records.mkdir(parents=True)
+    space = search_space("BPR", {}, "ml-100k")
+    (records / tune_search.REQUEST_FILE).write_text(json.dumps(started_request(budget, space)))
     faked_search(monkeypatch, calls)
+    shutil.rmtree(tmp_path / "tune")  # Ray's storage lost with the machine: the records are enough
     ensure_search("BPR", {}, "ml-100k", budget, **settings)
     assert [c["resume"] for c in calls] == [False, True]
     assert (tmp_path / "tuned" / "ml-100k" / "BPR.yaml").is_file()
 
 
-def test_an_interrupted_search_over_another_space_is_an_error_not_resumed(tmp_path, monkeypatch):
-    from ray import tune
+def test_an_interrupted_search_that_kept_its_records_in_rays_folder_continues_beside_the_results(tmp_path, monkeypatch):
+    """A search interrupted before its records went beside the results: they are copied there, and it resumes."""
+    calls, lines = faked_search(monkeypatch), []
+    budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
+    experiment = experiment_path("BPR", {}, "ml-100k", budget)
+    (experiment / "trials").mkdir(parents=True)
+    request = started_request(budget, search_space("BPR", {}, "ml-100k"))
+    (experiment / tune_search.REQUEST_FILE).write_text(json.dumps(request))
+    (experiment / "trials" / "0001.json").write_text('{"index": 1}')  # checked when the search reads it
+    ensure_search("BPR", {}, "ml-100k", budget, **search_settings(tmp_path, log=lines.append))
+    records = records_folder(tmp_path, "ml-100k", "BPR").resolve()
+    assert json.loads((records / tune_search.REQUEST_FILE).read_text()) == request
+    assert (records / "trials" / "0001.json").read_text() == '{"index": 1}'
+    assert f"copied the records of the search in {experiment} to {records}, where it continues" in lines
+    assert [(c["resume"], c["records_dir"]) for c in calls] == [(True, records)]
 
+
+@pytest.mark.parametrize(
+    "changes, started",
+    [
+        ({"search_seed": 3}, "random search of 2 trials, search seed 3, ASHA grace 1 of at most 2 epochs"),
+        ({"samples": 4}, "random search of 4 trials, search seed 0"),
+        ({"overrides": {"epochs": 5}}, "ASHA grace 1 of at most 5 epochs"),
+        ({"defaults_first": True}, "first trial: each model's own defaults"),
+        ({"samples": "two"}, "random search of two trials"),
+        ({}, "a request this command did not write"),
+    ],
+)
+def test_records_of_another_search_in_the_records_folder_are_refused_naming_it(tmp_path, monkeypatch, changes, started):
     calls = faked_search(monkeypatch)
     budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
-    experiment = tmp_path / "tune" / "benchmark-amazon-beauty-MGFormer-n2-e2-g1-s0"
-    experiment.mkdir(parents=True)
+    records = records_folder(tmp_path, "ml-100k", "BPR")
+    records.mkdir(parents=True)
+    request = started_request(budget, search_space("BPR", {}, "ml-100k"), **changes) if changes else ["not", "it"]
+    (records / tune_search.REQUEST_FILE).write_text(json.dumps(request))
+    with pytest.raises(TuneSetupError) as raised:
+        ensure_search("BPR", {}, "ml-100k", budget, **search_settings(tmp_path))
+    message = str(raised.value)
+    if changes:
+        assert f"{records.resolve()} holds the records of an interrupted search of BPR on ml-100k with another " in (
+            message
+        )
+        assert started in message and "this command's: 2 trials, search seed 0" in message
+        assert "rerun with that budget to finish it, or move that folder away to search again" in message
+    else:
+        assert "recbole_mgformer_tune.json: the search's request must be a JSON object" in message
+    assert calls == []
+
+
+def test_an_interrupted_search_over_another_space_is_an_error_not_resumed(tmp_path, monkeypatch):
+    calls = faked_search(monkeypatch)
+    budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
+    records = records_folder(tmp_path, "amazon-beauty", "MGFormer")
+    records.mkdir(parents=True)
     started = {**search_space("MGFormer", {}, "amazon-beauty"), "uniformity_weight": {"loguniform": [0.01, 5.0]}}
-    (experiment / tune_search.REQUEST_FILE).write_text(json.dumps({"space": started}))
-    monkeypatch.setattr(tune.Tuner, "can_restore", staticmethod(lambda path: str(path) == str(experiment)))
+    (records / tune_search.REQUEST_FILE).write_text(json.dumps(started_request(budget, started)))
     settings = search_settings(tmp_path, log=print)
     with pytest.raises(
         TuneSetupError,
-        match="interrupted search of MGFormer on amazon-beauty at .* started over another space .*delete that folder",
+        match="interrupted search of MGFormer on amazon-beauty at .*MGFormer.records started over another space "
+        ".*delete that folder",
     ):
         ensure_search("MGFormer", {}, "amazon-beauty", budget, **settings)
     assert calls == []
     shipped = search_space("MGFormer", {}, "amazon-beauty")
-    (experiment / tune_search.REQUEST_FILE).write_text(json.dumps({"space": shipped}))
+    (records / tune_search.REQUEST_FILE).write_text(json.dumps(started_request(budget, shipped)))
     ensure_search("MGFormer", {}, "amazon-beauty", budget, **settings)
     assert [c["resume"] for c in calls] == [True]
 
@@ -362,3 +430,58 @@ def test_a_page_says_plainly_when_its_rows_were_tuned_with_and_without_the_defau
     )
     assert "not at equal budget" in note
     assert defaults_first_note(rows[:2]) is None and defaults_first_note(rows[2:]) is None
+
+
+@pytest.mark.slow
+def test_a_search_continues_on_a_new_machine_from_its_records_in_the_results(tiny_data, tmp_path, capsys):
+    """A search of 4 trials runs whole on one machine. Another machine gets only the results folder, as committed
+    when the search stopped after trials 0 and 2 (its interrupted page and record, its records folder with those
+    two trials), and an empty saved/: the same command keeps the two, runs 1 and 3 with the draws of the whole
+    search, and ends with its scores and best."""
+    from recbole_mgformer.tune.records import REQUEST_FILE
+
+    def command(machine):
+        budget = ["--tune-budget", "4", "--tune-epochs", "1", "--tune-grace", "1", "--tune-cpus", "1"]
+        return benchmark_args("BPR", tiny_data, machine, *search_budget_args(machine, *budget), "--epochs=1", *TINY)
+
+    old, new = tmp_path / "old-machine", tmp_path / "new-machine"
+    assert main(command(old)) == 0
+    folder = old / "results" / "tuning" / "tiny"
+    records = folder / "BPR.records"
+    whole = json.loads((folder / "BPR.json").read_text())
+    assert sorted(p.name for p in records.iterdir()) == [REQUEST_FILE, "trials"]  # none of Ray's files
+    assert sorted(p.name for p in (records / "trials").iterdir()) == [f"000{i}.json" for i in range(4)]
+    ray_folder = old / "tune" / "benchmark-tiny-BPR-n4-e1-g1-s0"
+    assert [p.name for p in ray_folder.iterdir()] == ["ray-1"]  # Ray's scratch, the records elsewhere
+
+    copied = new / "results" / "tuning" / "tiny"
+    shutil.copytree(records, copied / "BPR.records")
+    for index in (1, 3):  # running, or not started, when the machine was lost
+        (copied / "BPR.records" / "trials" / f"000{index}.json").unlink()
+    stopped = {**whole, "interrupted": True, "rows": [r for r in whole["rows"] if r["index"] in (0, 2)]}
+    (copied / "BPR.json").write_text(json.dumps(stopped))  # its paths the old machine's
+    (copied / "BPR.md").write_text((folder / "BPR.md").read_text())
+    capsys.readouterr()
+    assert main(command(new)) == 0
+    assert "search of BPR on tiny: resuming (4 trials" in capsys.readouterr().out
+    assert not (new / "tune" / "benchmark-tiny-BPR-n4-e1-g1-s0" / REQUEST_FILE).exists()
+
+    resumed = json.loads((copied / "BPR.json").read_text())
+    assert not resumed["interrupted"] and len(resumed["rows"]) == 4
+    trial = {
+        place: {json.loads(p.read_text())["index"]: json.loads(p.read_text()) for p in (base / "trials").iterdir()}
+        for place, base in (("old", records), ("new", copied / "BPR.records"))
+    }
+    for index in (0, 2):  # kept as they were, not trained again
+        assert trial["new"][index] == trial["old"][index]
+    for index in (1, 3):  # trained again: the same draw, the same training, the same scores
+        assert trial["new"][index]["trial"] != trial["old"][index]["trial"]
+        assert trial["new"][index]["params"] == trial["old"][index]["params"]
+        assert trial["new"][index]["score"] == pytest.approx(trial["old"][index]["score"])
+    assert resumed["best"]["params"] == whole["best"]["params"]
+    assert resumed["best"]["score"] == pytest.approx(whole["best"]["score"])
+    chosen = {
+        place: yaml.safe_load((base / "tuned" / "tiny" / "BPR.yaml").read_text())
+        for place, base in (("old", old), ("new", new))
+    }
+    assert chosen["new"] == chosen["old"] == whole["best"]["params"]

@@ -595,3 +595,33 @@ def test_a_report_file_another_search_wrote_meanwhile_is_never_replaced(tmp_path
     write_report(paths, {"md"}, summary, request)  # this search's own page, there when it started: replaced
     assert paths["md"].read_text().startswith("# Hyperparameter search: BPR on tiny")
     assert sorted(p.name for p in paths["md"].parent.iterdir()) == ["BPR-tiny.json", "BPR-tiny.md"]
+
+
+def test_records_kept_apart_from_rays_folder_continue_the_search_with_a_new_storage(
+    ray_session, tiny_data, tiny_yaml, tmp_path, capsys
+):
+    """``--records``: the request and trial records there, Ray's folders under --storage; with the storage gone
+    (a new machine) and a trial's record missing, --resume with a fresh storage runs that trial alone, its draw."""
+    from recbole_mgformer.tune.records import REQUEST_FILE
+
+    records = tmp_path / "results" / "BPR-tiny.records"
+    (tmp_path / "bpr-space.yaml").write_text("learning_rate: {loguniform: [0.0001, 0.1]}\n")
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "2", "--records", str(records)) == 0
+    assert sorted(p.name for p in records.iterdir()) == [REQUEST_FILE, "trials"]
+    assert [p.name for p in (tmp_path / "tune" / "BPR-tiny").iterdir()] == ["ray-1"]
+    before = {p.name: json.loads(p.read_text()) for p in (records / "trials").iterdir()}
+    assert sorted(before) == ["0000.json", "0001.json"]
+    shutil.rmtree(tmp_path / "tune")
+    (records / "trials" / "0001.json").unlink()
+    capsys.readouterr()
+    extra = ("--resume", "--records", str(records))
+    assert small_search(tmp_path, tiny_data, tiny_yaml, *extra, storage="new-storage") == 0
+    assert "resuming BPR-tiny: 1 of 2 trials finished (kept, not trained again); 1 to run" in capsys.readouterr().out
+    after = {p.name: json.loads(p.read_text()) for p in (records / "trials").iterdir()}
+    assert after["0000.json"] == before["0000.json"] and after["0001.json"]["trial"] != before["0001.json"]["trial"]
+    assert after["0001.json"]["params"] == before["0001.json"]["params"]
+    assert [p.name for p in (tmp_path / "new-storage" / "BPR-tiny").iterdir()] == ["ray-1"]
+    assert "BPR-tiny`, its records `" in (tmp_path / "results" / "BPR-tiny.md").read_text()  # both named
+    # without --records the search is not found where Ray's folders are: nothing to resume there
+    assert small_search(tmp_path, tiny_data, tiny_yaml, "--resume", storage="new-storage") == 2
+    assert "nothing to resume at" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from recbole_mgformer.tune.records import (
     REQUEST_FILE,
     claim_request,
     read_trial_records,
+    records_folder,
     search_digest,
     write_trial_record,
 )
@@ -60,7 +61,7 @@ def started(tiny_data, tmp_path):
 def resumed(request):
     """What --resume runs: the rebuilt request, its finished trials and the plan of the rest."""
     rebuilt = prepare_experiment(request, resume=True)
-    records = read_trial_records(rebuilt["experiment"], rebuilt)
+    records = read_trial_records(records_folder(rebuilt), rebuilt)
     return rebuilt, records, plan_trials(rebuilt, records)
 
 
@@ -192,3 +193,86 @@ def test_a_new_search_in_a_folder_with_trial_records_is_refused(started):
     (Path(started["experiment"]) / REQUEST_FILE).unlink()  # the request deleted, its trials left
     with pytest.raises(TuneSetupError, match=rf"trials holds the trial records of a search whose {REQUEST_FILE}"):
         prepare_experiment(started, resume=False)
+
+
+# ------------------------------------------------------------------------------------------------ --records
+
+
+def request_with_records(tmp_path, records, storage, **settings):
+    return make_request(
+        "BPR",
+        "tiny",
+        SPACE,
+        config_files=[str(tmp_path / "tiny.yaml")],
+        data_path=str(tmp_path / "data"),
+        storage_dir=storage,
+        records_dir=records,
+        **{"samples": 3, **settings},
+    )
+
+
+@pytest.fixture
+def kept_apart(started, tmp_path):
+    """The ``started`` search's records moved to a folder of their own (``--records``), Ray's storage gone."""
+    records = tmp_path / "results" / "BPR.records"
+    shutil.copytree(started["experiment"], records)
+    shutil.rmtree(tmp_path / "tune")
+    return records
+
+
+def test_records_kept_apart_from_rays_folder_resume_with_a_new_storage(kept_apart, started, tmp_path):
+    here = request_with_records(tmp_path, kept_apart, tmp_path / "new-storage")
+    assert here["records_dir"] == str(kept_apart) and here["experiment"] == str(tmp_path / "new-storage" / "BPR-tiny")
+    rebuilt, records, plan = resumed(here)
+    assert rebuilt["records_dir"] == str(kept_apart) and rebuilt["experiment"] == here["experiment"]
+    assert list(records) == [1] and plan.remaining == [0, 2] and plan.drawn == drawn_trials(started)
+    assert not (tmp_path / "new-storage").exists()  # nothing of Ray's was needed
+
+
+def test_a_new_search_writes_its_records_where_given_and_refuses_a_folder_holding_one(kept_apart, tmp_path):
+    fresh = tmp_path / "results" / "BPR-other.records"
+    request = request_with_records(tmp_path, fresh, tmp_path / "tune")
+    claim_request(prepare_experiment(request, resume=False))
+    assert [p.name for p in fresh.iterdir()] == [REQUEST_FILE] and not (tmp_path / "tune").exists()
+    write_trial_record(fresh, {"index": 0})
+    assert (fresh / "trials" / "0000.json").is_file()
+    with pytest.raises(TuneSetupError, match=rf"{kept_apart} already holds a search; --resume continues it"):
+        prepare_experiment(request_with_records(tmp_path, kept_apart, tmp_path / "tune"), resume=False)
+
+
+def test_records_of_another_search_in_the_records_folder_are_refused(kept_apart, tmp_path):
+    """Another seed or sample count is refused by name; a trial record of another search by its digest."""
+    for settings, option in (({"search_seed": 5}, "--search-seed"), ({"samples": 4}, "--samples")):
+        other = request_with_records(tmp_path, kept_apart, tmp_path / "tune", **settings)
+        with pytest.raises(TuneSetupError, match=rf"the search at {kept_apart} cannot change on --resume \({option}"):
+            prepare_experiment(other, resume=True, given=set(settings))
+    other = request_with_records(tmp_path, tmp_path / "elsewhere", tmp_path / "tune", search_seed=5)
+    claim_request(other)
+    foreign = {**json.loads((kept_apart / "trials" / "0001.json").read_text()), "search": search_digest(other)}
+    (kept_apart / "trials" / "0001.json").write_text(json.dumps(foreign))
+    with pytest.raises(TuneSetupError, match=r"BPR.records/trials/0001.json: it belongs to another search"):
+        resumed(request_with_records(tmp_path, kept_apart, tmp_path / "tune"))
+
+
+def test_a_report_written_on_another_machine_is_this_searchs_when_its_records_lie_at_the_same_place(started, tmp_path):
+    from recbole_mgformer.tune.search import report_paths
+
+    old = "/old-machine/checkout"
+    here = request_with_records(tmp_path, tmp_path / "results" / "BPR.records", tmp_path / "tune")
+    report = {
+        "request": {
+            **here,
+            "experiment": f"{old}/saved/tune/BPR-tiny",
+            "records_dir": f"{old}/results/BPR.records",
+        },
+        "markdown": f"{old}/results/BPR.md",
+    }
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "BPR.json").write_text(json.dumps(report, sort_keys=True))  # as write_report writes it
+    assert report_paths(here, tmp_path / "results", "BPR")["md"] == tmp_path / "results" / "BPR.md"
+    for request in (
+        request_with_records(tmp_path, tmp_path / "results" / "elsewhere.records", tmp_path / "tune"),
+        request_with_records(tmp_path, tmp_path / "results" / "BPR.records", tmp_path / "tune", search_seed=2),
+    ):
+        with pytest.raises(TuneSetupError, match=r"BPR.(md|json) is the report of another search"):
+            report_paths(request, tmp_path / "results", "BPR")
