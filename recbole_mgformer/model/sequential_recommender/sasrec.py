@@ -1,0 +1,122 @@
+"""SASRec (Kang and McAuley, ICDM 2018) as RecBole 1.2.1 implements it, trained several times faster on CPUs.
+
+RecBole's ``SASRec`` is the parent: its options (``recbole/properties/model/SASRec.yaml``), parameters and their
+initialisation, state-dict keys, losses (CE over every item, or BPR) and predictions. Only the forward pass is
+rewritten, to compute the same function with less work:
+
+- **Only the scored position.** The output is read at each sequence's last item (``item_seq_len - 1``) and the
+  attention is causal, so the last layer needs its query, residual, LayerNorm and feed-forward at that one row
+  (keys and values still at every row): (B, 1, H) instead of (B, L, H). The earlier layers still run over all rows.
+- **Dropout** through :func:`recbole_mgformer.model.dropout.dropout`: a uniform draw against ``p`` instead of
+  ``bernoulli_``, the same independent keep probability ``1 - p`` and scale ``1 / (1 - p)``; rows that feed nothing
+  (the last layer's other queries) get no draw. The masks are therefore not RecBole's draws from the same seed, but
+  draws of the same distribution.
+- **GELU** as ``F.gelu`` (the exact erf form, one fused kernel forward and backward) instead of RecBole's five
+  elementwise ops; the other activations are torch's own kernels of the same functions.
+- **One projection** for query, key and value (the three weights side by side, one matmul).
+
+The padding mask is RecBole's: a key at a padded position or after the query gets -10000 before the softmax, whose
+exponential is 0 in float32, as a masked key's is there. Cross-entropy over all items stays in float32.
+
+Not done here (a protocol, not a speed-up): SASRec's paper trains each user's sequence once with a loss at every
+position, where RecBole trains every prefix as its own row with a loss at its last position. Offered, it would take
+one row per user (943 on ml-100k instead of ~97k prefix rows, ~100x fewer rows per epoch), weigh long histories'
+recent targets differently (a user's positions share one dropout draw and one batch) and change what an epoch and
+the learning rate mean, so it would need its accuracy shown against RecBole's protocol at 3 seeds, for every
+sequential model alike, before any comparison used it.
+"""
+
+import torch
+import torch.nn.functional as F
+from recbole.model.sequential_recommender.sasrec import SASRec as RecBoleSASRec
+
+from recbole_mgformer.model.dropout import dropout
+
+ACTIVATIONS = {
+    "gelu": F.gelu,  # RecBole's erf form: x * 0.5 * (1 + erf(x / sqrt(2)))
+    "relu": F.relu,
+    "swish": F.silu,  # x * sigmoid(x)
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+}
+MASKED = -10000.0  # RecBole's additive mask value
+
+
+def causal_mask(item_seq):
+    """True where a query may attend a key: the key is a real item at or before the query: (B, 1, L, L)."""
+    length = item_seq.size(1)
+    causal = torch.ones(length, length, dtype=torch.bool, device=item_seq.device).tril()
+    return causal & (item_seq != 0)[:, None, None, :]
+
+
+def last_row_mask(item_seq, last):
+    """The mask of the query at position ``last`` (B,): real items at or before it: (B, 1, 1, L)."""
+    positions = torch.arange(item_seq.size(1), device=item_seq.device)
+    return ((item_seq != 0) & (positions <= last[:, None]))[:, None, None, :]
+
+
+def split_heads(x, n_heads):
+    """(B, L, H) -> (B, heads, L, H / heads)."""
+    return x.view(*x.shape[:2], n_heads, -1).transpose(1, 2)
+
+
+def attention(attn, queries, keys, values, allowed, training):
+    """RecBole's ``MultiHeadAttention`` after its projections: queries (B, Q, H), keys and values (B, L, H),
+    allowed (B, 1, Q, L) -> (B, Q, H), before its output projection."""
+    heads = attn.num_attention_heads
+    scores = torch.matmul(split_heads(queries, heads), split_heads(keys, heads).transpose(-1, -2))
+    scores = (scores / attn.sqrt_attention_head_size).masked_fill_(~allowed, MASKED)  # (B, h, Q, L)
+    probs = dropout(torch.softmax(scores, dim=-1), attn.attn_dropout.p, training)
+    context = torch.matmul(probs, split_heads(values, heads))  # (B, h, Q, H / h)
+    return context.transpose(1, 2).reshape(*queries.shape)
+
+
+def attention_block(attn, hidden, allowed, training, last=None):
+    """RecBole's ``MultiHeadAttention``: hidden (B, L, H) -> (B, L, H), or only the rows ``last`` (B,) -> (B, 1, H)."""
+    if last is None:
+        weight = torch.cat([attn.query.weight, attn.key.weight, attn.value.weight])  # (3H, H)
+        bias = torch.cat([attn.query.bias, attn.key.bias, attn.value.bias])
+        queries, keys, values = F.linear(hidden, weight, bias).chunk(3, dim=-1)
+        residual = hidden
+    else:
+        residual = hidden[torch.arange(hidden.size(0), device=hidden.device), last].unsqueeze(1)  # (B, 1, H)
+        weight, bias = torch.cat([attn.key.weight, attn.value.weight]), torch.cat([attn.key.bias, attn.value.bias])
+        keys, values = F.linear(hidden, weight, bias).chunk(2, dim=-1)
+        queries = attn.query(residual)
+    out = attn.dense(attention(attn, queries, keys, values, allowed, training))
+    return attn.LayerNorm(dropout(out, attn.out_dropout.p, training) + residual)
+
+
+def feed_forward(ffn, hidden, activation, training):
+    """RecBole's ``FeedForward``: (B, Q, H) -> (B, Q, H)."""
+    out = ffn.dense_2(activation(ffn.dense_1(hidden)))
+    return ffn.LayerNorm(dropout(out, ffn.dropout.p, training) + hidden)
+
+
+class SASRec(RecBoleSASRec):
+    r"""SASRec; RecBole's options (``n_layers``, ``n_heads``, ``hidden_size``, ``inner_size``,
+    ``hidden_dropout_prob``, ``attn_dropout_prob``, ``hidden_act``, ``layer_norm_eps``, ``initializer_range``,
+    ``loss_type``)."""
+
+    def __init__(self, config, dataset):
+        if config["hidden_act"] not in ACTIVATIONS:
+            raise ValueError(f"SASRec: hidden_act={config['hidden_act']!r} must be one of {', '.join(ACTIVATIONS)}")
+        super().__init__(config, dataset)
+        self.activation = ACTIVATIONS[self.hidden_act]
+
+    def forward(self, item_seq, item_seq_len):
+        """The last layer's output at each sequence's last item: item_seq (B, L), item_seq_len (B,) -> (B, H)."""
+        positions = torch.arange(item_seq.size(1), device=item_seq.device)
+        hidden = self.LayerNorm(self.item_embedding(item_seq) + self.position_embedding(positions))
+        hidden = dropout(hidden, self.dropout.p, self.training)  # (B, L, H)
+        last = item_seq_len - 1
+        layers = self.trm_encoder.layer
+        allowed = causal_mask(item_seq) if len(layers) > 1 else None
+        for index, layer in enumerate(layers):
+            final = index == len(layers) - 1
+            mask = last_row_mask(item_seq, last) if final else allowed
+            hidden = attention_block(layer.multi_head_attention, hidden, mask, self.training, last if final else None)
+            hidden = feed_forward(layer.feed_forward, hidden, self.activation, self.training)
+        if not layers:  # no layer: the embedding at the last item, as RecBole's gather gives it
+            return self.gather_indexes(hidden, last)
+        return hidden.squeeze(1)
