@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from recbole.model.sequential_recommender.sasrec import SASRec as RecBoleSASRec
 
 from recbole_mgformer.model.dropout import dropout
+from recbole_mgformer.model.options import positive_int
 
 ACTIVATIONS = {
     "gelu": F.gelu,  # RecBole's erf form: x * 0.5 * (1 + erf(x / sqrt(2)))
@@ -101,6 +102,7 @@ class SASRec(RecBoleSASRec):
     def __init__(self, config, dataset):
         if config["hidden_act"] not in ACTIVATIONS:
             raise ValueError(f"SASRec: hidden_act={config['hidden_act']!r} must be one of {', '.join(ACTIVATIONS)}")
+        positive_int(config, "n_layers", "SASRec")  # RecBole's reads the last layer's output
         super().__init__(config, dataset)
         self.activation = ACTIVATIONS[self.hidden_act]
 
@@ -111,12 +113,10 @@ class SASRec(RecBoleSASRec):
         hidden = dropout(hidden, self.dropout.p, self.training)  # (B, L, H)
         last = item_seq_len - 1
         layers = self.trm_encoder.layer
-        allowed = causal_mask(item_seq) if len(layers) > 1 else None
+        allowed = causal_mask(item_seq) if len(layers) > 1 else None  # the full layers' mask, (B, 1, L, L)
         for index, layer in enumerate(layers):
             final = index == len(layers) - 1
             mask = last_row_mask(item_seq, last) if final else allowed
             hidden = attention_block(layer.multi_head_attention, hidden, mask, self.training, last if final else None)
             hidden = feed_forward(layer.feed_forward, hidden, self.activation, self.training)
-        if not layers:  # no layer: the embedding at the last item, as RecBole's gather gives it
-            return self.gather_indexes(hidden, last)
-        return hidden.squeeze(1)
+        return hidden.squeeze(1)  # the last layer's one row
