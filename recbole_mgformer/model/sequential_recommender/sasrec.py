@@ -28,10 +28,12 @@ sequential model alike, before any comparison used it.
 
 import torch
 import torch.nn.functional as F
-from recbole.model.sequential_recommender.sasrec import SASRec as RecBoleSASRec
 
 from recbole_mgformer.model.dropout import dropout
 from recbole_mgformer.model.options import positive_int
+from recbole_mgformer.model.recbole_sequential import recbole_sequential_model
+
+RecBoleSASRec = recbole_sequential_model("SASRec")
 
 ACTIVATIONS = {
     "gelu": F.gelu,  # RecBole's erf form: x * 0.5 * (1 + erf(x / sqrt(2)))
