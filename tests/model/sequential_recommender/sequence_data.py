@@ -3,6 +3,9 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+from recbole_mgformer.quick_start import build_config, prepare
 
 ROOT = Path(__file__).resolve().parents[3]
 ML100K_SEQUENTIAL = str(ROOT / "properties" / "dataset" / "ml-100k-seq.yaml")  # the protocol, on any data
@@ -19,6 +22,19 @@ def write_sequences(folder, n_users=30, n_items=40, seed=0, name="tinyseq"):
     (folder / name).mkdir(parents=True, exist_ok=True)
     (folder / name / f"{name}.inter").write_text("\n".join(lines) + "\n")
     return folder
+
+
+@pytest.fixture(name="sequential_setup")
+def sequential_setup_fixture(tmp_path):
+    """``make(model, **overrides) -> (config, model, (train, valid, test))`` on the tiny sequences."""
+    data = write_sequences(tmp_path / "data")
+
+    def make(model, **overrides):
+        config, _ = build_config(model, "tinyseq", [ML100K_SEQUENTIAL], {**TINY, "data_path": str(data), **overrides})
+        built, _, splits = prepare(config)
+        return config, built, splits
+
+    return make
 
 
 def recbole_twin(recbole_class, config, model, train):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import torch
-from sequence_data import assert_same_gradients, recbole_twin
+from sequence_data import assert_same_gradients, recbole_twin, sequential_setup_fixture  # noqa: F401 (a fixture)
 
 import recbole_mgformer.model.sequential_recommender.sasrec as sasrec_module
 from recbole_mgformer.model.dropout import keep_scale
