@@ -32,8 +32,10 @@ HEAPS = ("released", "kept")
 
 
 def build_pair(model_name, dataset, batch_size, n_batches, overrides):
-    """``(RecBole's model, this project's model)`` from the same weights, ``n_batches`` training batches, the number
-    of training rows and the config."""
+    """``(RecBole's model, this project's model, this project's model at precision bf16)`` from the same weights,
+    ``n_batches`` training batches, the number of training rows and the config."""
+    import torch
+
     from recbole_mgformer.model.recbole_sequential import recbole_sequential_model
     from recbole_mgformer.quick_start import build_config, prepare
 
@@ -46,12 +48,15 @@ def build_pair(model_name, dataset, batch_size, n_batches, overrides):
     project, _, (train_data, _, _) = prepare(config)
     recbole = recbole_sequential_model(model_name)(config, train_data._dataset)
     recbole.load_state_dict(project.state_dict())
+    bf16 = type(project)(config, train_data._dataset)
+    bf16.encoder_dtype = torch.bfloat16  # as precision: bf16 sets it
+    bf16.load_state_dict(project.state_dict())
     batches = []
     for batch in train_data:
         batches.append(batch)
         if len(batches) == n_batches:
             break
-    return (recbole, project), batches, len(train_data.dataset), config
+    return (recbole, project, bf16), batches, len(train_data.dataset), config
 
 
 def train_step(model, optimizer, batch):
@@ -61,7 +66,7 @@ def train_step(model, optimizer, batch):
 
 
 def time_pair(models, batches, learning_rate, repeats):
-    """Seconds per step of each model, ``[[...], [...]]``, interleaved repeats over ``batches``."""
+    """Seconds per step of each model, ``[[...], ...]``, interleaved repeats over ``batches``."""
     import torch
 
     optimizers = [torch.optim.Adam(model.parameters(), lr=learning_rate) for model in models]
@@ -69,15 +74,15 @@ def time_pair(models, batches, learning_rate, repeats):
         model.train()
         for batch in batches[:2]:  # warm-up: Adam's moments, the heap, the allocator's caches
             train_step(model, optimizer, batch)
-    seconds = [[], []]
+    seconds = [[] for _ in models]
     for repeat in range(repeats):
         for index, (model, optimizer) in enumerate(zip(models, optimizers)):
             for batch in batches:
                 started = time.perf_counter()
                 train_step(model, optimizer, batch)
                 seconds[index].append(time.perf_counter() - started)
-        recbole, ours = (statistics.median(s) for s in seconds)
-        print(f"repeat {repeat}: RecBole {recbole:.3f} s, ours {ours:.3f} s", file=sys.stderr, flush=True)
+        recbole, ours, bf16 = (statistics.median(s) for s in seconds)
+        print(f"repeat {repeat}: RecBole {recbole:.3f} s, ours {ours:.3f} s, bf16 {bf16:.3f} s", file=sys.stderr)
     return seconds
 
 
@@ -100,7 +105,7 @@ def child(args):
         for model in models:
             model.eval()
         with torch.no_grad():
-            losses = [float(model.calculate_loss(batches[0])) for model in models]
+            losses = [float(model.calculate_loss(batches[0])) for model in models]  # RecBole's, ours, ours bf16
         seconds = time_pair(models, batches, config["learning_rate"], args.repeats)
         medians = [statistics.median(s) for s in seconds]
         records.append(
@@ -111,9 +116,10 @@ def child(args):
                 "threads": torch.get_num_threads(),
                 "recbole_step_s": round(medians[0], 4),
                 "ours_step_s": round(medians[1], 4),
-                "recbole_min_max_s": [round(min(seconds[0]), 4), round(max(seconds[0]), 4)],
-                "ours_min_max_s": [round(min(seconds[1]), 4), round(max(seconds[1]), 4)],
+                "ours_bf16_step_s": round(medians[2], 4),
+                "min_max_s": [[round(min(s), 4), round(max(s), 4)] for s in seconds],
                 "speedup": round(medians[0] / medians[1], 2),
+                "speedup_bf16": round(medians[0] / medians[2], 2),
                 "steps_timed": len(seconds[0]),
                 "eval_losses": losses,
                 "training_rows": rows,
@@ -145,15 +151,16 @@ def table(records, argv, commit, versions, load, seed):
         "",
         f"Produced by `{command_line(argv)}` at commit {commit}: one training step (`calculate_loss` + backward + "
         "Adam) of RecBole 1.2.1's model and of this project's (`recbole_mgformer/model/sequential_recommender/`), "
-        "from the same weights, interleaved in one process per heap setting; the median over the timed steps. "
+        "at fp32 (the default) and at bf16, from the same weights, interleaved in one process per heap setting; "
+        "the median over the timed steps. "
         "Heap `released` is glibc's default (a RecBole run's); `kept` is `keep_freed_memory()` "
         "(`recbole_mgformer/model/heap.py`), a process-wide setting that changes no number. Within a row both "
         "models ran in the same process; the last column compares this project's model with the heap kept against "
         "RecBole's with the heap released (two processes, one after the other).",
         "",
-        "| model | heap | RecBole step s | ours step s | ours faster by | RecBole epoch s (est.) "
-        "| ours epoch s (est.) | ours (kept) against RecBole (released) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | heap | RecBole step s | ours fp32 step s | ours fp32 faster by | ours bf16 step s | ours bf16 "
+        "faster by | RecBole epoch s (est.) | ours fp32 epoch s (est.) | ours fp32 (kept) against RecBole (released) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     released = {r["model"]: r for r in records if r["heap"] == "released"}
     for r in records:
@@ -162,15 +169,17 @@ def table(records, argv, commit, versions, load, seed):
             cross = f"{released[r['model']]['recbole_step_s'] / r['ours_step_s']:.2f}x"
         lines.append(
             f"| {r['model']} | {r['heap']} | {r['recbole_step_s']} | {r['ours_step_s']} | {r['speedup']}x | "
+            f"{r['ours_bf16_step_s']} | {r['speedup_bf16']}x | "
             f"{r['recbole_step_s'] * r['steps_per_epoch']:.0f} | {r['ours_step_s'] * r['steps_per_epoch']:.0f} | "
             f"{cross} |"
         )
     first = records[0]
     lines += [
         "",
-        "Losses in evaluation mode on the first batch (RecBole's, ours): "
-        + "; ".join(f"{r['model']} ({r['heap']}) {r['eval_losses'][0]:.6f}, {r['eval_losses'][1]:.6f}" for r in records)
-        + ".",
+        "Losses in evaluation mode on the first batch (RecBole's, ours fp32, ours bf16): "
+        + "; ".join(f"{r['model']} ({r['heap']}) " + ", ".join(f"{x:.6f}" for x in r["eval_losses"]) for r in records)
+        + ". bf16 (`precision: bf16`, off by default) rounds the encoder's matmul inputs to bf16: its accuracy has "
+        "not been compared with fp32's over training.",
         "",
         f"Machine: {machine()}, {first['threads']} thread(s); load average before the run: {load}. "
         f"Versions: {', '.join(f'{k} {v}' for k, v in versions.items())}. Seed {seed}. "

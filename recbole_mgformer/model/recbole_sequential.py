@@ -1,4 +1,4 @@
-"""RecBole's sequential models, imported without their package's side effect.
+"""RecBole's sequential models, imported without their package's side effect, and their encoders' precision.
 
 Importing any module of ``recbole.model.sequential_recommender`` runs the package's ``sine.py``, which switches
 autograd anomaly detection on for the whole process (every op then records its stack and every backward op checks
@@ -9,6 +9,8 @@ import importlib
 
 import torch
 
+from recbole_mgformer.model.precision import resolve_precision
+
 
 def recbole_sequential_model(name):
     """RecBole's sequential model class ``name`` (``"SASRec"``), anomaly detection left as it was."""
@@ -18,3 +20,21 @@ def recbole_sequential_model(name):
     finally:
         torch.set_anomaly_enabled(anomaly, check_nan)
     return getattr(module, name)
+
+
+def encoder_precision(name, device, model):
+    """The dtype of a sequential model's encoder matmuls from its ``precision`` option ``name`` (``fp32``, the
+    default when unset, RecBole's arithmetic | ``bf16`` | ``auto``: bf16 where ``device`` multiplies it natively);
+    see :mod:`recbole_mgformer.model.precision`. The model reads the option itself (the config check finds the keys
+    a model reads in its source)."""
+    name = name or "fp32"
+    try:
+        return resolve_precision(name, device)
+    except ValueError as error:
+        raise ValueError(f"{model}: precision={name!r}: {error}") from None
+
+
+def encoder_autocast(dtype, device):
+    """bf16 autocast over an encoder where ``dtype`` is bf16 (matmuls in bf16 with fp32 accumulation; norms,
+    softmax and the parameters stay fp32), else nothing."""
+    return torch.autocast(torch.device(device).type, dtype=dtype, enabled=dtype == torch.bfloat16)

@@ -88,3 +88,19 @@ def test_in_training_the_loss_has_recboles_distribution_over_dropout_draws(seque
     assert ours.std() > 0 and not torch.equal(ours, theirs)
     assert abs(ours.mean() - theirs.mean()).item() < 4 * math.sqrt((ours.var() + theirs.var()).item() / draws)
     assert 0.8 < (ours.std() / theirs.std()).item() < 1.25
+
+
+def test_the_encoder_is_float32_unless_bf16_is_asked_for_and_bf16_stays_close(sequential_setup):
+    _, model, (train, _, _) = sequential_setup("GRU4Rec", **SMALL)
+    _, fast, _ = sequential_setup("GRU4Rec", precision="bf16", **SMALL)
+    assert model.encoder_dtype == torch.float32 and fast.encoder_dtype == torch.bfloat16
+    fast.load_state_dict(model.state_dict())
+    model.eval(), fast.eval()
+    batch = next(iter(train))
+    with torch.no_grad():
+        exact, rounded = (
+            model.forward(batch["item_id_list"], batch["item_length"]),
+            fast.forward(batch["item_id_list"], batch["item_length"]),
+        )
+    assert rounded.dtype == torch.float32 and not torch.equal(exact, rounded)
+    torch.testing.assert_close(rounded, exact, rtol=0.05, atol=0.05)

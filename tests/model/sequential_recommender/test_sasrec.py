@@ -140,3 +140,26 @@ def test_in_training_the_loss_has_recboles_distribution_over_dropout_draws(seque
 def test_impossible_settings_are_refused_by_name(sequential_setup, key, value):
     with pytest.raises(ValueError, match=key):
         sequential_setup("SASRec", **{**SMALL, key: value})
+
+
+def test_the_encoder_is_float32_unless_bf16_is_asked_for_and_bf16_stays_close(sequential_setup):
+    config, model, (train, _, _) = sequential_setup("SASRec", **SMALL)
+    assert model.encoder_dtype == torch.float32
+    _, fast, _ = sequential_setup("SASRec", precision="bf16", **SMALL)
+    assert fast.encoder_dtype == torch.bfloat16
+    fast.load_state_dict(model.state_dict())
+    model.eval(), fast.eval()
+    batch = next(iter(train))
+    with torch.no_grad():
+        exact, rounded = (
+            model.forward(batch["item_id_list"], batch["item_length"]),
+            fast.forward(batch["item_id_list"], batch["item_length"]),
+        )
+        assert rounded.dtype == torch.float32 and not torch.equal(exact, rounded)
+        torch.testing.assert_close(rounded, exact, rtol=0.05, atol=0.05)
+        torch.testing.assert_close(fast.calculate_loss(batch), model.calculate_loss(batch), rtol=0.01, atol=0.01)
+
+
+def test_an_unknown_precision_is_refused_by_name(sequential_setup):
+    with pytest.raises(ValueError, match="precision"):
+        sequential_setup("SASRec", precision="fp8", **SMALL)
