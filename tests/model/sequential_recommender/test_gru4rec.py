@@ -104,3 +104,19 @@ def test_the_encoder_is_float32_unless_bf16_is_asked_for_and_bf16_stays_close(se
         )
     assert rounded.dtype == torch.float32 and not torch.equal(exact, rounded)
     torch.testing.assert_close(rounded, exact, rtol=0.05, atol=0.05)
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_skipping_the_steps_past_each_end_gives_nn_grus_hidden_state_at_the_last_item(num_layers):
+    torch.manual_seed(0)
+    gru = torch.nn.GRU(6, 10, num_layers=num_layers, bias=False, batch_first=True)
+    lengths = torch.tensor([3, 7, 1, 7, 5, 2])
+    items = torch.randn(6, 7, 6, requires_grad=True)
+    ours = gru4rec_module.gru_last_hidden(gru, items, lengths)
+    outputs, _ = gru(items)
+    theirs = outputs[torch.arange(6), lengths - 1]
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-7)
+    (ours_grad,) = torch.autograd.grad(ours.square().sum(), items)
+    (theirs_grad,) = torch.autograd.grad(theirs.square().sum(), items)
+    torch.testing.assert_close(ours_grad, theirs_grad, rtol=1e-5, atol=1e-7)
+    assert torch.all(ours_grad[0, 3:] == 0)  # nothing after a row's last item reaches its output
