@@ -25,11 +25,15 @@ its matmuls' inputs rounded to 8 significant bits; the scores and the loss stay 
 not used.
 
 Not done here (a protocol, not a speed-up): SASRec's paper trains each user's sequence once with a loss at every
-position, where RecBole trains every prefix as its own row with a loss at its last position. Offered, it would take
-one row per user (943 on ml-100k instead of ~97k prefix rows, ~100x fewer rows per epoch), weigh long histories'
-recent targets differently (a user's positions share one dropout draw and one batch) and change what an epoch and
-the learning rate mean, so it would need its accuracy shown against RecBole's protocol at 3 seeds, for every
-sequential model alike, before any comparison used it.
+position, where RecBole makes every prefix its own row (about 97k on ml-100k-seq) with a loss at its last item.
+The targets are the same items, but an epoch would change: one row per user (943 on ml-100k-seq, about 2,500 if
+histories longer than the window are cut into windows of 50 rather than truncated to their last 50, which would
+drop earlier targets) computing every position's output: 1/40 to 1/100 of the encoder's rows for the same targets.
+The positions of one history would share one dropout draw and one batch, so an epoch would take far fewer steps,
+each over correlated targets (the learning rate and the epoch cap would mean something else), and a target early
+in a later window would see a shorter context than its prefix row gives it (up to 50 items).
+It would have to be offered for every sequential model alike, with its accuracy shown against RecBole's protocol at
+3 seeds, before any comparison used it.
 """
 
 import torch
