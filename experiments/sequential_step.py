@@ -31,7 +31,7 @@ MODELS = ("SASRec", "GRU4Rec")
 HEAPS = ("released", "kept")
 
 
-def build_pair(model_name, dataset, batch_size, n_batches, overrides):
+def build_pair(model_name, dataset, batch_size, n_batches, overrides, config_files=()):
     """``(RecBole's model, this project's model, this project's model at precision bf16)`` from the same weights,
     ``n_batches`` training batches, the number of training rows and the config."""
     import torch
@@ -42,7 +42,7 @@ def build_pair(model_name, dataset, batch_size, n_batches, overrides):
     config, _ = build_config(
         model_name,
         dataset,
-        [],
+        list(config_files),
         {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides},
     )
     project, _, (train_data, _, _) = prepare(config)
@@ -101,7 +101,9 @@ def child(args):
         overrides["MAX_ITEM_LIST_LENGTH"] = args.max_item_list_length
     records = []
     for name in args.models.split(","):
-        models, batches, rows, config = build_pair(name, args.dataset, args.batch_size, args.steps, overrides)
+        models, batches, rows, config = build_pair(
+            name, args.dataset, args.batch_size, args.steps, overrides, args.config_files
+        )
         for model in models:
             model.eval()
         with torch.no_grad():
@@ -204,6 +206,7 @@ def main(argv=None):
     parser.add_argument("--heap", choices=(*HEAPS, "both"), default="both")
     parser.add_argument("--max_item_list_length", type=int, help="default: the dataset's (50 on ml-100k-seq)")
     parser.add_argument("--data_path", help="folder holding <dataset>/<dataset>.inter (default: RecBole's)")
+    parser.add_argument("--config_files", nargs="*", default=[], help="settings files, e.g. a sequential protocol")
     parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
