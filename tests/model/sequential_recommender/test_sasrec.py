@@ -79,16 +79,20 @@ class RecordedDropout(torch.nn.Module):
         return x * self.bank[-1]
 
 
-def banked_dropout(bank, last):
-    """The project's ``dropout`` reading RecBole's masks in order; where the project computes only the rows
-    ``last`` (B,) (the last layer), the same rows of the mask."""
+def banked_dropout(bank, item_seq, last):
+    """The project's ``dropout`` reading RecBole's masks in order; where the project computes only the real items
+    (packed, N rows) or only the rows ``last`` (B,) (the last layer), the same rows of the mask."""
     masks = iter(bank)
+    real = item_seq != 0
 
     def dropout(x, p, training, generator=None):
         mask = next(masks)
-        if mask.shape != x.shape:
+        if x.dim() == 2:  # the real items, packed
+            mask = mask[real]
+        elif mask.shape != x.shape:
             rows = torch.arange(len(last))
             mask = mask[rows, :, last].unsqueeze(2) if mask.dim() == 4 else mask[rows, last].unsqueeze(1)
+        assert mask.shape == x.shape
         return x * mask
 
     return dropout
@@ -110,7 +114,9 @@ def test_in_training_the_same_dropout_masks_give_recboles_loss_and_gradients(seq
     batch = next(iter(train))
     theirs = twin.calculate_loss(batch)
     assert len(bank) == 1 + 3 * n_layers
-    monkeypatch.setattr(sasrec_module, "dropout", banked_dropout(bank, batch[model.ITEM_SEQ_LEN] - 1))
+    monkeypatch.setattr(
+        sasrec_module, "dropout", banked_dropout(bank, batch[model.ITEM_SEQ], batch[model.ITEM_SEQ_LEN] - 1)
+    )
     ours = model.calculate_loss(batch)
     torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
     ours.backward()
