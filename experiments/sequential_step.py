@@ -4,6 +4,7 @@
 
     python experiments/sequential_step.py                               # both models, both heap settings
     python experiments/sequential_step.py --models SASRec --repeats 3 --heap released
+    python experiments/sequential_step.py --profile --heap released   # torch.profiler's top ops of one step each
 
 For each heap setting (``released``: glibc's defaults, as a RecBole run has them; ``kept``:
 :func:`recbole_mgformer.model.heap.keep_freed_memory`, a process-wide setting) a child process builds each model
@@ -86,6 +87,16 @@ def time_pair(models, batches, learning_rate, repeats):
     return seconds
 
 
+def settings(args):
+    """The config overrides the command line gives."""
+    overrides = {"seed": args.seed}
+    if args.data_path:
+        overrides["data_path"] = args.data_path
+    if args.max_item_list_length:
+        overrides["MAX_ITEM_LIST_LENGTH"] = args.max_item_list_length
+    return overrides
+
+
 def child(args):
     """Time every model pair under one heap setting; prints a JSON list of records."""
     import torch
@@ -94,11 +105,7 @@ def child(args):
 
     kept = keep_freed_memory() if args.heap == "kept" else False
     torch.set_num_threads(args.threads)
-    overrides = {"seed": args.seed}
-    if args.data_path:
-        overrides["data_path"] = args.data_path
-    if args.max_item_list_length:
-        overrides["MAX_ITEM_LIST_LENGTH"] = args.max_item_list_length
+    overrides = settings(args)
     records = []
     for name in args.models.split(","):
         models, batches, rows, config = build_pair(
@@ -130,6 +137,32 @@ def child(args):
             }
         )
     print(json.dumps(records))
+
+
+def profile(args):
+    """Print torch.profiler's costliest ops (self CPU time) of one training step of each model of each pair."""
+    import torch
+    from torch.profiler import profile as profiler
+
+    from recbole_mgformer.model.heap import keep_freed_memory
+
+    if args.heap == "kept":
+        keep_freed_memory()
+    torch.set_num_threads(args.threads)
+    for name in args.models.split(","):
+        models, batches, _, config = build_pair(
+            name, args.dataset, args.batch_size, 2, settings(args), args.config_files
+        )
+        for label, model in zip(("RecBole's", "this project's (fp32)"), models[:2]):
+            optimizer = torch.optim.Adam(model.parameters(), lr=config["learning_rate"])
+            model.train()
+            train_step(model, optimizer, batches[0])  # warm-up
+            with profiler() as recorded:
+                started = time.perf_counter()
+                train_step(model, optimizer, batches[1])
+                seconds = time.perf_counter() - started
+            print(f"## {label} {name}: one step, {seconds:.2f} s under the profiler (heap {args.heap})")
+            print(recorded.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.profile_rows))
 
 
 def machine():
@@ -208,11 +241,15 @@ def main(argv=None):
     parser.add_argument("--data_path", help="folder holding <dataset>/<dataset>.inter (default: RecBole's)")
     parser.add_argument("--config_files", nargs="*", default=[], help="settings files, e.g. a sequential protocol")
     parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
+    parser.add_argument("--profile", action="store_true", help="print one profiled step of each model; no timing")
+    parser.add_argument("--profile_rows", type=int, default=12)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     unknown = set(args.models.split(",")) - set(MODELS)
     if unknown:
         parser.error(f"--models: {', '.join(sorted(unknown))} not among {', '.join(MODELS)}")
+    if args.profile:
+        return profile(args)
     if args.child:
         return child(args)
 

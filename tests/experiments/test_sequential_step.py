@@ -38,3 +38,12 @@ def test_an_unknown_model_is_refused(capsys):
     with pytest.raises(SystemExit):
         main(["--models", "SASRec,BERT4Rec"])
     assert "BERT4Rec" in capsys.readouterr().err
+
+
+def test_profile_prints_the_costliest_ops_of_a_step_of_each_model(tmp_path, capsys):
+    data = write_sequences(tmp_path / "data")
+    argv = ["--profile", "--models", "SASRec", "--dataset", "tinyseq", "--batch_size", "16", "--heap", "released"]
+    main([*argv, f"--data_path={data}", "--config_files", ML100K_SEQUENTIAL])
+    out = capsys.readouterr().out
+    assert "## RecBole's SASRec: one step" in out and "## this project's (fp32) SASRec: one step" in out
+    assert "Self CPU" in out and "aten::" in out
