@@ -1,0 +1,283 @@
+"""One training step of RecBole 1.2.1's SASRec and GRU4Rec beside this project's models of the same names
+(``recbole_mgformer/model/sequential_recommender/``), at RecBole's defaults on ml-100k-seq (batch 2048, windows of
+``MAX_ITEM_LIST_LENGTH`` 50), one thread.
+
+    python experiments/sequential_step.py                               # both models, both heap settings
+    python experiments/sequential_step.py --models SASRec --repeats 3 --heap released
+    python experiments/sequential_step.py --profile --heap released   # torch.profiler's top ops of one step each
+
+For each heap setting (``released``: glibc's defaults, as a RecBole run has them; ``kept``:
+:func:`recbole_mgformer.model.heap.keep_freed_memory`, a process-wide setting) a child process builds each model
+pair from the same weights and times ``--steps`` steps (``calculate_loss`` + backward + Adam) of one, then of the
+other, ``--repeats`` times (interleaved, so a noisy neighbour slows both alike), after two warm-up steps each; the
+median is reported. The pair's losses in evaluation mode on the first batch must agree (same function, no
+dropout). An epoch is ``ceil(training rows / batch)`` steps; the estimate below is that times the median step
+(the data loader's time is not in it). Writes results/performance/sequential-step.md and a JSON record beside it.
+"""
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MODELS = ("SASRec", "GRU4Rec")
+HEAPS = ("released", "kept")
+
+
+def build_pair(model_name, dataset, batch_size, n_batches, overrides, config_files=()):
+    """``(RecBole's model, this project's model, this project's model at precision bf16)`` from the same weights,
+    ``n_batches`` training batches, the number of training rows and the config."""
+    import torch
+
+    from recbole_mgformer.model.recbole_sequential import recbole_sequential_model
+    from recbole_mgformer.quick_start import build_config, prepare
+
+    config, _ = build_config(
+        model_name,
+        dataset,
+        list(config_files),
+        {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides},
+    )
+    project, _, (train_data, _, _) = prepare(config)
+    recbole = recbole_sequential_model(model_name)(config, train_data._dataset)
+    recbole.load_state_dict(project.state_dict())
+    bf16 = type(project)(config, train_data._dataset)
+    bf16.encoder_dtype = torch.bfloat16  # as precision: bf16 sets it
+    bf16.load_state_dict(project.state_dict())
+    batches = []
+    for batch in train_data:
+        batches.append(batch)
+        if len(batches) == n_batches:
+            break
+    return (recbole, project, bf16), batches, len(train_data.dataset), config
+
+
+def train_step(model, optimizer, batch):
+    optimizer.zero_grad()
+    model.calculate_loss(batch).backward()
+    optimizer.step()
+
+
+def time_pair(models, batches, learning_rate, repeats):
+    """Seconds per step of each model, ``[[...], ...]``, interleaved repeats over ``batches``."""
+    import torch
+
+    optimizers = [torch.optim.Adam(model.parameters(), lr=learning_rate) for model in models]
+    for model, optimizer in zip(models, optimizers):
+        model.train()
+        for batch in batches[:2]:  # warm-up: Adam's moments, the heap, the allocator's caches
+            train_step(model, optimizer, batch)
+    seconds = [[] for _ in models]
+    for repeat in range(repeats):
+        for index, (model, optimizer) in enumerate(zip(models, optimizers)):
+            for batch in batches:
+                started = time.perf_counter()
+                train_step(model, optimizer, batch)
+                seconds[index].append(time.perf_counter() - started)
+        recbole, ours, bf16 = (statistics.median(s) for s in seconds)
+        print(f"repeat {repeat}: RecBole {recbole:.3f} s, ours {ours:.3f} s, bf16 {bf16:.3f} s", file=sys.stderr)
+    return seconds
+
+
+def settings(args):
+    """The config overrides the command line gives."""
+    overrides = {"seed": args.seed}
+    if args.data_path:
+        overrides["data_path"] = args.data_path
+    if args.max_item_list_length:
+        overrides["MAX_ITEM_LIST_LENGTH"] = args.max_item_list_length
+    return overrides
+
+
+def child(args):
+    """Time every model pair under one heap setting; prints a JSON list of records."""
+    import torch
+
+    from recbole_mgformer.model.heap import keep_freed_memory
+
+    kept = keep_freed_memory() if args.heap == "kept" else False
+    torch.set_num_threads(args.threads)
+    overrides = settings(args)
+    records = []
+    for name in args.models.split(","):
+        models, batches, rows, config = build_pair(
+            name, args.dataset, args.batch_size, args.steps, overrides, args.config_files
+        )
+        for model in models:
+            model.eval()
+        with torch.no_grad():
+            losses = [float(model.calculate_loss(batches[0])) for model in models]  # RecBole's, ours, ours bf16
+        seconds = time_pair(models, batches, config["learning_rate"], args.repeats)
+        medians = [statistics.median(s) for s in seconds]
+        records.append(
+            {
+                "model": name,
+                "heap": args.heap,
+                "heap_kept": kept,
+                "threads": torch.get_num_threads(),
+                "recbole_step_s": round(medians[0], 4),
+                "ours_step_s": round(medians[1], 4),
+                "ours_bf16_step_s": round(medians[2], 4),
+                "min_max_s": [[round(min(s), 4), round(max(s), 4)] for s in seconds],
+                "speedup": round(medians[0] / medians[1], 2),
+                "speedup_bf16": round(medians[0] / medians[2], 2),
+                "steps_timed": len(seconds[0]),
+                "eval_losses": losses,
+                "training_rows": rows,
+                "steps_per_epoch": math.ceil(rows / args.batch_size),
+                "max_item_list_length": config["MAX_ITEM_LIST_LENGTH"],
+            }
+        )
+    print(json.dumps(records))
+
+
+def profile(args):
+    """Print torch.profiler's costliest ops (self CPU time) of one training step of each model of each pair."""
+    import torch
+    from torch.profiler import profile as profiler
+
+    from recbole_mgformer.model.heap import keep_freed_memory
+
+    if args.heap == "kept":
+        keep_freed_memory()
+    torch.set_num_threads(args.threads)
+    for name in args.models.split(","):
+        models, batches, _, config = build_pair(
+            name, args.dataset, args.batch_size, 2, settings(args), args.config_files
+        )
+        for label, model in zip(("RecBole's", "this project's (fp32)"), models[:2]):
+            optimizer = torch.optim.Adam(model.parameters(), lr=config["learning_rate"])
+            model.train()
+            train_step(model, optimizer, batches[0])  # warm-up
+            with profiler() as recorded:
+                started = time.perf_counter()
+                train_step(model, optimizer, batches[1])
+                seconds = time.perf_counter() - started
+            print(f"## {label} {name}: one step, {seconds:.2f} s under the profiler (heap {args.heap})")
+            print(recorded.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.profile_rows))
+
+
+def machine():
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return platform.processor() or platform.machine()
+
+
+def command_line(argv):
+    return "python experiments/sequential_step.py" + "".join(f" {arg}" for arg in argv)
+
+
+def table(records, argv, commit, versions, load, seed):
+    """The markdown page."""
+    lines = [
+        "# Sequential training step: RecBole's models against this project's",
+        "",
+        f"Produced by `{command_line(argv)}` at commit {commit}: one training step (`calculate_loss` + backward + "
+        "Adam) of RecBole 1.2.1's model and of this project's (`recbole_mgformer/model/sequential_recommender/`), "
+        "at fp32 (the default) and at bf16, from the same weights, interleaved in one process per heap setting; "
+        "the median over the timed steps. "
+        "Heap `released` is glibc's default (a RecBole run's); `kept` is `keep_freed_memory()` "
+        "(`recbole_mgformer/model/heap.py`), a process-wide setting that changes no number. Within a row both "
+        "models ran in the same process; the last column compares this project's model with the heap kept against "
+        "RecBole's with the heap released (two processes, one after the other).",
+        "",
+        "| model | heap | RecBole step s | ours fp32 step s | ours fp32 faster by | ours bf16 step s | ours bf16 "
+        "faster by | RecBole epoch s (est.) | ours fp32 epoch s (est.) | ours fp32 (kept) against RecBole (released) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    released = {r["model"]: r for r in records if r["heap"] == "released"}
+    for r in records:
+        cross = ""
+        if r["heap"] == "kept" and r["model"] in released:
+            cross = f"{released[r['model']]['recbole_step_s'] / r['ours_step_s']:.2f}x"
+        lines.append(
+            f"| {r['model']} | {r['heap']} | {r['recbole_step_s']} | {r['ours_step_s']} | {r['speedup']}x | "
+            f"{r['ours_bf16_step_s']} | {r['speedup_bf16']}x | "
+            f"{r['recbole_step_s'] * r['steps_per_epoch']:.0f} | {r['ours_step_s'] * r['steps_per_epoch']:.0f} | "
+            f"{cross} |"
+        )
+    first = records[0]
+    lines += [
+        "",
+        "Losses in evaluation mode on the first batch (RecBole's, ours fp32, ours bf16): "
+        + "; ".join(f"{r['model']} ({r['heap']}) " + ", ".join(f"{x:.6f}" for x in r["eval_losses"]) for r in records)
+        + ". bf16 (`precision: bf16`, off by default) rounds the encoder's matmul inputs to bf16: its accuracy has "
+        "not been compared with fp32's over training.",
+        "",
+        f"Machine: {machine()}, {first['threads']} thread(s); load average before the run: {load}. "
+        f"Versions: {', '.join(f'{k} {v}' for k, v in versions.items())}. Seed {seed}. "
+        f"Training rows {first['training_rows']}, {first['steps_per_epoch']} steps per epoch at this batch; "
+        f"windows of {first['max_item_list_length']} items. Epoch estimates are steps per epoch times the median "
+        "step, without the data loader.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--dataset", default="ml-100k-seq")
+    parser.add_argument("--batch_size", type=int, default=2048)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=2, help="timed steps per model per repeat (distinct batches)")
+    parser.add_argument("--seed", type=int, default=2020)
+    parser.add_argument("--heap", choices=(*HEAPS, "both"), default="both")
+    parser.add_argument("--max_item_list_length", type=int, help="default: the dataset's (50 on ml-100k-seq)")
+    parser.add_argument("--data_path", help="folder holding <dataset>/<dataset>.inter (default: RecBole's)")
+    parser.add_argument("--config_files", nargs="*", default=[], help="settings files, e.g. a sequential protocol")
+    parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
+    parser.add_argument("--profile", action="store_true", help="print one profiled step of each model; no timing")
+    parser.add_argument("--profile_rows", type=int, default=12)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    unknown = set(args.models.split(",")) - set(MODELS)
+    if unknown:
+        parser.error(f"--models: {', '.join(sorted(unknown))} not among {', '.join(MODELS)}")
+    if args.profile:
+        return profile(args)
+    if args.child:
+        return child(args)
+
+    from recbole_mgformer.records import git_commit, package_versions, write_record
+
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "unknown"
+    records = []
+    for heap in HEAPS if args.heap == "both" else (args.heap,):
+        child_argv = [a for a in argv if not a.startswith("--heap")] + ["--heap", heap, "--child"]
+        run = subprocess.run(
+            [sys.executable, __file__, *child_argv], capture_output=True, text=True, cwd=ROOT, check=False
+        )
+        if run.returncode:
+            sys.stderr.write(run.stderr)
+            raise SystemExit(f"the {heap} run failed")
+        records += json.loads(run.stdout.strip().splitlines()[-1])
+    commit = git_commit(ROOT)
+    versions = {k: v for k, v in package_versions().items() if k in ("python", "torch", "recbole", "numpy")}
+    text = table(records, argv, commit, versions, load, args.seed)
+    results = Path(args.results)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    write_record(
+        results / "runs" / "performance" / f"sequential-step-{stamp}.json",
+        {"records": records, "command": command_line(argv), "commit": commit, "versions": versions, "load": load},
+    )
+    (results / "sequential-step.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
