@@ -8,10 +8,10 @@ import torch
 from sequence_data import assert_same_gradients, recbole_twin, sequential_setup_fixture  # noqa: F401 (a fixture)
 
 import recbole_mgformer.model.sequential_recommender.gru4rec as gru4rec_module
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.dropout import keep_scale
 from recbole_mgformer.model.recbole_sequential import recbole_sequential_model
 from recbole_mgformer.model.sequential_recommender.gru4rec import GRU4Rec
-from recbole_mgformer.integration.registry import get_model
 
 RecBoleGRU4Rec = recbole_sequential_model("GRU4Rec")
 SMALL = {"embedding_size": 8, "hidden_size": 12}

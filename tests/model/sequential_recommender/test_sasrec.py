@@ -10,10 +10,10 @@ import torch
 from sequence_data import assert_same_gradients, recbole_twin, sequential_setup_fixture  # noqa: F401 (a fixture)
 
 import recbole_mgformer.model.sequential_recommender.sasrec as sasrec_module
+from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.dropout import keep_scale
 from recbole_mgformer.model.recbole_sequential import recbole_sequential_model
 from recbole_mgformer.model.sequential_recommender.sasrec import SASRec
-from recbole_mgformer.integration.registry import get_model
 
 RecBoleSASRec = recbole_sequential_model("SASRec")
 
