@@ -1,6 +1,6 @@
 # make run: set up the virtual environment if missing, then train MGFormer on ml-100k (the copy inside the recbole wheel).
 # make test: set up the virtual environment if missing, lint (make lint), then run the fast suite: every test but the
-#   end-to-end training runs marked slow (MARKS), under 10 minutes on 2 cores.
+#   end-to-end training runs and the whole results/ re-render, marked slow (MARKS), under 10 minutes on 2 cores.
 # make test-all: the same with the end-to-end runs (what CI runs on the pinned stack).
 # make lint: ruff check and ruff format --check over the package, experiments/ and tests/ (settings in pyproject.toml).
 #
