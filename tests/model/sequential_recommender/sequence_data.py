@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from recbole_mgformer.quick_start import build_config, prepare
 
@@ -50,3 +51,20 @@ def assert_same_gradients(model, twin, rtol=1e-4, atol=1e-7):
         assert (parameter.grad is None) == (reference is None), name
         if reference is not None:
             np.testing.assert_allclose(parameter.grad.numpy(), reference.numpy(), rtol=rtol, atol=atol, err_msg=name)
+
+
+def assert_same_loss_and_gradients(model, twin, ours, theirs):
+    """The two models' losses from one batch agree, and so do their gradients after backward."""
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
+    ours.backward()
+    theirs.backward()
+    assert_same_gradients(model, twin)
+
+
+def assert_same_scores(model, twin, batch, test):
+    """In evaluation mode the two models score a test batch's every item, and ``batch``'s pairs, alike."""
+    model.eval(), twin.eval()
+    evaluation = next(iter(test))[0]
+    with torch.no_grad():
+        torch.testing.assert_close(model.full_sort_predict(evaluation), twin.full_sort_predict(evaluation))
+        torch.testing.assert_close(model.predict(batch), twin.predict(batch))

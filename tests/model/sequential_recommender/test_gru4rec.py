@@ -5,7 +5,12 @@ import math
 
 import pytest
 import torch
-from sequence_data import assert_same_gradients, recbole_twin, sequential_setup_fixture  # noqa: F401 (a fixture)
+from sequence_data import (  # noqa: F401 (a fixture)
+    assert_same_loss_and_gradients,
+    assert_same_scores,
+    recbole_twin,
+    sequential_setup_fixture,
+)
 
 import recbole_mgformer.model.sequential_recommender.gru4rec as gru4rec_module
 from recbole_mgformer.integration.registry import get_model
@@ -37,17 +42,8 @@ def test_same_weights_and_batch_give_recboles_loss_gradients_and_scores(sequenti
     assert list(model.state_dict()) == list(twin.state_dict())
     model.train(mode != "eval"), twin.train(mode != "eval")
     batch = next(iter(train))
-    ours, theirs = model.calculate_loss(batch), twin.calculate_loss(batch)
-    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
-    ours.backward()
-    theirs.backward()
-    assert_same_gradients(model, twin)
-
-    model.eval(), twin.eval()
-    evaluation = next(iter(test))[0]
-    with torch.no_grad():
-        torch.testing.assert_close(model.full_sort_predict(evaluation), twin.full_sort_predict(evaluation))
-        torch.testing.assert_close(model.predict(batch), twin.predict(batch))
+    assert_same_loss_and_gradients(model, twin, model.calculate_loss(batch), twin.calculate_loss(batch))
+    assert_same_scores(model, twin, batch, test)
 
 
 class FixedMask(torch.nn.Module):
@@ -68,10 +64,7 @@ def test_in_training_the_same_dropout_mask_gives_recboles_loss_and_gradients(seq
     twin.emb_dropout = FixedMask(mask)
     monkeypatch.setattr(gru4rec_module, "dropout", lambda x, p, training: x * mask)
     ours, theirs = model.calculate_loss(batch), twin.calculate_loss(batch)
-    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
-    ours.backward()
-    theirs.backward()
-    assert_same_gradients(model, twin)
+    assert_same_loss_and_gradients(model, twin, ours, theirs)
 
 
 def test_in_training_the_loss_has_recboles_distribution_over_dropout_draws(sequential_setup):

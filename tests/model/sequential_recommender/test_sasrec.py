@@ -7,7 +7,12 @@ import sys
 
 import pytest
 import torch
-from sequence_data import assert_same_gradients, recbole_twin, sequential_setup_fixture  # noqa: F401 (a fixture)
+from sequence_data import (  # noqa: F401 (a fixture)
+    assert_same_loss_and_gradients,
+    assert_same_scores,
+    recbole_twin,
+    sequential_setup_fixture,
+)
 
 import recbole_mgformer.model.sequential_recommender.sasrec as sasrec_module
 from recbole_mgformer.integration.registry import get_model
@@ -54,17 +59,8 @@ def test_same_weights_and_batch_give_recboles_loss_gradients_and_scores(sequenti
     for m in (model, twin):
         m.train(mode != "eval")
     batch = next(iter(train))
-    ours, theirs = model.calculate_loss(batch), twin.calculate_loss(batch)
-    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
-    ours.backward()
-    theirs.backward()
-    assert_same_gradients(model, twin)
-
-    model.eval(), twin.eval()
-    evaluation = next(iter(test))[0]
-    with torch.no_grad():
-        torch.testing.assert_close(model.full_sort_predict(evaluation), twin.full_sort_predict(evaluation))
-        torch.testing.assert_close(model.predict(batch), twin.predict(batch))
+    assert_same_loss_and_gradients(model, twin, model.calculate_loss(batch), twin.calculate_loss(batch))
+    assert_same_scores(model, twin, batch, test)
 
 
 class RecordedDropout(torch.nn.Module):
@@ -118,10 +114,7 @@ def test_in_training_the_same_dropout_masks_give_recboles_loss_and_gradients(seq
         sasrec_module, "dropout", banked_dropout(bank, batch[model.ITEM_SEQ], batch[model.ITEM_SEQ_LEN] - 1)
     )
     ours = model.calculate_loss(batch)
-    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
-    ours.backward()
-    theirs.backward()
-    assert_same_gradients(model, twin)
+    assert_same_loss_and_gradients(model, twin, ours, theirs)
 
 
 def test_in_training_the_loss_has_recboles_distribution_over_dropout_draws(sequential_setup):
