@@ -30,7 +30,7 @@ TINY_YAML = (
 
 
 @pytest.fixture(scope="module")
-def ray_session():
+def local_ray():
     """One small local Ray for the module's searches: 2 CPUs, no dashboard, a short temporary folder."""
     import ray
 
@@ -66,7 +66,7 @@ def run_py(cwd, *args):
     return values
 
 
-def test_search_writes_a_best_config_that_run_py_reproduces(ray_session, tiny_data, tiny_yaml, tmp_path, capsys):
+def test_search_writes_a_best_config_that_run_py_reproduces(local_ray, tiny_data, tiny_yaml, tmp_path, capsys):
     space = write_space(tmp_path, "learning_rate: {grid: [0.001, 0.01]}\nuniformity_weight: {choice: [0.5]}\n")
     settings = ["--space", str(space), "--search", "grid", f"--data_path={tiny_data}", f"--config_files={tiny_yaml}"]
     more = ["--verbose", "0", "--stopping_step=5", "--storage", str(tmp_path / "saved" / "tune")]
@@ -121,7 +121,7 @@ def trial_configs(summary):
 
 @pytest.mark.slow
 def test_a_search_resumed_after_losing_its_machine_runs_the_trials_an_uninterrupted_one_runs(
-    ray_session, tiny_data, tiny_yaml, tmp_path
+    local_ray, tiny_data, tiny_yaml, tmp_path
 ):
     """A search stopped after 2 of its 5 trials; only its folder's records reach a new machine, with pickles
     that would run code if loaded: the resumed search keeps the 2, runs the 3 others, and ends with the trials
@@ -170,7 +170,7 @@ def test_a_search_resumed_after_losing_its_machine_runs_the_trials_an_uninterrup
 
 
 @pytest.mark.slow
-def test_a_killed_search_resumes_with_the_draws_it_would_have_run(ray_session, tiny_data, tiny_yaml, tmp_path):
+def test_a_killed_search_resumes_with_the_draws_it_would_have_run(local_ray, tiny_data, tiny_yaml, tmp_path):
     """The search and its Ray killed (SIGKILL) once it has finished a trial: --resume finishes it, its trials the
     seed's draws, none run twice."""
     from recbole_mgformer.tune.draws import drawn_trials
@@ -220,7 +220,7 @@ def search_in_process(space, tiny_data, tiny_yaml, tmp_path, **options):
     )
 
 
-def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
+def test_trials_cannot_ask_for_more_than_the_cluster_has(local_ray):
     too_many_gpus = (
         r"--gpus-per-trial 0.25 asks for more than the Ray cluster has \(0 GPUs\); "
         r"lower --gpus-per-trial \(the benchmark's --tune-gpus\) or set it to 0"
@@ -231,7 +231,8 @@ def test_trials_cannot_ask_for_more_than_the_cluster_has(ray_session):
         _check_resources(3, 0)
 
 
-def test_a_failing_trial_is_recorded_and_the_others_complete(ray_session, tiny_data, tiny_yaml, tmp_path):
+@pytest.mark.slow  # a whole Ray search of several trials
+def test_a_failing_trial_is_recorded_and_the_others_complete(local_ray, tiny_data, tiny_yaml, tmp_path):
     """One trial the model rejects at construction, one whose loss turns NaN, and one that trains."""
     space = {"feature_map": {"grid": ["simrf", "not_a_map"]}, "learning_rate": {"grid": [0.001, 1.0e30]}}
     summary = search_in_process(space, tiny_data, tiny_yaml, tmp_path, samples=1)
@@ -289,9 +290,8 @@ def small_search(tmp_path, tiny_data, tiny_yaml, *extra, storage="tune", epochs=
     )
 
 
-def test_each_search_writes_its_own_report_and_never_another_searchs(
-    ray_session, tiny_data, tiny_yaml, tmp_path, capsys
-):
+@pytest.mark.slow  # a whole Ray search of several trials
+def test_each_search_writes_its_own_report_and_never_another_searchs(local_ray, tiny_data, tiny_yaml, tmp_path, capsys):
     results = tmp_path / "results"
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1") == 0
     first = {path.name: path.read_text() for path in results.iterdir()}
@@ -314,7 +314,7 @@ def test_each_search_writes_its_own_report_and_never_another_searchs(
 
 
 def test_resume_refuses_a_changed_space_sample_count_or_setting_and_names_it(
-    ray_session, tiny_data, tiny_yaml, tmp_path, capsys
+    local_ray, tiny_data, tiny_yaml, tmp_path, capsys
 ):
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "1") == 0
     capsys.readouterr()
@@ -342,11 +342,12 @@ def test_resume_refuses_a_changed_space_sample_count_or_setting_and_names_it(
     assert main(tune_args("BPR", tmp_path, "--verbose", "0", "--no-retrain", "--resume")) == 0
 
 
+@pytest.mark.slow  # a whole Ray search of several trials
 @pytest.mark.skipif(
     __import__("importlib").util.find_spec("hyperopt") is None,
     reason="hyperopt is not installed (pip install hyperopt==0.2.5, or make test installs it)",
 )
-def test_hyperopt_search_draws_inside_the_space(ray_session, tiny_data, tiny_yaml, tmp_path):
+def test_hyperopt_search_draws_inside_the_space(local_ray, tiny_data, tiny_yaml, tmp_path):
     space = {"uniformity_weight": {"loguniform": [0.2, 2.0]}, "embedding_size": {"choice": [8, 16]}}
     summary = search_in_process(space, tiny_data, tiny_yaml, tmp_path, search="hyperopt", samples=3)
     rows = summary["rows"]
@@ -461,8 +462,9 @@ def test_defaults_first_names_a_key_without_a_default_or_one_the_search_cannot_t
         }
 
 
+@pytest.mark.slow  # a whole Ray search of several trials
 def test_a_defaults_first_search_runs_the_defaults_as_one_of_its_samples(
-    ray_session, tiny_data, tiny_yaml, tmp_path, capsys
+    local_ray, tiny_data, tiny_yaml, tmp_path, capsys
 ):
     (tmp_path / "bpr-space.yaml").write_text("learning_rate: {choice: [0.01, 0.05]}\n")  # RecBole's 0.001 is not
     assert small_search(tmp_path, tiny_data, tiny_yaml, "--samples", "2", "--defaults-first") == 0
@@ -598,7 +600,7 @@ def test_a_report_file_another_search_wrote_meanwhile_is_never_replaced(tmp_path
 
 
 def test_records_kept_apart_from_rays_folder_continue_the_search_with_a_new_storage(
-    ray_session, tiny_data, tiny_yaml, tmp_path, capsys
+    local_ray, tiny_data, tiny_yaml, tmp_path, capsys
 ):
     """``--records``: the request and trial records there, Ray's folders under --storage; with the storage gone
     (a new machine) and a trial's record missing, --resume with a fresh storage runs that trial alone, its draw."""
