@@ -310,19 +310,20 @@ def adopt_older_records(experiment, records, log):
 def trained_overrides(model, overrides):
     """An entry's overrides less those that act only on its scores after training (the model class's
     ``SCORING_OPTIONS``: MGFormer's filter residual), which leave it training as the entry without them."""
-    scoring = model_contract(get_model(model)).SCORING_OPTIONS
+    scoring = model_contract(get_model(model)).scoring_options_of(overrides)
     return {key: value for key, value in overrides.items() if key not in scoring}
 
 
 def tuned_file_for(model, overrides, dataset, folder=None):
     """The tuned file a run of (model, overrides) applies: the entry's own (a variant searched as itself), else that
     of the entry it trains as (:func:`trained_overrides`: ``MGFormer[attention=False; filter_residual=gfcf]`` takes
-    ``mgformer-attention-false.yaml``), else the model's (the ablations of the tuned MGFormer, and any other
-    variant), else None."""
+    ``mgformer-attention-false.yaml``), else that of the entry the model says it is tuned as (``tuned_as``:
+    MGFormer's hybrid trained as one model takes its tokens' file, so the two hybrids train at equal settings), else
+    the model's (the ablations of the tuned MGFormer, and any other variant), else None."""
     if not overrides:
         return benchmark_config_file(model, dataset, folder)
     own = benchmark_config_file(tuned_stem(model, overrides), dataset, folder)
-    trained = trained_overrides(model, overrides)
-    if own is None and trained and trained != overrides:
-        own = benchmark_config_file(tuned_stem(model, trained), dataset, folder)
+    for settled in (trained_overrides(model, overrides), model_contract(get_model(model)).tuned_as(overrides)):
+        if own is None and settled and settled != overrides:
+            own = benchmark_config_file(tuned_stem(model, settled), dataset, folder)
     return own or benchmark_config_file(model, dataset, folder)

@@ -25,6 +25,19 @@ class ModelContract:
     """Settings that change only how a trained model scores, not how it trains (MGFormer's filter residual): a
     benchmark entry differing from another only in these is scored from the other's checkpoint, not trained."""
 
+    @classmethod
+    def scoring_options_of(cls, overrides):
+        """The options among :attr:`SCORING_OPTIONS` that act only on the scores for an entry with ``overrides``
+        (an option may make them change training: MGFormer's ``filter_residual_in_training``)."""
+        return cls.SCORING_OPTIONS
+
+    @classmethod
+    def tuned_as(cls, overrides):
+        """The overrides of the entry whose tuned settings an entry with ``overrides`` takes where it has none of
+        its own: by default the entry less its scoring options."""
+        scoring = cls.scoring_options_of(overrides)
+        return {key: value for key, value in overrides.items() if key not in scoring}
+
     deterministic = None
     """True or False: the model gives the same model whatever the seed (one seed is a board's whole row), or not.
     None: the registry decides (RecBole's traditional models are, but those that draw random numbers)."""

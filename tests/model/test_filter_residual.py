@@ -1,5 +1,6 @@
 """MGFormer's filter residual (issue 55, model/filter_residual.py): GF-CF's, ChebyCF's or BSPM's scores, standardised
-per user and scaled to the spread of the model's own scores, added at test time; training unchanged."""
+per user and scaled to the spread of the model's own scores, added at test time; and the hybrid trained as one model
+(issue 81: ``loss: softmax`` with ``filter_residual_in_training``)."""
 
 import copy
 
@@ -8,7 +9,15 @@ import pytest
 import torch
 from recbole.data.interaction import Interaction
 
-from recbole_mgformer.model.filter_residual import FilterConfig, filter_defaults, matched_residual
+from recbole_mgformer.model.filter_residual import (
+    FilterConfig,
+    filter_defaults,
+    filter_self_weights,
+    in_batch_logits,
+    matched_residual,
+    training_residual,
+)
+from recbole_mgformer.model.loss import softmax_loss_of_pairs, uniformity_loss
 
 RESIDUAL = {"filter_residual": "gfcf", "filter_residual_k": 8, "filter_residual_alpha": 0.3}
 
@@ -217,3 +226,123 @@ def test_without_the_low_pass_filter_any_k_is_accepted(tiny_setup):
         attention=False, **{**RESIDUAL, "filter_residual_alpha": 0.0, "filter_residual_k": 10_000}
     )
     assert model.residual_filter.ideal is None
+
+
+# ------------------------------------------------------------------------------------------------ trained as one model
+
+TRAINED = {**RESIDUAL, "loss": "softmax", "filter_residual_in_training": True}
+
+
+def fitted_filter(tiny_setup, kind, settings=None, batch_size=7):
+    """The filter model ``kind`` alone, fitted on the tiny split, filtering ``batch_size`` rows at a time (so that
+    several blocks are read)."""
+    name, low_rank = FILTER_ALONE[kind]
+    _, alone, _, _ = tiny_setup(name, seed=3, filter_batch_size=batch_size, **low_rank, **(settings or {}))
+    return alone
+
+
+@pytest.mark.parametrize("kind, settings", [("gfcf", {}), ("chebycf", {}), ("bspm", {}), ("bspm", BSPM_YELP)])
+def test_each_filter_is_linear_in_the_row_and_its_self_weights_are_its_matrix_diagonal(tiny_setup, kind, settings):
+    alone = fitted_filter(tiny_setup, kind, settings)
+    matrix = alone.filter_rows(torch.eye(alone.n_items)).double()  # F, one probe per item at once
+    rows = torch.rand(5, alone.n_items, generator=torch.Generator().manual_seed(0))
+    # linear: any rows' scores are rows F, which is what makes F's diagonal an item's own weight
+    torch.testing.assert_close(alone.filter_rows(rows).double(), rows.double() @ matrix, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(filter_self_weights(alone).double(), matrix.diagonal(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["gfcf", "bspm"])
+def test_a_training_pair_is_scored_with_its_item_held_out_and_other_pairs_as_at_test_time(tiny_setup, kind):
+    alone = fitted_filter(tiny_setup, kind)
+    z = training_residual(alone).double()
+    interactions = alone.interactions.toarray()
+    assert z.shape == interactions.shape
+    checked = 0
+    for user in range(1, alone.n_users):
+        row = torch.from_numpy(interactions[user]).float()
+        scores = alone.filter_rows(row[None])[0].double()
+        mean, spread = scores.mean(), scores.std(correction=0)
+        for item in np.flatnonzero(interactions[user])[:2]:  # written out: the row without the item, filtered
+            held_out = row.clone()
+            held_out[item] = 0.0
+            expected = (alone.filter_rows(held_out[None])[0, item].double() - mean) / spread
+            torch.testing.assert_close(z[user, item], expected, rtol=2e-3, atol=2e-3)
+            checked += 1
+        unseen = np.flatnonzero(interactions[user] == 0)[1:4]  # a test item's residual: the whole row's z-score
+        torch.testing.assert_close(z[user, unseen], (scores[unseen] - mean) / spread, rtol=2e-3, atol=2e-3)
+    assert checked > 20
+    assert torch.equal(z[0], torch.zeros_like(z[0]))  # the padding user has no interactions
+
+
+def test_the_in_batch_logits_written_out_pair_by_pair():
+    generator = torch.Generator().manual_seed(1)
+    users, items = torch.randn(6, 4, generator=generator), torch.randn(6, 4, generator=generator)
+    residual = torch.randn(6, 6, generator=generator)
+    logits = in_batch_logits(users, items, 0.3, residual, 0.8)
+    cosine = torch.tensor([[float(u @ i / (u.norm() * i.norm())) for i in items] for u in users])
+    for k in range(6):
+        spread = cosine[k].std(correction=0)
+        expected = [(cosine[k, j] + 0.8 * spread * residual[k, j]) / 0.3 for j in range(6)]
+        torch.testing.assert_close(logits[k], torch.stack(expected), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(in_batch_logits(users, items, 0.3, residual, 0.0), cosine / 0.3, rtol=1e-5, atol=1e-5)
+
+
+def test_the_softmax_loss_is_the_cross_entropy_of_the_diagonal_plus_the_uniformity_terms():
+    generator = torch.Generator().manual_seed(2)
+    pairs = torch.randn(2, 5, 3, generator=generator)
+    logits = torch.randn(5, 5, generator=generator)
+    cross_entropy = -sum(logits[k, k] - logits[k].exp().sum().log() for k in range(5)) / 5
+    normalized = torch.nn.functional.normalize(pairs, dim=-1)
+    uniform = sum(uniformity_loss(side) for side in normalized)
+    torch.testing.assert_close(softmax_loss_of_pairs(logits, pairs, 0.4), cross_entropy + 0.4 * uniform)
+
+
+def test_the_residual_in_training_changes_the_gradient_and_at_weight_zero_nothing(tiny_setup):
+    _, softmax, _, (train, _, _) = tiny_setup(attention=False, seed=3, precision="fp32", loss="softmax")
+    _, at_zero, _, _ = tiny_setup(attention=False, seed=3, precision="fp32", filter_residual_weight=0.0, **TRAINED)
+    _, trained, _, _ = tiny_setup(attention=False, seed=3, precision="fp32", filter_residual_weight=1.0, **TRAINED)
+    batch = next(iter(train))
+    losses = [model.calculate_loss(batch) for model in (softmax, at_zero, trained)]
+    torch.testing.assert_close(losses[1], losses[0], rtol=0, atol=0)
+    assert abs(float(losses[2].detach() - losses[0].detach())) > 1e-4
+    gradients = []
+    for model, loss in zip((softmax, trained), (losses[0], losses[2])):
+        loss.backward()
+        gradients.append(model.user_embedding.weight.grad.clone())
+    assert (gradients[0] - gradients[1]).abs().max() > 1e-6
+    # derived from the data when the model is built, not saved with it
+    assert not any(name == "training_residual" for name in trained.state_dict())
+
+
+def test_the_softmax_loss_trains_and_its_entry_trains_as_itself(tiny_setup):
+    from recbole_mgformer.benchmark.tuning import trained_overrides
+
+    _, model, trainer, (train, valid, _) = tiny_setup(attention=False, seed=4, epochs=2, **TRAINED)
+    trainer.fit(train, valid, saved=False, show_progress=False)
+    assert np.isfinite(full_sort(model)).all()
+    post_hoc = {"attention": False, **RESIDUAL}
+    assert trained_overrides("MGFormer", post_hoc) == {"attention": False}
+    assert trained_overrides("MGFormer", {"attention": False, **TRAINED}) == {"attention": False, **TRAINED}
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({**RESIDUAL, "filter_residual_in_training": True}, "needs loss: softmax"),
+        ({"loss": "softmax", "filter_residual_in_training": True}, "needs a filter"),
+        ({"loss": "infonce"}, "loss"),
+        ({"loss": "softmax", "softmax_temperature": 0.0}, "softmax_temperature"),
+    ],
+)
+def test_bad_training_residual_settings_are_named(tiny_setup, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_setup(attention=False, seed=3, **overrides)
+
+
+def test_the_trained_hybrid_takes_its_tokens_tuned_file():
+    from recbole_mgformer.benchmark.tuning import tuned_file_for
+
+    tokens = tuned_file_for("MGFormer", {"attention": False}, "ml-100k")
+    assert tokens is not None and tokens.endswith("mgformer-attention-false.yaml")
+    for overrides in ({**TRAINED, "attention": False}, {"attention": False, "loss": "softmax"}):
+        assert tuned_file_for("MGFormer", overrides, "ml-100k") == tokens

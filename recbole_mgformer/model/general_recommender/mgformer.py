@@ -18,11 +18,17 @@ from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import CachedRepresentations, ModelContract, SharedSparseBuffers
-from recbole_mgformer.model.filter_residual import matched_residual, residual_filter
+from recbole_mgformer.model.filter_residual import (
+    in_batch_logits,
+    matched_residual,
+    residual_filter,
+    residual_in_training,
+    training_residual,
+)
 from recbole_mgformer.model.graph import graph_with_self_loops, lightgcn_propagate, normalized_adjacency
-from recbole_mgformer.model.loss import directau_loss_of_pairs
+from recbole_mgformer.model.loss import directau_loss_of_pairs, softmax_loss_of_pairs
 from recbole_mgformer.model.mgformer.layer import attention_layers
-from recbole_mgformer.model.mgformer.option_names import FILTER_RESIDUAL_OPTIONS
+from recbole_mgformer.model.mgformer.option_names import FILTER_RESIDUAL_OPTIONS, TRAINING_LOSS_OPTIONS
 from recbole_mgformer.model.mgformer.options import MGFormerOptions
 from recbole_mgformer.model.mgformer.structural import degree_buckets, n_degree_buckets, svd_structural_encodings
 
@@ -68,6 +74,19 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
     # Options that act only on the scores after training (the filter residual, model/filter_residual.py): a run
     # with them trains as the same entry without them, so the benchmark gives it that entry's tuned settings.
     SCORING_OPTIONS = FILTER_RESIDUAL_OPTIONS
+
+    @classmethod
+    def scoring_options_of(cls, overrides):
+        """With ``filter_residual_in_training`` the filter options change training: none is scoring-only."""
+        return frozenset() if overrides.get("filter_residual_in_training") is True else cls.SCORING_OPTIONS
+
+    @classmethod
+    def tuned_as(cls, overrides):
+        """A hybrid trained as one model (and its control, ``loss: softmax`` alone) takes its tokens' tuned settings:
+        the entry less the filter and training-loss options."""
+        left_out = FILTER_RESIDUAL_OPTIONS | TRAINING_LOSS_OPTIONS
+        return {key: value for key, value in overrides.items() if key not in left_out}
+
     # Its step has static shapes and decides nothing on the host but the redraw clock, which before_step() keeps
     # (recbole_mgformer/training/cuda_graph.py); cuda_graph_blocker() names the options that break this.
     CUDA_GRAPH_SAFE = True
@@ -125,6 +144,10 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
         # beyond the papers (issue 55): fitted last, it draws nothing from torch's generators, so the embeddings and
         # the training are those of the same model without it
         self.residual_filter, self.filter_residual_weight = residual_filter(config, dataset)
+        self.loss, self.softmax_temperature = options.loss, options.softmax_temperature
+        self.residual_in_training = residual_in_training(config, options.loss, self.residual_filter)
+        if self.residual_in_training:  # derived from the data, not saved; (users, items) fp16
+            self.register_buffer("training_residual", training_residual(self.residual_filter), persistent=False)
 
     def propagated_token_parts(self):
         """``token_propagation: K``: LightGCN's mean of layers ``0..K`` of ``A_hat E`` (learned) and of ``A_hat P``
@@ -220,10 +243,13 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
             self._maybe_redraw_features()
         users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
         outputs = self.forward(torch.cat([users, items + self.n_users]), self.sample_keys())
-        # (2b, w) -> (2, b, w): users then items, one normalisation and one uniformity call for both
-        return directau_loss_of_pairs(
-            outputs.view(2, len(users), -1), self.uniformity_weight, self.matmul_dtype, self.uniformity_block_rows
-        )
+        pairs = outputs.view(2, len(users), -1)  # (2b, w) -> (2, b, w): users then items
+        if self.loss == "directau":  # one normalisation and one uniformity call for both sides
+            return directau_loss_of_pairs(pairs, self.uniformity_weight, self.matmul_dtype, self.uniformity_block_rows)
+        residual = self.training_residual[users[:, None], items[None, :]] if self.residual_in_training else None
+        logits = in_batch_logits(pairs[0], pairs[1], self.softmax_temperature, residual, self.filter_residual_weight)
+        uniformity = self.uniformity_weight, self.matmul_dtype, self.uniformity_block_rows
+        return softmax_loss_of_pairs(logits, pairs, *uniformity)
 
     def _scoring(self, outputs):
         return nn.functional.normalize(outputs, dim=-1) if self.score == "cosine" else outputs

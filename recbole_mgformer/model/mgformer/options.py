@@ -21,6 +21,8 @@ from recbole_mgformer.model.precision import PRECISIONS, resolve_precision
 from recbole_mgformer.model.sizing import block_size, uniformity_block_rows
 
 MODEL = "MGFormer"
+# directau: Eq. (13); softmax: in-batch cross-entropy with DirectAU's uniformity (model/filter_residual.py says why)
+LOSSES = ("directau", "softmax")
 
 # From this many nodes on, ``compile: auto`` compiles: the key side's elementwise work over all n nodes then
 # outweighs compilation's one-off cost within a few epochs (results/performance/performance.md has the figures);
@@ -86,6 +88,8 @@ class MGFormerOptions(AttentionOptions):
     attention_weight: float
     layer_norm: bool
     uniformity_weight: float
+    loss: str
+    softmax_temperature: float
     feature_redraw_interval: int
     key_sample_size: int
     max_exact_degree: int
@@ -152,6 +156,8 @@ class MGFormerOptions(AttentionOptions):
             attention_weight=non_negative_float(config, "attention_weight", MODEL),
             layer_norm=choice(config, "layer_norm", (False, True), MODEL),
             uniformity_weight=non_negative_float(config, "uniformity_weight", MODEL),
+            loss=choice(config, "loss", LOSSES, MODEL),
+            softmax_temperature=positive_float(config, "softmax_temperature", MODEL),
             feature_redraw_interval=(
                 0 if redraw_interval is None else non_negative_int(config, "feature_redraw_interval", MODEL)
             ),

@@ -1,0 +1,75 @@
+"""experiments/trained_hybrid.sh on the toy dataset: the hybrid trained as one model and the post-hoc hybrid over the
+same loss, each chosen on validation NDCG@20 at seed 0, then at every seed on the board with the control it is
+scored from; each record says where its choices were made."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recbole_mgformer.benchmark import slug
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def control(temperature):
+    return f"MGFormer attention=False loss=softmax softmax_temperature={temperature}"
+
+
+def post_hoc(temperature, weight):
+    return f"{control(temperature)} filter_residual=gfcf filter_residual_weight={weight}"
+
+
+def trained(temperature, weight):
+    return f"{post_hoc(temperature, weight)} filter_residual_in_training=True"
+
+
+@pytest.mark.slow
+def test_both_hybrids_are_chosen_on_validation_and_run_at_every_seed(tiny_data, tmp_path):
+    (tmp_path / "experiments").mkdir()  # a copy: the script works from the folder above its own
+    shutil.copy(ROOT / "experiments" / "trained_hybrid.sh", tmp_path / "experiments")
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "PYTHONPATH": str(ROOT),
+        "DATASET": "tiny",
+        "RESULTS": str(tmp_path / "results"),
+        "CHECKPOINTS": str(tmp_path / "saved"),
+        "FILTER_ARGS": "--filter_residual_k=6 --filter_residual_alpha=0.3",
+        "TEMPERATURES": "0.2",
+        "WEIGHTS": "0.5 2",
+        "SEEDS": "0,1",
+    }
+    options = ["--data_path", str(tiny_data), "--epochs=2", "--embedding_size=8", "--state=WARNING"]
+    options += ["--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
+    done = subprocess.run(
+        ["bash", str(tmp_path / "experiments" / "trained_hybrid.sh"), *options],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    grid = tmp_path / "results" / "exploration" / "trained-hybrid" / "runs" / "tiny"
+    variants = [control(0.2)] + [kind(0.2, w) for kind in (post_hoc, trained) for w in ("0.5", "2")]
+    records = {v: json.loads((grid / f"{slug(v)}-seed0.json").read_text()) for v in variants}
+    assert all(records[v]["choice_made_on"] == "none" for v in variants[1:])  # the control chose nothing
+    # the post-hoc hybrids are scored from the control's checkpoint; the trained ones trained themselves
+    assert all(records[post_hoc(0.2, w)]["scored_from"]["variant"] == control(0.2) for w in ("0.5", "2"))
+    assert all("scored_from" not in records[trained(0.2, w)] for w in ("0.5", "2"))
+    # the residual in the training scores changes training: another loss than the control's
+    assert records[trained(0.2, "2")]["train_history"] != records[control(0.2)]["train_history"]
+    valid = {v: records[v]["valid"]["ndcg@20"] for v in variants}
+    chosen = [max((kind(0.2, w) for w in ("0.5", "2")), key=valid.get) for kind in (trained, post_hoc)]
+    board = tmp_path / "results" / "runs" / "tiny"
+    assert sorted(p.name for p in board.glob("*.json")) == sorted(
+        f"{slug(v)}-seed{s}.json" for v in (*chosen, control(0.2)) for s in range(2)
+    )
+    for seed in range(2):
+        for variant in chosen:
+            record = json.loads((board / f"{slug(variant)}-seed{seed}.json").read_text())
+            assert record["choice_made_on"] == "validation"
