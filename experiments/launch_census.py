@@ -32,6 +32,8 @@ import torch  # noqa: E402
 import yaml  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
+from recbole_mgformer.training.host_sync import HOST_SYNCING_OPS  # noqa: E402
+
 # aten ops that launch no kernel: views, allocations, metadata, autograd bookkeeping
 NO_KERNEL = {
     "empty",
@@ -69,22 +71,6 @@ NO_KERNEL = {
     "result_type",
     "sparse_compressed_tensor",
 }  # a CSR tensor around existing parts (SGL's eager graphs): metadata only
-# ops whose result the host must read (a sync on a GPU)
-SYNCING = {
-    "_local_scalar_dense",
-    "nonzero",
-    "unique",
-    "_unique",
-    "_unique2",
-    "unique_dim",
-    "unique_consecutive",
-    "masked_select",
-    "is_nonzero",
-    "equal",
-    "allclose",
-    "bincount",
-    "histc",
-}
 # the GPU configuration, set explicitly: one key chunk and one loss block whatever the graph (what auto picks on a
 # GPU while they fit), fp32, eager
 GPU_CONFIGURATION = {"precision": "fp32", "compile": False, "key_chunk_size": 1 << 30, "uniformity_block_size": 1 << 30}
@@ -120,7 +106,8 @@ class OpCounter(TorchDispatchMode):
         name = func._schema.name.split("::")[-1]
         if not (getattr(func, "is_view", False) or name in NO_KERNEL):
             self.kernels[name] += 1
-        if name in SYNCING:  # Adam reads its step counters, CPU tensors without capturable=True: no device sync
+        # a sync, unless Adam's: it reads its step counters, CPU tensors without capturable=True (no device sync)
+        if name in HOST_SYNCING_OPS:
             frame, in_optimizer = sys._getframe(1), False
             while frame is not None and not in_optimizer:
                 in_optimizer = f"torch{os.sep}optim{os.sep}" in frame.f_code.co_filename

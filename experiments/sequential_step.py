@@ -7,12 +7,12 @@
     python experiments/sequential_step.py --profile --heap released   # torch.profiler's top ops of one step each
 
 For each heap setting (``released``: glibc's defaults, as a RecBole run has them; ``kept``:
-:func:`recbole_mgformer.model.heap.keep_freed_memory`, a process-wide setting) a child process builds each model
-pair from the same weights and times ``--steps`` steps (``calculate_loss`` + backward + Adam) of one, then of the
-other, ``--repeats`` times (interleaved, so a noisy neighbour slows both alike), after two warm-up steps each; the
-median is reported. The pair's losses in evaluation mode on the first batch must agree (same function, no
-dropout). An epoch is ``ceil(training rows / batch)`` steps; the estimate below is that times the median step
-(the data loader's time is not in it). Writes results/performance/sequential-step.md and a JSON record beside it.
+:func:`experiments.heap.keep_freed_memory`, a process-wide setting) a child process builds each model pair from the
+same weights and times ``--steps`` steps (``calculate_loss`` + backward + Adam) of one, then of the other,
+``--repeats`` times (interleaved, so a noisy neighbour slows both alike), after two warm-up steps each; the median
+is reported. The pair's losses in evaluation mode on the first batch must agree (same function, no dropout). An
+epoch is ``ceil(training rows / batch)`` steps; the estimate below is that times the median step (the data
+loader's time is not in it). Writes results/performance/sequential-step.md and a JSON record beside it.
 """
 
 import argparse
@@ -101,7 +101,7 @@ def child(args):
     """Time every model pair under one heap setting; prints a JSON list of records."""
     import torch
 
-    from recbole_mgformer.model.heap import keep_freed_memory
+    from experiments.heap import keep_freed_memory
 
     kept = keep_freed_memory() if args.heap == "kept" else False
     torch.set_num_threads(args.threads)
@@ -144,7 +144,7 @@ def profile(args):
     import torch
     from torch.profiler import profile as profiler
 
-    from recbole_mgformer.model.heap import keep_freed_memory
+    from experiments.heap import keep_freed_memory
 
     if args.heap == "kept":
         keep_freed_memory()
@@ -189,7 +189,7 @@ def table(records, argv, commit, versions, load, seed):
         "at fp32 (the default) and at bf16, from the same weights, interleaved in one process per heap setting; "
         "the median over the timed steps. "
         "Heap `released` is glibc's default (a RecBole run's); `kept` is `keep_freed_memory()` "
-        "(`recbole_mgformer/model/heap.py`), a process-wide setting that changes no number. Within a row both "
+        "(`experiments/heap.py`), a process-wide setting that changes no number. Within a row both "
         "models ran in the same process; the last column compares this project's model with the heap kept against "
         "RecBole's with the heap released (two processes, one after the other).",
         "",

@@ -1,5 +1,6 @@
 """The sequential table: leave-one-out, full ranking, Recall, MRR and NDCG at 5 and 10 over seeds, one section per
-dataset (EAGPS against RecBole's SASRec and GRU4Rec)."""
+dataset (EAGPS against SASRec and GRU4Rec, which the runner trains as this project's subclasses of RecBole's models:
+same losses and distributions, faster steps; ``model/sequential_recommender/``)."""
 
 import statistics
 

@@ -10,25 +10,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import recbole_mgformer.training.device_evaluation as device_evaluation
 from recbole_mgformer.training.device_evaluation import DeviceCollector, DeviceEvaluationMixin, average_rank
 from recbole_mgformer.training.distributed import GatheringCollector
+from recbole_mgformer.training.host_sync import HOST_SYNCING_OPS
 
 # every metric RecBole computes from full-sort rankings alone: rec.topk, rec.items and rec.meanrank (GAUC)
 METRICS = {"metrics": ["Recall", "NDCG", "MRR", "Hit", "Precision", "MAP", "GAUC", "ShannonEntropy"], "topk": [5, 20]}
 CODE = (f"{os.sep}recbole_mgformer{os.sep}", f"{os.sep}recbole{os.sep}")
-SYNCING_OPS = {
-    "_local_scalar_dense",
-    "nonzero",
-    "unique",
-    "_unique",
-    "_unique2",
-    "unique_dim",
-    "masked_select",
-    "is_nonzero",
-    "equal",
-    "allclose",
-    "bincount",
-    "histc",
-    "item",
-}
 
 
 def recbole_average_rank(scores, config):
@@ -113,7 +99,7 @@ class SyncCounter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func._schema.name.split("::")[-1]
-        if self.active and name in SYNCING_OPS:
+        if self.active and name in HOST_SYNCING_OPS:
             self.calls.append(name)
         return func(*args, **(kwargs or {}))
 

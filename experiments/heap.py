@@ -9,6 +9,9 @@ Raising the mmap and trim thresholds makes ``malloc`` keep freed blocks and reus
 heap holds the step's peak and stops faulting (a 40 MB product faulted its pages in ~5 of its first 12 repeats
 here, then no more). It changes no number, only where memory comes from, for the whole
 process; the cost is that the process keeps its peak heap until it exits.
+
+Only ``experiments/sequential_step.py`` applies it (its ``kept`` setting): it sped up RecBole's SASRec step, not this
+project's models (results/performance/sequential-step.md), and no entry point of the package applies it.
 """
 
 import ctypes

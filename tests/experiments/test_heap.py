@@ -1,9 +1,12 @@
 import subprocess
 import sys
+from pathlib import Path
 
-CHILD = """
+ROOT = Path(__file__).resolve().parents[2]
+CHILD = f"""
 import resource, sys, torch
-from recbole_mgformer.model.heap import keep_freed_memory
+sys.path.insert(0, {str(ROOT)!r})
+from experiments.heap import keep_freed_memory
 if sys.argv[1] == "kept":
     assert keep_freed_memory()
 x = torch.ones(2048, 2, 50, 50)  # 41 MB, above glibc's largest default mmap threshold
