@@ -16,10 +16,11 @@ z(filter)`` would, so ``w`` is the filter's share whatever the scales: 1 gives i
 
 The hybrid trained as one model (``filter_residual_in_training``, issue 81): DirectAU's alignment term cannot see a
 fixed residual (a constant added to a pair's score adds nothing to its gradient), so that hybrid trains with
-``loss: softmax``, each positive pair's item against the batch's items, and the residual joins those scores
-(:func:`in_batch_logits`). A filter scores a user's training items from the user's own row, each item's own
-interaction among its inputs, which the test items never have; in training each such pair is scored as if that item
-were held out (:func:`training_residual`), so the tokens learn what the filter misses on items it has not seen.
+``loss: softmax``, each positive pair's item against every item, and the residual joins those scores
+(:func:`softmax_logits`), as it joins the model's at test time. A filter scores a user's training items from the
+user's own row, each item's own interaction among its inputs, which the test items never have; in training each such
+pair is scored as if that item were held out (:func:`training_residual`), so the tokens learn what the filter misses
+on items it has not seen.
 
 Shapes: ``b`` users (or pairs), ``items`` item ids (RecBole's padding id 0 included, as in the scores it receives).
 """
@@ -182,14 +183,15 @@ def training_residual(filter_model, dtype=torch.float16):
     return residual
 
 
-def in_batch_logits(user_outputs, item_outputs, temperature, residual=None, weight=0.0):
-    """The training logits of ``loss: softmax``, (b, b): row ``k`` scores pair ``k``'s user against every item of
-    the batch, the diagonal its own item: cosine scores plus, for the hybrid trained as one model, ``weight`` times
-    the residual ``residual`` (b, b; :func:`training_residual` gathered at the batch's users and items) given the
-    spread of the row's cosine scores (no gradient), as :func:`matched_residual` gives it the model's spread at test
-    time; all over ``temperature``. Outputs (b, w) each."""
+def softmax_logits(user_outputs, item_outputs, temperature, residual_rows=None, weight=0.0):
+    """The training logits of ``loss: softmax``, (b, items): each user's cosine scores of every item plus, for the
+    hybrid trained as one model, ``weight`` times the residual ``residual_rows`` (b, items; :func:`training_residual`'s
+    rows of the users) given the spread of the user's cosine scores (no gradient), as :func:`matched_residual` gives
+    it the model's spread at test time; all over ``temperature``; the padding item never wins (-inf). Outputs:
+    users (b, w), every item (items, w), the padding id's row 0 included."""
     cosine = F.normalize(user_outputs, dim=-1) @ F.normalize(item_outputs, dim=-1).T
-    if residual is not None and weight:
+    if residual_rows is not None and weight:
         spread = cosine.detach().std(dim=1, correction=0, keepdim=True)
-        cosine = cosine + weight * spread * residual.to(cosine.dtype)
-    return cosine / temperature
+        cosine = cosine + weight * spread * residual_rows.to(cosine.dtype)
+    logits = cosine / temperature
+    return logits.index_fill(1, torch.zeros(1, dtype=torch.long, device=logits.device), float("-inf"))

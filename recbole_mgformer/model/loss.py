@@ -125,13 +125,12 @@ def directau_loss_of_pairs(pairs, uniformity_weight, dtype=None, block_rows=UNIF
     return alignment_loss(normalized[0], normalized[1]) + uniformity_weight * uniform
 
 
-def softmax_loss_of_pairs(logits, pairs, uniformity_weight, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
-    """MGFormer's ``loss: softmax``: each pair's item against the batch's items, the cross-entropy of ``logits``
-    (b, b) with its own item on the diagonal, in place of DirectAU's alignment; plus DirectAU's uniformity terms of
-    the pairs (2, b, w), users then items, with their weight."""
-    targets = torch.arange(len(logits), device=logits.device)
+def softmax_loss_of_pairs(logits, items, pairs, uniformity_weight, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
+    """MGFormer's ``loss: softmax``: each pair's item against every item, the cross-entropy of ``logits``
+    (b, items) with the pair's item ``items`` (b,) as the target, in place of DirectAU's alignment; plus DirectAU's
+    uniformity terms of the pairs (2, b, w), users then items, with their weight."""
     uniform = uniformity_loss(F.normalize(pairs, dim=-1), dtype=dtype, block_rows=block_rows).sum()
-    return F.cross_entropy(logits, targets) + uniformity_weight * uniform
+    return F.cross_entropy(logits, items) + uniformity_weight * uniform
 
 
 def bpr_loss(positive_scores, negative_scores):

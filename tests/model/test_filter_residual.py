@@ -13,8 +13,8 @@ from recbole_mgformer.model.filter_residual import (
     FilterConfig,
     filter_defaults,
     filter_self_weights,
-    in_batch_logits,
     matched_residual,
+    softmax_logits,
     training_residual,
 )
 from recbole_mgformer.model.loss import softmax_loss_of_pairs, uniformity_loss
@@ -274,27 +274,47 @@ def test_a_training_pair_is_scored_with_its_item_held_out_and_other_pairs_as_at_
     assert torch.equal(z[0], torch.zeros_like(z[0]))  # the padding user has no interactions
 
 
-def test_the_in_batch_logits_written_out_pair_by_pair():
+def test_the_softmax_logits_written_out_user_by_user():
     generator = torch.Generator().manual_seed(1)
-    users, items = torch.randn(6, 4, generator=generator), torch.randn(6, 4, generator=generator)
-    residual = torch.randn(6, 6, generator=generator)
-    logits = in_batch_logits(users, items, 0.3, residual, 0.8)
+    users, items = torch.randn(3, 4, generator=generator), torch.randn(6, 4, generator=generator)
+    residual = torch.randn(3, 6, generator=generator)
+    logits = softmax_logits(users, items, 0.3, residual, 0.8)
     cosine = torch.tensor([[float(u @ i / (u.norm() * i.norm())) for i in items] for u in users])
-    for k in range(6):
-        spread = cosine[k].std(correction=0)
-        expected = [(cosine[k, j] + 0.8 * spread * residual[k, j]) / 0.3 for j in range(6)]
-        torch.testing.assert_close(logits[k], torch.stack(expected), rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(in_batch_logits(users, items, 0.3, residual, 0.0), cosine / 0.3, rtol=1e-5, atol=1e-5)
+    for k in range(3):
+        spread = cosine[k].std(correction=0)  # over every item, as the test-time residual's
+        expected = [(cosine[k, j] + 0.8 * spread * residual[k, j]) / 0.3 for j in range(1, 6)]
+        torch.testing.assert_close(logits[k, 1:], torch.stack(expected), rtol=1e-5, atol=1e-5)
+    assert torch.isneginf(logits[:, 0]).all()  # the padding item is never a candidate
+    torch.testing.assert_close(softmax_logits(users, items, 0.3, residual, 0.0)[:, 1:], cosine[:, 1:] / 0.3)
 
 
-def test_the_softmax_loss_is_the_cross_entropy_of_the_diagonal_plus_the_uniformity_terms():
+def test_the_softmax_loss_is_the_cross_entropy_of_the_pairs_items_plus_the_uniformity_terms():
     generator = torch.Generator().manual_seed(2)
     pairs = torch.randn(2, 5, 3, generator=generator)
-    logits = torch.randn(5, 5, generator=generator)
-    cross_entropy = -sum(logits[k, k] - logits[k].exp().sum().log() for k in range(5)) / 5
+    logits = torch.randn(5, 7, generator=generator)
+    items = torch.tensor([1, 4, 4, 6, 2])
+    cross_entropy = -sum(logits[k, items[k]] - logits[k].exp().sum().log() for k in range(5)) / 5
     normalized = torch.nn.functional.normalize(pairs, dim=-1)
     uniform = sum(uniformity_loss(side) for side in normalized)
-    torch.testing.assert_close(softmax_loss_of_pairs(logits, pairs, 0.4), cross_entropy + 0.4 * uniform)
+    torch.testing.assert_close(softmax_loss_of_pairs(logits, items, pairs, 0.4), cross_entropy + 0.4 * uniform)
+
+
+def test_the_softmax_loss_of_mgformer_written_out(tiny_setup):
+    _, model, _, (train, _, _) = tiny_setup(
+        attention=False, seed=3, precision="fp32", filter_residual_weight=0.6, **TRAINED
+    )
+    batch = next(iter(train))
+    users, items = batch[model.USER_ID], batch[model.ITEM_ID]
+    tokens = model.forward()  # (n, w): every node's output, users then items
+    user_tokens, item_tokens = tokens[users], tokens[model.n_users :]
+    cosine = torch.nn.functional.normalize(user_tokens, dim=-1) @ torch.nn.functional.normalize(item_tokens, dim=-1).T
+    scores = cosine + 0.6 * cosine.std(dim=1, correction=0, keepdim=True) * model.training_residual[users].float()
+    scores[:, 0] = float("-inf")
+    cross_entropy = torch.nn.functional.cross_entropy(scores / 0.2, items)
+    pairs = torch.nn.functional.normalize(torch.stack([user_tokens, item_tokens[items]]), dim=-1)
+    uniform = uniformity_loss(pairs[0]) + uniformity_loss(pairs[1])
+    expected = cross_entropy + model.uniformity_weight * uniform
+    torch.testing.assert_close(model.calculate_loss(batch), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_the_residual_in_training_changes_the_gradient_and_at_weight_zero_nothing(tiny_setup):

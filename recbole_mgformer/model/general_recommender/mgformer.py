@@ -19,10 +19,10 @@ from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import CachedRepresentations, ModelContract, SharedSparseBuffers
 from recbole_mgformer.model.filter_residual import (
-    in_batch_logits,
     matched_residual,
     residual_filter,
     residual_in_training,
+    softmax_logits,
     training_residual,
 )
 from recbole_mgformer.model.graph import graph_with_self_loops, lightgcn_propagate, normalized_adjacency
@@ -242,14 +242,27 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
         if not self.step_hook:  # called without the trainer's hook (RecBole's own loop, a benchmark): tick here
             self._maybe_redraw_features()
         users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
+        if self.loss == "softmax":
+            return self._softmax_loss(users, items)
         outputs = self.forward(torch.cat([users, items + self.n_users]), self.sample_keys())
-        pairs = outputs.view(2, len(users), -1)  # (2b, w) -> (2, b, w): users then items
-        if self.loss == "directau":  # one normalisation and one uniformity call for both sides
-            return directau_loss_of_pairs(pairs, self.uniformity_weight, self.matmul_dtype, self.uniformity_block_rows)
-        residual = self.training_residual[users[:, None], items[None, :]] if self.residual_in_training else None
-        logits = in_batch_logits(pairs[0], pairs[1], self.softmax_temperature, residual, self.filter_residual_weight)
+        # (2b, w) -> (2, b, w): users then items, one normalisation and one uniformity call for both
+        return directau_loss_of_pairs(
+            outputs.view(2, len(users), -1), self.uniformity_weight, self.matmul_dtype, self.uniformity_block_rows
+        )
+
+    def _softmax_loss(self, users, items):
+        """``loss: softmax``: each pair's item against every item (all items' outputs each step), the filter's
+        residual in the scores with ``filter_residual_in_training`` (model/filter_residual.py)."""
+        every_item = torch.arange(self.n_users, self.n_nodes, device=users.device)
+        outputs = self.forward(torch.cat([users, every_item]), self.sample_keys())
+        user_outputs, item_outputs = outputs.split([len(users), self.n_items])
+        residual = self.training_residual[users] if self.residual_in_training else None
+        logits = softmax_logits(
+            user_outputs, item_outputs, self.softmax_temperature, residual, self.filter_residual_weight
+        )
+        pairs = torch.stack([user_outputs, item_outputs[items]])
         uniformity = self.uniformity_weight, self.matmul_dtype, self.uniformity_block_rows
-        return softmax_loss_of_pairs(logits, pairs, *uniformity)
+        return softmax_loss_of_pairs(logits, items, pairs, *uniformity)
 
     def _scoring(self, outputs):
         return nn.functional.normalize(outputs, dim=-1) if self.score == "cosine" else outputs

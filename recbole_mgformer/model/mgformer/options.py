@@ -21,7 +21,7 @@ from recbole_mgformer.model.precision import PRECISIONS, resolve_precision
 from recbole_mgformer.model.sizing import block_size, uniformity_block_rows
 
 MODEL = "MGFormer"
-# directau: Eq. (13); softmax: in-batch cross-entropy with DirectAU's uniformity (model/filter_residual.py says why)
+# directau: Eq. (13); softmax: a full softmax over the items, DirectAU's uniformity kept (model/filter_residual.py)
 LOSSES = ("directau", "softmax")
 
 # From this many nodes on, ``compile: auto`` compiles: the key side's elementwise work over all n nodes then
