@@ -1,8 +1,9 @@
 """One training step of RecBole 1.2.1's SASRec and GRU4Rec beside this project's models of the same names
 (``recbole_mgformer/model/sequential_recommender/``), at RecBole's defaults on ml-100k-seq (batch 2048, windows of
-``MAX_ITEM_LIST_LENGTH`` 50), one thread.
+``MAX_ITEM_LIST_LENGTH`` 50), one thread; and of this project's EAGPS (its own defaults, batch 2048) beside its
+straightforward form, ``experiments/eagps_reference.py`` (RecBole has no EAGPS), in the reference's place.
 
-    python experiments/sequential_step.py                               # both models, both heap settings
+    python experiments/sequential_step.py                               # every model, both heap settings
     python experiments/sequential_step.py --models SASRec --repeats 3 --heap released
     python experiments/sequential_step.py --profile --heap released   # torch.profiler's top ops of one step each
 
@@ -28,16 +29,33 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-MODELS = ("SASRec", "GRU4Rec")
+MODELS = ("SASRec", "GRU4Rec", "EAGPS")
 HEAPS = ("released", "kept")
+# Models RecBole lacks, timed against their straightforward form instead: name -> the file that keeps it
+REFERENCES = {"EAGPS": "experiments/eagps_reference.py"}
+
+
+def reference_class(model_name):
+    """The class a model is timed against: RecBole's of that name, or the project's kept reference form."""
+    if model_name == "EAGPS":
+        from experiments.eagps_reference import ReferenceEAGPS
+
+        return ReferenceEAGPS
+    from recbole_mgformer.model.recbole_sequential import recbole_sequential_model
+
+    return recbole_sequential_model(model_name)
+
+
+def reference_label(model_name):
+    return f"the reference ({REFERENCES[model_name]})" if model_name in REFERENCES else "RecBole's"
 
 
 def build_pair(model_name, dataset, batch_size, n_batches, overrides, config_files=()):
-    """``(RecBole's model, this project's model, this project's model at precision bf16)`` from the same weights,
-    ``n_batches`` training batches, the number of training rows and the config."""
+    """``(RecBole's model or the reference, this project's model, this project's model at precision bf16 or None
+    where it has no such option)`` from the same weights, ``n_batches`` training batches, the number of training rows
+    and the config."""
     import torch
 
-    from recbole_mgformer.model.recbole_sequential import recbole_sequential_model
     from recbole_mgformer.quick_start import build_config, prepare
 
     config, _ = build_config(
@@ -47,11 +65,13 @@ def build_pair(model_name, dataset, batch_size, n_batches, overrides, config_fil
         {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides},
     )
     project, _, (train_data, _, _) = prepare(config)
-    recbole = recbole_sequential_model(model_name)(config, train_data._dataset)
+    recbole = reference_class(model_name)(config, train_data._dataset)
     recbole.load_state_dict(project.state_dict())
-    bf16 = type(project)(config, train_data._dataset)
-    bf16.encoder_dtype = torch.bfloat16  # as precision: bf16 sets it
-    bf16.load_state_dict(project.state_dict())
+    bf16 = None
+    if hasattr(project, "encoder_dtype"):
+        bf16 = type(project)(config, train_data._dataset)
+        bf16.encoder_dtype = torch.bfloat16  # as precision: bf16 sets it
+        bf16.load_state_dict(project.state_dict())
     batches = []
     for batch in train_data:
         batches.append(batch)
@@ -67,23 +87,27 @@ def train_step(model, optimizer, batch):
 
 
 def time_pair(models, batches, learning_rate, repeats):
-    """Seconds per step of each model, ``[[...], ...]``, interleaved repeats over ``batches``."""
+    """Seconds per step of each model, ``[[...], ...]`` (None for a model that is None), interleaved repeats over
+    ``batches``."""
     import torch
 
-    optimizers = [torch.optim.Adam(model.parameters(), lr=learning_rate) for model in models]
-    for model, optimizer in zip(models, optimizers):
-        model.train()
+    optimizers = [None if model is None else torch.optim.Adam(model.parameters(), lr=learning_rate) for model in models]
+    timed = [index for index, model in enumerate(models) if model is not None]
+    for index in timed:
+        models[index].train()
         for batch in batches[:2]:  # warm-up: Adam's moments, the heap, the allocator's caches
-            train_step(model, optimizer, batch)
-    seconds = [[] for _ in models]
+            train_step(models[index], optimizers[index], batch)
+    seconds = [[] if model is not None else None for model in models]
     for repeat in range(repeats):
-        for index, (model, optimizer) in enumerate(zip(models, optimizers)):
+        for index in timed:
             for batch in batches:
                 started = time.perf_counter()
-                train_step(model, optimizer, batch)
+                train_step(models[index], optimizers[index], batch)
                 seconds[index].append(time.perf_counter() - started)
-        recbole, ours, bf16 = (statistics.median(s) for s in seconds)
-        print(f"repeat {repeat}: RecBole {recbole:.3f} s, ours {ours:.3f} s, bf16 {bf16:.3f} s", file=sys.stderr)
+        medians = ", ".join(
+            f"{label} {statistics.median(s):.3f} s" for label, s in zip(("reference", "ours", "bf16"), seconds) if s
+        )
+        print(f"repeat {repeat}: {medians}", file=sys.stderr)
     return seconds
 
 
@@ -111,12 +135,14 @@ def child(args):
         models, batches, rows, config = build_pair(
             name, args.dataset, args.batch_size, args.steps, overrides, args.config_files
         )
-        for model in models:
+        present = [model for model in models if model is not None]
+        for model in present:
             model.eval()
         with torch.no_grad():
-            losses = [float(model.calculate_loss(batches[0])) for model in models]  # RecBole's, ours, ours bf16
+            losses = [float(model.calculate_loss(batches[0])) for model in present]  # RecBole's, ours, ours bf16
         seconds = time_pair(models, batches, config["learning_rate"], args.repeats)
-        medians = [statistics.median(s) for s in seconds]
+        medians = [statistics.median(s) if s else None for s in seconds]
+        bf16 = medians[2] is not None
         records.append(
             {
                 "model": name,
@@ -125,10 +151,11 @@ def child(args):
                 "threads": torch.get_num_threads(),
                 "recbole_step_s": round(medians[0], 4),
                 "ours_step_s": round(medians[1], 4),
-                "ours_bf16_step_s": round(medians[2], 4),
-                "min_max_s": [[round(min(s), 4), round(max(s), 4)] for s in seconds],
+                "reference": REFERENCES.get(name, "recbole"),
+                "ours_bf16_step_s": round(medians[2], 4) if bf16 else None,
+                "min_max_s": [[round(min(s), 4), round(max(s), 4)] for s in seconds if s],
                 "speedup": round(medians[0] / medians[1], 2),
-                "speedup_bf16": round(medians[0] / medians[2], 2),
+                "speedup_bf16": round(medians[0] / medians[2], 2) if bf16 else None,
                 "steps_timed": len(seconds[0]),
                 "eval_losses": losses,
                 "training_rows": rows,
@@ -153,7 +180,7 @@ def profile(args):
         models, batches, _, config = build_pair(
             name, args.dataset, args.batch_size, 2, settings(args), args.config_files
         )
-        for label, model in zip(("RecBole's", "this project's (fp32)"), models[:2]):
+        for label, model in zip((reference_label(name), "this project's (fp32)"), models[:2]):
             optimizer = torch.optim.Adam(model.parameters(), lr=config["learning_rate"])
             model.train()
             train_step(model, optimizer, batches[0])  # warm-up
@@ -202,16 +229,27 @@ def table(records, argv, commit, versions, load, seed):
         cross = ""
         if r["heap"] == "kept" and r["model"] in released:
             cross = f"{released[r['model']]['recbole_step_s'] / r['ours_step_s']:.2f}x"
+        bf16 = ("n/a", "n/a") if r["ours_bf16_step_s"] is None else (r["ours_bf16_step_s"], f"{r['speedup_bf16']}x")
         lines.append(
             f"| {r['model']} | {r['heap']} | {r['recbole_step_s']} | {r['ours_step_s']} | {r['speedup']}x | "
-            f"{r['ours_bf16_step_s']} | {r['speedup_bf16']}x | "
+            f"{bf16[0]} | {bf16[1]} | "
             f"{r['recbole_step_s'] * r['steps_per_epoch']:.0f} | {r['ours_step_s'] * r['steps_per_epoch']:.0f} | "
             f"{cross} |"
         )
     first = records[0]
+    references = sorted({r["model"] for r in records if r.get("reference", "recbole") != "recbole"})
+    if references:
+        lines += [
+            "",
+            f"RecBole has no {', '.join(references)}: in its rows the RecBole columns time the model's "
+            "straightforward form kept in "
+            + ", ".join(f"`{REFERENCES[name]}`" for name in references)
+            + " (the same function: loss, gradients and scores held equal by the tests), and there is no bf16 "
+            "option (n/a); its own defaults otherwise, at the batch above.",
+        ]
     lines += [
         "",
-        "Losses in evaluation mode on the first batch (RecBole's, ours fp32, ours bf16): "
+        "Losses in evaluation mode on the first batch (RecBole's or the reference's, ours fp32, ours bf16): "
         + "; ".join(f"{r['model']} ({r['heap']}) " + ", ".join(f"{x:.6f}" for x in r["eval_losses"]) for r in records)
         + ". bf16 (`precision: bf16`, off by default) rounds the encoder's matmul inputs to bf16: its accuracy has "
         "not been compared with fp32's over training.",

@@ -17,21 +17,22 @@ def test_main_times_recboles_models_and_ours_under_both_heaps_and_writes_the_tab
     argv = ["--dataset", "tinyseq", "--batch_size", "16", "--repeats", "1", "--steps", "2", "--results"]
     main([*argv, str(tmp_path / "results"), f"--data_path={data}", "--config_files", ML100K_SEQUENTIAL])
     table = (tmp_path / "results" / "sequential-step.md").read_text()
-    for model in ("SASRec", "GRU4Rec"):
+    for model in ("SASRec", "GRU4Rec", "EAGPS"):
         assert f"| {model} | released |" in table and f"| {model} | kept |" in table
     assert "python experiments/sequential_step.py --dataset tinyseq" in table and "Seed 2020" in table
+    assert "| n/a | n/a |" in table and "RecBole has no EAGPS" in table and "experiments/eagps_reference.py" in table
     (record_file,) = (tmp_path / "results" / "runs" / "performance").glob("sequential-step-*.json")
     records = json.loads(record_file.read_text())["records"]
     assert [(r["model"], r["heap"]) for r in records] == [
-        ("SASRec", "released"),
-        ("GRU4Rec", "released"),
-        ("SASRec", "kept"),
-        ("GRU4Rec", "kept"),
+        (model, heap) for heap in ("released", "kept") for model in ("SASRec", "GRU4Rec", "EAGPS")
     ]
     for r in records:
-        recbole, ours, bf16 = r["eval_losses"]
-        assert ours == pytest.approx(recbole, rel=1e-6) and bf16 == pytest.approx(recbole, rel=1e-2)
-        assert r["steps_timed"] == 2 and r["ours_step_s"] > 0
+        recbole, ours, *bf16 = r["eval_losses"]  # EAGPS: the reference's and ours, no bf16
+        assert ours == pytest.approx(recbole, rel=1e-6) and len(bf16) == (r["model"] != "EAGPS")
+        assert all(x == pytest.approx(recbole, rel=1e-2) for x in bf16)
+        assert r["steps_timed"] == 2 and r["ours_step_s"] > 0 and r["recbole_step_s"] > 0
+    eagps = [r for r in records if r["model"] == "EAGPS"]
+    assert all(r["reference"] == "experiments/eagps_reference.py" and r["ours_bf16_step_s"] is None for r in eagps)
 
 
 def test_an_unknown_model_is_refused(capsys):
@@ -42,8 +43,10 @@ def test_an_unknown_model_is_refused(capsys):
 
 def test_profile_prints_the_costliest_ops_of_a_step_of_each_model(tmp_path, capsys):
     data = write_sequences(tmp_path / "data")
-    argv = ["--profile", "--models", "SASRec", "--dataset", "tinyseq", "--batch_size", "16", "--heap", "released"]
-    main([*argv, f"--data_path={data}", "--config_files", ML100K_SEQUENTIAL])
+    argv = ["--profile", "--models", "SASRec,EAGPS", "--dataset", "tinyseq", "--batch_size", "16"]
+    main([*argv, "--heap", "released", f"--data_path={data}", "--config_files", ML100K_SEQUENTIAL])
     out = capsys.readouterr().out
     assert "## RecBole's SASRec: one step" in out and "## this project's (fp32) SASRec: one step" in out
+    assert "## the reference (experiments/eagps_reference.py) EAGPS: one step" in out
+    assert "## this project's (fp32) EAGPS: one step" in out
     assert "Self CPU" in out and "aten::" in out

@@ -18,6 +18,45 @@ def head_scores(x, memory_key, memory_value, n_heads):
     return queries @ keys.transpose(1, 2) / math.sqrt(head), values
 
 
+def head_blocks(memory, n_heads):
+    """A memory (alpha, d) as a block-diagonal (d, h * alpha): block ``j`` is head ``j``'s feature columns of the
+    memory, transposed, so ``x @ head_blocks(M_k)`` is every head's ``x_j M_kj^T`` side by side (N, h * alpha) in
+    one matmul; the zeros off the blocks add exact zeros. One (N, d) x (d, h * alpha) matmul instead of h batched
+    ones of inner size d/h and their transposed copies."""
+    alpha, d = memory.shape
+    return torch.block_diag(*memory.T.reshape(n_heads, d // n_heads, alpha))
+
+
+L2_FLOOR = 1e-12  # a node's scores of norm below this are divided by it (their squares' sum floored at 1e-24)
+
+
+class _L2ExternalAttention(torch.autograd.Function):
+    """Eq. 13-14 with the l2 norm, heads side by side: x (N, d), key_blocks and value_blocks (d, h * alpha) ->
+    (N, d). Written out so that the (N, h, alpha) scores are one buffer (normalised in place) in the forward and
+    their gradient one more in the backward; autograd's form keeps about eight such temporaries."""
+
+    @staticmethod
+    def forward(ctx, x, key_blocks, value_blocks, n_heads):
+        weights = (x @ key_blocks).view(x.shape[0], n_heads, -1)  # (N, h, alpha) scores
+        norms = torch.linalg.vector_norm(weights, dim=-1, keepdim=True)  # (N, h, 1)
+        floored = norms < L2_FLOOR
+        inverse = norms.clamp_min_(L2_FLOOR).reciprocal_()
+        weights.mul_(inverse)  # scores / ||scores||
+        ctx.save_for_backward(x, key_blocks, value_blocks, weights, inverse, floored)
+        return weights.view(x.shape[0], -1) @ value_blocks.T
+
+    @staticmethod
+    def backward(ctx, grad):  # grad (N, d)
+        x, key_blocks, value_blocks, weights, inverse, floored = ctx.saved_tensors
+        flat = weights.view(x.shape[0], -1)  # (N, h * alpha)
+        grad_values = grad.T @ flat  # (d, h * alpha)
+        grad_weights = (grad @ value_blocks).view_as(weights)  # (N, h, alpha)
+        # d(s / ||s||) = (g - w (w . g)) / ||s||; a floored norm is a constant divisor: g / floor
+        along = (grad_weights * weights).sum(dim=-1, keepdim=True).masked_fill_(floored, 0.0)
+        grad_scores = grad_weights.addcmul_(weights, along, value=-1.0).mul_(inverse).view_as(flat)
+        return grad_scores @ key_blocks.T, x.T @ grad_scores, grad_values, None
+
+
 def external_attention(x, memory_key, memory_value, n_heads, norm):
     """Multi-head external attention, Eq. 13-14 per head, heads concatenated (Eq. 15 before ``W_1``).
 
@@ -26,12 +65,12 @@ def external_attention(x, memory_key, memory_value, n_heads, norm):
     normalised over each node's own ``alpha`` slots (``l2``: Eq. 13 as written; ``softmax``), so a node's
     output depends on that node alone: the cost is O(N alpha d), linear in N.
     """
-    scores, values = head_scores(x, memory_key, memory_value, n_heads)  # (h, N, alpha), (h, alpha, d/h)
-    if norm == "l2":  # scores / ||scores||, written out: F.normalize's backward is slower on CPU
-        weights = scores * scores.pow(2).sum(dim=-1, keepdim=True).clamp_min(1e-24).rsqrt()
-    else:
-        weights = scores.softmax(dim=-1)
-    return (weights @ values).transpose(0, 1).reshape(x.shape)
+    key_blocks = head_blocks(memory_key / math.sqrt(x.shape[1] // n_heads), n_heads)  # (d, h * alpha)
+    value_blocks = head_blocks(memory_value, n_heads)
+    if norm == "l2":
+        return _L2ExternalAttention.apply(x, key_blocks, value_blocks, n_heads)
+    weights = (x @ key_blocks).view(x.shape[0], n_heads, -1).softmax(dim=-1)  # (N, h, alpha)
+    return weights.view(x.shape[0], -1) @ value_blocks.T
 
 
 def token_external_attention(x, memory_key, memory_value, n_heads, valid):
@@ -66,13 +105,15 @@ class ExternalEncoder(nn.Module):
         self.heads_out = nn.Linear(embedding_size, embedding_size, bias=False)  # W_1
         self.layer_norm = nn.LayerNorm(embedding_size)
 
-    def forward(self, items):  # (m, d) -> (m, d)
+    def attend(self, items):
+        """The heads' external attention, concatenated (before ``W_1``): (m, d) -> (m, d)."""
         if self.external_norm == "token":
             valid = torch.arange(items.shape[0], device=items.device) > 0  # item 0 is RecBole's padding
-            attended = token_external_attention(items, self.memory_key, self.memory_value, self.n_heads, valid)
-        else:
-            attended = external_attention(items, self.memory_key, self.memory_value, self.n_heads, self.norm)
-        z = self.heads_out(attended)
+            return token_external_attention(items, self.memory_key, self.memory_value, self.n_heads, valid)
+        return external_attention(items, self.memory_key, self.memory_value, self.n_heads, self.norm)
+
+    def forward(self, items):  # (m, d) -> (m, d)
+        z = self.heads_out(self.attend(items))
         if self.item_weights is not None:
             z = z * self.item_weights
         return self.layer_norm(items + self.delta * z)

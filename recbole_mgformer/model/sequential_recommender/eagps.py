@@ -17,18 +17,32 @@ Shapes: ``m`` items (RecBole's padding item 0 included), ``n`` users, ``N = m + 
 in Eq. 2), ``d`` embedding size, ``alpha`` memory slots, ``h`` heads, ``B`` batch, ``L`` max sequence length.
 
 The stages' pieces live in ``model/eagps/`` (``graph``, ``external``, ``decoder``); this file holds the model.
+
+The training step computes the same function as the straightforward form (``experiments/eagps_reference.py``,
+held equal by ``tests/model/sequential_recommender/test_eagps_step.py``) with less work: the external attention's
+heads as one block-diagonal matmul with a written-out l2 backward; Eq. 20 only at the real, unmasked positions
+(packed), with its item half multiplied once per item rather than per position; masked positions summed per
+sequence; dropout from uniform draws (:mod:`recbole_mgformer.model.dropout`, the same distribution); the mask from
+one sort; the full-item cross-entropy in one buffer (:func:`recbole_mgformer.model.loss.linear_cross_entropy`).
 """
 
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from recbole.model.abstract_recommender import SequentialRecommender
 from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
-from recbole_mgformer.model.eagps.decoder import fuse, plain_pool, sequential_mask, soft_attention
+from recbole_mgformer.model.dropout import dropout
+from recbole_mgformer.model.eagps.decoder import (
+    fuse,
+    kept_positions,
+    packed_soft_attention,
+    plain_pool,
+    sequential_mask,
+    template_inputs,
+)
 from recbole_mgformer.model.eagps.external import ExternalEncoder
 from recbole_mgformer.model.eagps.graph import (
     external_attentive_propagation,
@@ -36,6 +50,7 @@ from recbole_mgformer.model.eagps.graph import (
     training_transitions,
 )
 from recbole_mgformer.model.graph import to_torch_csr
+from recbole_mgformer.model.loss import linear_cross_entropy
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
 
 EA_NORMS = ("l2", "softmax")
@@ -49,6 +64,7 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
     r"""EA-GPS; see ``properties/model/EAGPS.yaml`` for its options and the readings of ambiguous points."""
 
     input_type = InputType.POINTWISE
+    external_encoder = ExternalEncoder  # Eq. 13-17's module (experiments/eagps_reference.py swaps in its own)
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
@@ -99,14 +115,13 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
         if self.item_weighting == "occurrences":  # Eq. 16: one term per training sequence holding the item
             user_item = dataset.inter_matrix(form="csr").astype(bool)
             item_weights = torch.from_numpy(np.asarray(user_item.sum(axis=0), dtype=np.float32).reshape(-1, 1))
-        self.external = ExternalEncoder(
+        self.external = self.external_encoder(
             d, self.memory_size, self.n_heads, self.ea_norm, self.delta, self.external_norm, item_weights
         )
         self.position_prompt = nn.Embedding(self.max_seq_length, self.prompt_size)  # Ê_P, one row per position
         self.prompt_conv = nn.Conv1d(self.prompt_size, d, kernel_size=1)  # Eq. 19: W_c, b_c
         self.template = nn.Linear(2 * d, d)  # Eq. 20: W_2, b_2
         self.mask_token = nn.Parameter(torch.empty(d))  # [mask] of Eq. 22
-        self.dropout = nn.Dropout(self.dropout_prob)
         self.output = nn.Linear(2 * d, self.n_items)  # Eq. 27: W_6, b_6
         self.apply(xavier_normal_initialization)
         nn.init.normal_(self.mask_token, std=d**-0.5)
@@ -141,16 +156,21 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
     def forward(self, item_seq, item_seq_len, user):
         """Eq. 20-25: (B, L) items, (B,) lengths, (B,) users -> H (B, 2d)."""
         items, users = self.encode()
-        sequence = items[item_seq]  # (B, L, d)
         if self.decoder != "prompt":  # GPS_OPT ablation
-            return fuse(plain_pool(sequence, item_seq_len, self.decoder), users[user], self.fusion_norm)
-        prompts = self.prompts()[: item_seq.shape[1]].expand_as(sequence)  # (B, L, d)
-        templates = torch.relu(self.template(torch.cat([sequence, prompts], dim=-1)))  # Eq. 20
-        templates = self.dropout(templates)
-        if self.training and self.mask_ratio > 0:  # Eq. 21-22
-            masked = sequential_mask(item_seq_len, item_seq.shape[1], self.mask_ratio)
-            templates = torch.where(masked.unsqueeze(-1), self.mask_token.to(templates.dtype), templates)
-        pooled = soft_attention(templates, item_seq_len)  # Eq. 23-24
+            return fuse(plain_pool(items[item_seq], item_seq_len, self.decoder), users[user], self.fusion_norm)
+        length = item_seq.shape[1]
+        masked, n_masked = None, None
+        if self.training and self.mask_ratio > 0:  # Eq. 21-22: these positions' templates are the mask token
+            masked = sequential_mask(item_seq_len, length, self.mask_ratio)  # (B, L)
+            n_masked = masked.sum(dim=1)  # (B,)
+        rows, kept = kept_positions(item_seq_len, length, masked)  # (R,) flat indices, (B,) counts
+        inputs = template_inputs(
+            items, self.prompts()[:length], self.template, item_seq.flatten().index_select(0, rows), rows % length
+        )
+        templates = dropout(torch.relu(inputs), self.dropout_prob, self.training)  # Eq. 20, (R, d)
+        pooled = packed_soft_attention(  # Eq. 23-24
+            templates, rows // length, kept.cumsum(dim=0) - 1, self.mask_token, n_masked
+        )
         return fuse(pooled, users[user], self.fusion_norm)  # Eq. 25
 
     def _logits(self, interaction):
@@ -160,7 +180,10 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
 
     def calculate_loss(self, interaction):
         """Eq. 28: cross-entropy of the next item over all items, averaged over the batch's prefixes."""
-        return F.cross_entropy(self._logits(interaction), interaction[self.POS_ITEM_ID])
+        hidden = self.forward(
+            interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN], interaction[self.USER_ID]
+        )  # (B, 2d)
+        return linear_cross_entropy(hidden, self.output.weight, self.output.bias, interaction[self.POS_ITEM_ID])
 
     def predict(self, interaction):
         return self._logits(interaction).gather(1, interaction[self.ITEM_ID].unsqueeze(1)).squeeze(1)
