@@ -21,7 +21,8 @@ LAYERS = (
     ("quick_start",),  # the runner
     ("tune",),  # searches over the runner
     ("benchmark",),  # runs, tuning and pages
-    ("cli", "recommend", ""),  # run.py, the recommend command, the package's own entry functions
+    # run.py, the recommend command, the package's own entry functions, the registry's former address
+    ("cli", "recommend", "registry", ""),
 )
 LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 
