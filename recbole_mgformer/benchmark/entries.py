@@ -3,19 +3,32 @@ and the names runs and records take from them."""
 
 import re
 
-ABLATIONS = [
-    "MGFormer",
-    "MGFormer[structural_encoding=none]",
-    "MGFormer[degree_mask=none]",
-    "MGFormer[degree_mask=adjacency]",
-    "MGFormer[feature_map=elu]",
-    "MGFormer[feature_map=focused]",
-    "MGFormer[attention=False]",
-]
+# ``NAME-ablations`` on the command line: the model and its paper's ablations, each one override (or two) away
+ABLATION_SETS = {
+    "MGFormer": [  # Table 3, and the attention-free tokens
+        "MGFormer",
+        "MGFormer[structural_encoding=none]",
+        "MGFormer[degree_mask=none]",
+        "MGFormer[degree_mask=adjacency]",
+        "MGFormer[feature_map=elu]",
+        "MGFormer[feature_map=focused]",
+        "MGFormer[attention=False]",
+    ],
+    "EAGPS": [  # Table 5's variants that are options of the model
+        "EAGPS",
+        "EAGPS[external_attention=False]",  # GPS_OEA
+        "EAGPS[decoder=max_pool]",  # GPS_OPT
+        "EAGPS[mask_ratio=0.0]",  # GPS_OMA's nearest: the decoder's mask off
+        "EAGPS[external_attention=False; decoder=max_pool]",  # GPS_Basic
+    ],
+}
+ABLATIONS = ABLATION_SETS["MGFormer"]
+# ablation entries searched as themselves: the attention-free tokens are a model of their own on the boards
+SEARCHED_AS_THEMSELVES = frozenset({"MGFormer[attention=False]"})
 
 
 def split_models(text):
-    """Split on commas outside brackets, and expand ``MGFormer-ablations``."""
+    """Split on commas outside brackets, and expand ``NAME-ablations`` (:data:`ABLATION_SETS`)."""
     entries, depth, current = [], 0, ""
     for char in text:
         depth += {"[": 1, "]": -1}.get(char, 0)
@@ -27,8 +40,20 @@ def split_models(text):
     entries.append(current.strip())
     expanded = []
     for entry in filter(None, entries):
-        expanded += ABLATIONS if entry.lower() == "mgformer-ablations" else [entry]
+        expanded += _ablation_set(entry) or [entry]
     return list(dict.fromkeys(expanded))
+
+
+def ablation_variants(model):
+    """The variant names (:func:`variant_name`) of ``model``'s ablation entries, read without :func:`parse_entry`
+    (which imports torch) so that rendering a page does not: each entry's values are written as they print."""
+    return [" ".join(re.sub(r"[\[\];]", " ", entry).split()) for entry in ABLATION_SETS.get(model, ())]
+
+
+def _ablation_set(entry):
+    """The entries ``NAME-ablations`` stands for, or None for any other entry."""
+    by_name = {f"{model.lower()}-ablations": entries for model, entries in ABLATION_SETS.items()}
+    return by_name.get(entry.lower())
 
 
 def parse_entry(entry):
@@ -111,11 +136,11 @@ def stem_model(stem):
 
 
 def tuning_target(model, overrides):
-    """The (model, overrides) whose search gives an entry its settings: the Table 3 ablations of MGFormer (every
-    ``MGFormer-ablations`` entry but ``attention=False``) are ablations of the tuned MGFormer, so they take its
-    settings with their one override; every other entry is searched as itself, its overrides fixed."""
+    """The (model, overrides) whose search gives an entry its settings: a paper's ablations (the entries of
+    ``NAME-ablations`` but ``SEARCHED_AS_THEMSELVES``) are ablations of the tuned model, so they take its settings
+    with their overrides; every other entry is searched as itself, its overrides fixed."""
     entry = model + ("[" + "; ".join(f"{k}={v}" for k, v in overrides.items()) + "]" if overrides else "")
-    if overrides and entry in ABLATIONS and entry != "MGFormer[attention=False]":
+    if overrides and entry in ABLATION_SETS.get(model, ()) and entry not in SEARCHED_AS_THEMSELVES:
         return model, {}
     return model, dict(overrides)
 

@@ -5,6 +5,7 @@ same losses and distributions, faster steps; ``model/sequential_recommender/``).
 import statistics
 
 from recbole_mgformer.benchmark.datasets import untuned_heading
+from recbole_mgformer.benchmark.entries import ablation_variants
 from recbole_mgformer.benchmark.general_verdicts import short_verdict
 from recbole_mgformer.benchmark.sections import defaults_first_note, sections
 from recbole_mgformer.benchmark.stats import format_ci, mean_ci, paired_verdict, per_user_by_seed, verdict_text
@@ -91,6 +92,12 @@ def verdict_lines(groups):
         parts = [short_verdict(other, v) for other, v in verdicts.items() if v is not None]
         if len(others) > 1 and parts:
             lines.append(f"Against each model: {name} is " + "; ".join(parts) + ".")
+    base = ORDER[0]  # the paper's model as tuned, which its ablations depart from
+    for name in _ordered(groups):
+        if name in ablation_variants(base) and name != base and base in groups:
+            verdict = paired_verdict(values[name], values[base])
+            if verdict is not None:
+                lines.append("Ablation: " + verdict_text(name, base, verdict, metric=PAIRED_METRIC))
     return lines
 
 

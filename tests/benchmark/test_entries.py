@@ -94,3 +94,14 @@ def test_the_benchmark_refuses_a_seed_beside_seeds_before_any_run(tmp_path, caps
     error = capsys.readouterr().err
     assert stopped.value.code == 2 and message in error and "--seeds" in error
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_models_ablations_expand_by_name_and_take_the_tuned_models_settings():
+    from recbole_mgformer.benchmark.entries import ABLATION_SETS, tuning_target
+
+    assert split_models("SASRec,eagps-ablations") == ["SASRec", *ABLATION_SETS["EAGPS"]]
+    for entry in ABLATION_SETS["EAGPS"]:
+        model, overrides = parse_entry(entry)
+        assert tuning_target(model, overrides) == ("EAGPS", {}), entry
+    assert tuning_target("EAGPS", {"n_heads": 2}) == ("EAGPS", {"n_heads": 2})  # not an ablation: searched itself
+    assert split_models("SASRec-ablations") == ["SASRec-ablations"]  # no such set: an entry, refused by the registry

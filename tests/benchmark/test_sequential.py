@@ -33,3 +33,29 @@ def test_the_papers_model_leads_each_section_and_seeds_are_averaged():
     assert "Protocol: `properties/dataset/ml-100k-seq.yaml`." in page and "| 2.0 |" in page
     assert "Commands: `python -m recbole_mgformer.benchmark`." in page
     assert "Runs: commit abc, m, torch t, recbole r; seeds [2020, 2021]." in page
+
+
+def test_each_eagps_ablation_is_judged_against_the_tuned_eagps_and_every_model_against_the_others(tmp_path):
+    from recbole_mgformer.benchmark.entries import ablation_variants
+    from recbole_mgformer.benchmark.sequential import verdict_lines
+    from recbole_mgformer.benchmark.stats import write_per_user
+
+    shifts = {"EAGPS": 0.0, "EAGPS decoder=max_pool": -0.1, "EAGPS mask_ratio=0.0": 0.0, "SASRec": 0.1}
+    groups = {}
+    for variant, shift in shifts.items():
+        for seed in (0, 1):
+            path = tmp_path / f"{variant}-{seed}.json"
+            write_per_user(path, {f"u{u}": (u % 7) / 7 + shift + 0.001 * u * seed for u in range(60)}, "ndcg@10")
+            rec = record(variant, variant.split()[0], "ml-100k-seq", 0.05 + shift, seed=seed)
+            groups.setdefault(variant, []).append({**rec, "_path": str(path), "per_user": {"metric": "ndcg@10"}})
+    lines = verdict_lines(groups)
+    ablations = [line for line in lines if line.startswith("Ablation: ")]
+    assert [line.split(" is ")[0] for line in ablations] == [
+        "Ablation: EAGPS decoder=max_pool",
+        "Ablation: EAGPS mask_ratio=0.0",
+    ]
+    assert "**behind** EAGPS" in ablations[0] and "**level** with EAGPS" in ablations[1]
+    assert sum(line.startswith("Verdict: ") for line in lines) == 3  # every EAGPS row against SASRec
+    assert "EAGPS decoder=max_pool" in ablation_variants("EAGPS")
+    # without the tuned EAGPS in the section, no ablation has a row to depart from
+    assert not [line for line in verdict_lines({k: v for k, v in groups.items() if k != "EAGPS"}) if "Ablation" in line]

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The sequential equal-budget campaign (issue 82): SASRec, GRU4Rec and EAGPS on a sequential protocol, each searched
+# with the same budget (8 random trials, RecBole's or the model's defaults first, ASHA grace 5 of at most 50 epochs,
+# search seed 0), then its best settings trained at 3 seeds; then the EAGPS ablations (EAGPS-ablations: Table 5's
+# variants that are options) at the tuned EAGPS's settings. Every model trains under the same epoch cap and early
+# stopping (50 epochs, patience 10, every epoch evaluated), as an equal-budget comparison requires.
+# Usage: DATASET=ml-100k-seq bash experiments/sequential_campaign.sh A|B [--key=value ...]
+# Two streams, one thread each, side by side on a 2-core machine; one alone runs everything in its order. Rerun a
+# stream to resume it: searches continue from their records (results/tuning/<dataset>/<stem>.records/), runs from
+# their checkpoints, and each run is claimed by the stream working on it (recbole_mgformer.benchmark.claims).
+# A: SASRec (the slowest), GRU4Rec, the ablations.  B: EAGPS, its ablations, GRU4Rec, SASRec.
+set -euo pipefail
+
+main() {
+  local stream=${1:-}
+  shift || true
+  cd "$(dirname "$0")/.."
+  export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+  case "$stream" in
+    A) benchmark "$@" --models SASRec
+       benchmark "$@" --models GRU4Rec
+       benchmark "$@" --models EAGPS-ablations ;;
+    B) benchmark "$@" --models EAGPS-ablations
+       benchmark "$@" --models GRU4Rec
+       benchmark "$@" --models SASRec ;;
+    *) echo "usage: $0 A|B [--key=value ...] (the stream to run or resume)" >&2; return 2 ;;
+  esac
+}
+
+benchmark() {
+  "${PYTHON:-.venv/bin/python}" -m recbole_mgformer.benchmark --datasets "${DATASET:-ml-100k-seq}" --seeds 0,1,2 \
+    --tune-budget 8 --tune-epochs 50 --tune-grace 5 --tune-defaults-first --tune-cpus 1 \
+    --epochs=50 --stopping_step=10 --eval_step=1 "$@"
+}
+
+# one line, parsed whole before it runs: editing this file never changes a running stream
+main "$@"; exit $?
