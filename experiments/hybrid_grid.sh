@@ -53,28 +53,21 @@ common() {  # the options of every benchmark command on dataset $2 with filter $
     "$(filter_args "$1" "$2")"
 }
 
-CANDIDATES=()
+CANDIDATES=() CANDIDATE_ENTRIES=()  # "filter weight" and its entry, side by side
 for FILTER in "${FILTER_LIST[@]}"; do
   ARGS=$(filter_args "$FILTER" "$DATASET")
   echo "$DATASET: $FILTER residual: $ARGS"
   ENTRIES=(); for W in "${WEIGHTS[@]}"; do ENTRIES+=("$(entry "$FILTER" "$W")"); CANDIDATES+=("$FILTER $W"); done
+  CANDIDATE_ENTRIES+=("${ENTRIES[@]}")
   # shellcheck disable=SC2046 # the filter's arguments are words
   $PY -m recbole_mgformer.benchmark --models "$(IFS=,; echo "${ENTRIES[*]}")" --seeds 0 --results "$GRID" \
     --trained-results "$RESULTS" --choice-made-on none $(common "$FILTER" "$DATASET") "$@"
 done
 
-read -r FILTER BEST < <($PY - "$GRID/runs" "$DATASET" "$BASE" "${CANDIDATES[@]}" <<'PY'
-import json, sys
-from recbole_mgformer.benchmark.entries import parse_entry, variant_name
-from recbole_mgformer.benchmark.runs import record_path
-runs, dataset, base, *candidates = sys.argv[1:]
-def valid_ndcg(candidate):
-    kind, weight = candidate.split()
-    entry = f"MGFormer[{base}; filter_residual={kind}; filter_residual_weight={weight}]"
-    return json.loads(record_path(runs, dataset, variant_name(*parse_entry(entry)), 0).read_text())["valid"]["ndcg@20"]
-print(max(candidates, key=valid_ndcg))  # the first of equal scores: the first filter, the smallest weight
-PY
-)
+CHOSEN=$($PY -m recbole_mgformer.benchmark.hybrid --best-on-validation "$GRID/runs" "$DATASET" "${CANDIDATE_ENTRIES[@]}")
+for I in "${!CANDIDATE_ENTRIES[@]}"; do  # back to the chosen entry's filter and weight
+  if [ "${CANDIDATE_ENTRIES[$I]}" = "$CHOSEN" ]; then read -r FILTER BEST <<< "${CANDIDATES[$I]}"; fi
+done
 echo "chosen on $DATASET's validation NDCG@20 at seed 0: $FILTER, weight $BEST"
 # shellcheck disable=SC2046
 $PY -m recbole_mgformer.benchmark --models "$(entry "$FILTER" "$BEST")" --seeds "$SEEDS" --results "$RESULTS" \

@@ -52,15 +52,7 @@ join() { local IFS=,; echo "$*"; }
 bench "$(join "${POST_HOC[@]}" "${TRAINED[@]}")" 0 "$GRID" --trained-results "$GRID" --choice-made-on none "$@"
 
 best() {  # the entry of "$@" with the highest validation NDCG@20 at seed 0 in $GRID (the first of equal scores)
-  $PY - "$GRID/runs" "$DATASET" "$@" <<'PY'
-import json, sys
-from recbole_mgformer.benchmark.entries import parse_entry, variant_name
-from recbole_mgformer.benchmark.runs import record_path
-runs, dataset, *entries = sys.argv[1:]
-def valid_ndcg(entry):
-    return json.loads(record_path(runs, dataset, variant_name(*parse_entry(entry)), 0).read_text())["valid"]["ndcg@20"]
-print(max(entries, key=valid_ndcg))
-PY
+  $PY -m recbole_mgformer.benchmark.hybrid --best-on-validation "$GRID/runs" "$DATASET" "$@"
 }
 CHOSEN_TRAINED=$(best "${TRAINED[@]}")
 CHOSEN_POST_HOC=$(best "${POST_HOC[@]}")

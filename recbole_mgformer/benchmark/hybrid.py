@@ -1,9 +1,13 @@
-"""The filter settings of experiments/hybrid_grid.sh: the ``filter_residual_*`` arguments that give MGFormer's residual
-filter the settings the filter has on a dataset's board, so the hybrid adds the filter the page shows.
+"""What experiments/hybrid_grid.sh and trained_hybrid.sh ask of the benchmark: the ``filter_residual_*`` arguments that
+give MGFormer's residual filter the settings the filter has on a dataset's board (so the hybrid adds the filter the
+page shows), and the entry of a grid that validation chooses.
 
-Usage: ``python -m recbole_mgformer.benchmark.hybrid DATASET FILTER`` prints them on one line (the source on stderr).
+Usage: ``python -m recbole_mgformer.benchmark.hybrid DATASET FILTER`` prints the arguments on one line (the source on
+stderr); ``python -m recbole_mgformer.benchmark.hybrid --best-on-validation RUNS DATASET ENTRY...`` prints the entry
+whose seed-0 record in ``RUNS/DATASET/`` has the highest validation NDCG@20.
 """
 
+import json
 import sys
 
 from recbole_mgformer.benchmark.tuning import read_settings
@@ -39,8 +43,35 @@ def residual_arguments(dataset, kind):
     return arguments
 
 
+VALIDATION_METRIC = "ndcg@20"
+
+
+def best_on_validation(runs, dataset, entries, seed=0):
+    """The entry of ``entries`` whose record at ``seed`` in ``runs`` has the highest validation NDCG@20; the first of
+    equal scores, so a grid listed from the smallest weight up chooses the smallest of equal weights."""
+    from recbole_mgformer.benchmark.entries import parse_entry, variant_name
+    from recbole_mgformer.benchmark.runs import record_path
+
+    def score(entry):
+        path = record_path(runs, dataset, variant_name(*parse_entry(entry)), seed)
+        if not path.exists():
+            raise FileNotFoundError(f"{entry} has no record at seed {seed} ({path}): run the grid before choosing")
+        return json.loads(path.read_text())["valid"][VALIDATION_METRIC]
+
+    if not entries:
+        raise ValueError("no entries to choose from")
+    return max(entries, key=score)
+
+
 def main(argv=None):
-    dataset, kind = sys.argv[1:] if argv is None else argv
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--best-on-validation"]:
+        if len(argv) < 4:
+            sys.exit("usage: --best-on-validation RUNS DATASET ENTRY [ENTRY ...]")
+        runs, dataset, *entries = argv[1:]
+        print(best_on_validation(runs, dataset, entries))
+        return
+    dataset, kind = argv
     if kind not in FILTERS:
         sys.exit(f"unknown filter {kind!r}; choose one of {', '.join(FILTERS)}")
     print(f"{FILTERS[kind][0].__name__}'s settings from {filter_settings_source(dataset, kind)}", file=sys.stderr)

@@ -50,3 +50,23 @@ def test_the_command_prints_the_arguments_on_one_line_and_refuses_an_unknown_fil
     assert "properties/benchmark/ml-100k/BSPM.yaml" in done.stderr
     refused = subprocess.run([*command, "ml-100k", "ease"], capture_output=True, text=True)
     assert refused.returncode != 0 and "unknown filter 'ease'; choose one of gfcf, chebycf, bspm" in refused.stderr
+
+
+def test_validation_chooses_the_best_entry_of_a_grid_and_the_first_of_equal_scores(tmp_path, capsys):
+    import json
+
+    from recbole_mgformer.benchmark.entries import parse_entry, variant_name
+    from recbole_mgformer.benchmark.hybrid import best_on_validation, main
+    from recbole_mgformer.benchmark.runs import record_path
+
+    entries = [f"MGFormer[attention=False; filter_residual=gfcf; filter_residual_weight={w}]" for w in (0.5, 1, 2)]
+    for entry, score in zip(entries, (0.30, 0.32, 0.32)):
+        path = record_path(tmp_path, "tiny", variant_name(*parse_entry(entry)), 0)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"valid": {"ndcg@20": score}}))
+    assert best_on_validation(tmp_path, "tiny", entries) == entries[1]
+    assert best_on_validation(tmp_path, "tiny", entries[::-1]) == entries[2]
+    with pytest.raises(FileNotFoundError, match="run the grid before choosing"):
+        best_on_validation(tmp_path, "tiny", [*entries, entries[0].replace("0.5", "4")])
+    main(["--best-on-validation", str(tmp_path), "tiny", *entries])
+    assert capsys.readouterr().out == entries[1] + "\n"

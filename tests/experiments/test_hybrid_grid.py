@@ -3,17 +3,11 @@ its checkpoint, the one with the best validation NDCG@20 at seed 0 goes onto the
 and GF-CF's residuals, their low-rank parts set per filter), and each record says where its weight was chosen."""
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from recbole_mgformer.benchmark import slug
 
-ROOT = Path(__file__).resolve().parents[2]
 TRAINED = "mgformer-attention-false"
 
 
@@ -22,41 +16,14 @@ def hybrid(kind, weight):
 
 
 @pytest.mark.slow
-def test_the_grid_trains_once_a_seed_and_scores_every_weight_from_it(tiny_data, tmp_path):
-    # a copy of the script: it works from the folder above its own, here tmp_path (RecBole's log/ lands there)
-    (tmp_path / "experiments").mkdir()
-    shutil.copy(ROOT / "experiments" / "hybrid_grid.sh", tmp_path / "experiments")
-    env = {
-        **os.environ,
-        "PYTHON": sys.executable,
-        "PYTHONPATH": str(ROOT),
-        "DATASET": "tiny",
-        "RESULTS": str(tmp_path / "results"),
-        "CHECKPOINTS": str(tmp_path / "saved"),
-        "FILTERS": "chebycf gfcf",
-        "FILTER_ARGS_chebycf": "--filter_residual_k=8 --filter_residual_alpha=0.3",
-        "FILTER_ARGS_gfcf": "--filter_residual_k=6 --filter_residual_alpha=0.3",
-        "WEIGHTS": "0.5 2",
-    }
-    done = subprocess.run(
-        [
-            "bash",
-            str(tmp_path / "experiments" / "hybrid_grid.sh"),
-            "--data_path",
-            str(tiny_data),
-            "--epochs=2",
-            "--embedding_size=8",
-            "--state=WARNING",
-            "--metrics=[Recall,NDCG]",
-            "--topk=[20]",
-            "--valid_metric=NDCG@20",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
+def test_the_grid_trains_once_a_seed_and_scores_every_weight_from_it(run_script, tmp_path):
+    done = run_script(
+        "hybrid_grid.sh",
+        FILTERS="chebycf gfcf",
+        FILTER_ARGS_chebycf="--filter_residual_k=8 --filter_residual_alpha=0.3",
+        FILTER_ARGS_gfcf="--filter_residual_k=6 --filter_residual_alpha=0.3",
+        WEIGHTS="0.5 2",
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "tiny: chebycf residual: --filter_residual_k=8 --filter_residual_alpha=0.3" in done.stdout
     assert "tiny: gfcf residual: --filter_residual_k=6 --filter_residual_alpha=0.3" in done.stdout
     grid = tmp_path / "results" / "exploration" / "hybrid-grid" / "runs" / "tiny"

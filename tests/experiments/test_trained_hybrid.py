@@ -3,18 +3,12 @@ same loss, each chosen on validation NDCG@20 at seed 0, then at every seed on th
 scored from; each record says where its choices were made."""
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from recbole_mgformer.benchmark import slug
 from recbole_mgformer.training.checkpoint_files import load_checkpoint
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def control(temperature):
@@ -36,31 +30,14 @@ def kept_weights(checkpoints, variant):
 
 
 @pytest.mark.slow
-def test_both_hybrids_are_chosen_on_validation_and_run_at_every_seed(tiny_data, tmp_path):
-    (tmp_path / "experiments").mkdir()  # a copy: the script works from the folder above its own
-    shutil.copy(ROOT / "experiments" / "trained_hybrid.sh", tmp_path / "experiments")
-    env = {
-        **os.environ,
-        "PYTHON": sys.executable,
-        "PYTHONPATH": str(ROOT),
-        "DATASET": "tiny",
-        "RESULTS": str(tmp_path / "results"),
-        "CHECKPOINTS": str(tmp_path / "saved"),
-        "FILTER_ARGS": "--filter_residual_k=6 --filter_residual_alpha=0.3",
-        "TEMPERATURES": "0.2",
-        "WEIGHTS": "0.5 2",
-        "SEEDS": "0,1",
-    }
-    options = ["--data_path", str(tiny_data), "--epochs=2", "--embedding_size=8", "--state=WARNING"]
-    options += ["--metrics=[Recall,NDCG]", "--topk=[20]", "--valid_metric=NDCG@20"]
-    done = subprocess.run(
-        ["bash", str(tmp_path / "experiments" / "trained_hybrid.sh"), *options],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
+def test_both_hybrids_are_chosen_on_validation_and_run_at_every_seed(run_script, tmp_path):
+    run_script(
+        "trained_hybrid.sh",
+        FILTER_ARGS="--filter_residual_k=6 --filter_residual_alpha=0.3",
+        TEMPERATURES="0.2",
+        WEIGHTS="0.5 2",
+        SEEDS="0,1",
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     grid = tmp_path / "results" / "exploration" / "trained-hybrid" / "runs" / "tiny"
     variants = [control(0.2)] + [kind(0.2, w) for kind in (post_hoc, trained) for w in ("0.5", "2")]
     records = {v: json.loads((grid / f"{slug(v)}-seed0.json").read_text()) for v in variants}
