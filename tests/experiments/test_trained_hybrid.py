@@ -10,7 +10,6 @@ from recbole_mgformer.benchmark import slug
 from recbole_mgformer.training.checkpoint_files import load_checkpoint
 
 
-
 def control(temperature):
     return f"MGFormer attention=False loss=softmax softmax_temperature={temperature}"
 
