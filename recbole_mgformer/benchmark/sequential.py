@@ -92,9 +92,12 @@ def verdict_lines(groups):
         parts = [short_verdict(other, v) for other, v in verdicts.items() if v is not None]
         if len(others) > 1 and parts:
             lines.append(f"Against each model: {name} is " + "; ".join(parts) + ".")
-    base = ORDER[0]  # the paper's model as tuned, which its ablations depart from
+    # the paper's model as tuned, which its ablations depart from; rows are matched by their records' own names
+    # (``full_variant``), as the table may show a short one (results/names.yaml)
+    full = {name: group[0].get("full_variant", name) for name, group in groups.items()}
+    base = next((name for name in groups if full[name] == ORDER[0]), None)
     for name in _ordered(groups):
-        if name in ablation_variants(base) and name != base and base in groups:
+        if base is not None and name != base and full[name] in ablation_variants(ORDER[0]):
             verdict = paired_verdict(values[name], values[base])
             if verdict is not None:
                 lines.append("Ablation: " + verdict_text(name, base, verdict, metric=PAIRED_METRIC))

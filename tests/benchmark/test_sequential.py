@@ -57,5 +57,10 @@ def test_each_eagps_ablation_is_judged_against_the_tuned_eagps_and_every_model_a
     assert "**behind** EAGPS" in ablations[0] and "**level** with EAGPS" in ablations[1]
     assert sum(line.startswith("Verdict: ") for line in lines) == 3  # every EAGPS row against SASRec
     assert "EAGPS decoder=max_pool" in ablation_variants("EAGPS")
+    # a row shown by a short name (results/names.yaml) is matched by its record's own name
+    groups["EAGPS no mask"] = [{**r, "variant": "EAGPS no mask"} for r in groups.pop("EAGPS mask_ratio=0.0")]
+    for r in groups["EAGPS no mask"]:
+        r["full_variant"] = "EAGPS mask_ratio=0.0"
+    assert "Ablation: EAGPS no mask is **level** with EAGPS" in "\n".join(verdict_lines(groups))
     # without the tuned EAGPS in the section, no ablation has a row to depart from
     assert not [line for line in verdict_lines({k: v for k, v in groups.items() if k != "EAGPS"}) if "Ablation" in line]
