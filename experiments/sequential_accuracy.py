@@ -32,7 +32,6 @@ METRIC, K = "ndcg@10", 10
 def run_once(model_name, form, dataset, seed, epochs, data_path=None, config_files=()):
     """Train ``form`` of ``model_name`` for ``epochs`` epochs at ``seed`` and test its last epoch: ``(RecBole's test
     result, {user token: test NDCG@10})``."""
-    import torch
     from recbole.utils import get_trainer, init_seed
 
     from recbole_mgformer.evaluation import TopItemsRecorder, ndcg_by_user, ranking_width
@@ -50,7 +49,7 @@ def run_once(model_name, form, dataset, seed, epochs, data_path=None, config_fil
     trainer = get_trainer(config["MODEL_TYPE"], model_name)(config, model)
     trainer.fit(train_data, valid_data, saved=False, show_progress=False)
     recorder = TopItemsRecorder(trainer, ranking_width(config, K))
-    with recorder, torch.no_grad():
+    with recorder:  # RecBole's evaluate runs without gradients
         result = trainer.evaluate(test_data, load_best_model=False, show_progress=False)
     return dict(result), ndcg_by_user(recorder.top_items_of(result), test_data._dataset, k=K)
 
