@@ -50,34 +50,47 @@ def reference_label(model_name):
     return f"the reference ({REFERENCES[model_name]})" if model_name in REFERENCES else "RecBole's"
 
 
+ARMS = ("reference", "ours", "bf16", "sequence", "sequence bf16")  # what each of build_pair's models is
+
+
+def first_batches(loader, n_batches):
+    batches = []
+    for batch in loader:
+        batches.append(batch)
+        if len(batches) == n_batches:
+            break
+    return batches
+
+
 def build_pair(model_name, dataset, batch_size, n_batches, overrides, config_files=()):
-    """``(RecBole's model or the reference, this project's model, this project's model at precision bf16 or None
-    where it has no such option)`` from the same weights, ``n_batches`` training batches, the number of training rows
-    and the config."""
+    """The models of :data:`ARMS` from the same weights: RecBole's model or the reference, this project's, this
+    project's at precision bf16, and this project's under ``train_protocol: sequence`` at fp32 and bf16 (None where
+    it has no bf16 option); each arm's ``n_batches`` training batches (windows for the sequence arms), the number of
+    training rows, each arm's steps per epoch, and the config."""
     import torch
 
     from recbole_mgformer.quick_start import build_config, prepare
 
-    config, _ = build_config(
-        model_name,
-        dataset,
-        list(config_files),
-        {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides},
-    )
+    settings = {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides}
+    config, _ = build_config(model_name, dataset, list(config_files), settings)
     project, _, (train_data, _, _) = prepare(config)
+    sequence_config, _ = build_config(
+        model_name, dataset, list(config_files), {**settings, "train_protocol": "sequence"}
+    )
+    sequence, _, (window_data, _, _) = prepare(sequence_config)
     recbole = reference_class(model_name)(config, train_data._dataset)
-    recbole.load_state_dict(project.state_dict())
-    bf16 = None
-    if hasattr(project, "encoder_dtype"):
-        bf16 = type(project)(config, train_data._dataset)
-        bf16.encoder_dtype = torch.bfloat16  # as precision: bf16 sets it
-        bf16.load_state_dict(project.state_dict())
-    batches = []
-    for batch in train_data:
-        batches.append(batch)
-        if len(batches) == n_batches:
-            break
-    return (recbole, project, bf16), batches, len(train_data.dataset), config
+    models = [recbole, project, None, sequence, None]
+    for index, base, base_config in ((2, project, config), (4, sequence, sequence_config)):
+        if hasattr(base, "encoder_dtype"):
+            models[index] = type(base)(base_config, train_data._dataset)
+            models[index].encoder_dtype = torch.bfloat16  # as precision: bf16 sets it
+    for model in models:
+        if model is not None and model is not project:
+            model.load_state_dict(project.state_dict())
+    prefix_batches, window_batches = first_batches(train_data, n_batches), first_batches(window_data, n_batches)
+    batches = [prefix_batches] * 3 + [window_batches] * 2
+    steps = [len(train_data)] * 3 + [len(window_data)] * 2
+    return models, batches, len(train_data.dataset), steps, config
 
 
 def train_step(model, optimizer, batch):
@@ -88,25 +101,23 @@ def train_step(model, optimizer, batch):
 
 def time_pair(models, batches, learning_rate, repeats):
     """Seconds per step of each model, ``[[...], ...]`` (None for a model that is None), interleaved repeats over
-    ``batches``."""
+    each model's ``batches``."""
     import torch
 
     optimizers = [None if model is None else torch.optim.Adam(model.parameters(), lr=learning_rate) for model in models]
     timed = [index for index, model in enumerate(models) if model is not None]
     for index in timed:
         models[index].train()
-        for batch in batches[:2]:  # warm-up: Adam's moments, the heap, the allocator's caches
+        for batch in batches[index][:2]:  # warm-up: Adam's moments, the heap, the allocator's caches
             train_step(models[index], optimizers[index], batch)
     seconds = [[] if model is not None else None for model in models]
     for repeat in range(repeats):
         for index in timed:
-            for batch in batches:
+            for batch in batches[index]:
                 started = time.perf_counter()
                 train_step(models[index], optimizers[index], batch)
                 seconds[index].append(time.perf_counter() - started)
-        medians = ", ".join(
-            f"{label} {statistics.median(s):.3f} s" for label, s in zip(("reference", "ours", "bf16"), seconds) if s
-        )
+        medians = ", ".join(f"{label} {statistics.median(s):.3f} s" for label, s in zip(ARMS, seconds) if s)
         print(f"repeat {repeat}: {medians}", file=sys.stderr)
     return seconds
 
@@ -132,17 +143,18 @@ def child(args):
     overrides = settings(args)
     records = []
     for name in args.models.split(","):
-        models, batches, rows, config = build_pair(
+        models, batches, rows, steps, config = build_pair(
             name, args.dataset, args.batch_size, args.steps, overrides, args.config_files
         )
-        present = [model for model in models if model is not None]
+        present = [model for model in models[:3] if model is not None]
         for model in present:
             model.eval()
-        with torch.no_grad():
-            losses = [float(model.calculate_loss(batches[0])) for model in present]  # RecBole's, ours, ours bf16
+        with torch.no_grad():  # the prefix arms on one batch: RecBole's, ours, ours bf16
+            losses = [float(model.calculate_loss(batches[0][0])) for model in present]
         seconds = time_pair(models, batches, config["learning_rate"], args.repeats)
         medians = [statistics.median(s) if s else None for s in seconds]
         bf16 = medians[2] is not None
+        epochs = [None if m is None else m * n for m, n in zip(medians, steps)]  # est. seconds an epoch
         records.append(
             {
                 "model": name,
@@ -161,6 +173,12 @@ def child(args):
                 "training_rows": rows,
                 "steps_per_epoch": math.ceil(rows / args.batch_size),
                 "max_item_list_length": config["MAX_ITEM_LIST_LENGTH"],
+                "sequence_step_s": round(medians[3], 4),
+                "sequence_bf16_step_s": round(medians[4], 4) if bf16 else None,
+                "sequence_steps_per_epoch": steps[3],
+                "sequence_windows_per_step": batches[3][0][models[3].ITEM_SEQ].shape[0],
+                "epoch_speedup_sequence": round(epochs[0] / epochs[3], 2),
+                "epoch_speedup_sequence_bf16": round(epochs[0] / epochs[4], 2) if bf16 else None,
             }
         )
     print(json.dumps(records))
@@ -177,16 +195,19 @@ def profile(args):
         keep_freed_memory()
     torch.set_num_threads(args.threads)
     for name in args.models.split(","):
-        models, batches, _, config = build_pair(
+        models, batches, _, _, config = build_pair(
             name, args.dataset, args.batch_size, 2, settings(args), args.config_files
         )
-        for label, model in zip((reference_label(name), "this project's (fp32)"), models[:2]):
+        labels = (reference_label(name), "this project's (fp32)", None, "this project's (fp32, whole sequences)")
+        for label, model, arm_batches in zip(labels, models, batches):
+            if label is None:
+                continue
             optimizer = torch.optim.Adam(model.parameters(), lr=config["learning_rate"])
             model.train()
-            train_step(model, optimizer, batches[0])  # warm-up
+            train_step(model, optimizer, arm_batches[0])  # warm-up
             with profiler() as recorded:
                 started = time.perf_counter()
-                train_step(model, optimizer, batches[1])
+                train_step(model, optimizer, arm_batches[1])
                 seconds = time.perf_counter() - started
             print(f"## {label} {name}: one step, {seconds:.2f} s under the profiler (heap {args.heap})")
             print(recorded.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.profile_rows))
@@ -200,6 +221,19 @@ def machine():
     except (OSError, subprocess.CalledProcessError):
         pass
     return platform.processor() or platform.machine()
+
+
+def without_option(argv, option):
+    """``argv`` less ``option``'s occurrences, as ``--option value`` or ``--option=value``."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == option:
+            skip = True
+        elif not arg.startswith(option + "="):
+            kept.append(arg)
+    return kept
 
 
 def command_line(argv):
@@ -260,7 +294,31 @@ def table(records, argv, commit, versions, load, seed):
         f"windows of {first['max_item_list_length']} items. Epoch estimates are steps per epoch times the median "
         "step, without the data loader.",
         "",
+        "## An epoch under the whole-sequence protocol",
+        "",
+        "`train_protocol: sequence` (`recbole_mgformer/data/sequence_windows.py`) trains this project's model on "
+        "windows of each history with a loss at every position, in place of RecBole's prefix rows: the same "
+        "targets each epoch, about as many per step (so about as many steps), from far fewer encoder rows. It is a "
+        "protocol, not the same computation; its accuracy against RecBole's protocol is on the sequential page. "
+        "The epoch is RecBole's steps at RecBole's protocol against this project's steps at the whole-sequence "
+        "protocol, each an epoch's step count times the median step.",
+        "",
+        "| model | heap | RecBole epoch s (est.) | steps | ours, whole sequences: windows a step | steps | step s "
+        "(fp32) | epoch s (fp32) | epoch faster by (fp32) | step s (bf16) | epoch faster by (bf16) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    for r in records:
+        recbole_epoch = r["recbole_step_s"] * r["steps_per_epoch"]
+        bf16 = ("n/a", "n/a")
+        if r["sequence_bf16_step_s"] is not None:
+            bf16 = (r["sequence_bf16_step_s"], f"{r['epoch_speedup_sequence_bf16']}x")
+        lines.append(
+            f"| {r['model']} | {r['heap']} | {recbole_epoch:.0f} | {r['steps_per_epoch']} | "
+            f"{r['sequence_windows_per_step']} | {r['sequence_steps_per_epoch']} | {r['sequence_step_s']} | "
+            f"{r['sequence_step_s'] * r['sequence_steps_per_epoch']:.1f} | {r['epoch_speedup_sequence']}x | "
+            f"{bf16[0]} | {bf16[1]} |"
+        )
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -296,7 +354,7 @@ def main(argv=None):
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "unknown"
     records = []
     for heap in HEAPS if args.heap == "both" else (args.heap,):
-        child_argv = [a for a in argv if not a.startswith("--heap")] + ["--heap", heap, "--child"]
+        child_argv = without_option(argv, "--heap") + ["--heap", heap, "--child"]
         run = subprocess.run(
             [sys.executable, __file__, *child_argv], capture_output=True, text=True, cwd=ROOT, check=False
         )

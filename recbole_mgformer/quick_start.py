@@ -41,6 +41,7 @@ from recbole_mgformer.config.input_checks import (
 )
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.duplicates import apply_duplicate_policy
+from recbole_mgformer.data.sequence_windows import SequenceWindowLoader, check_train_protocol, train_protocol
 from recbole_mgformer.data.sources import ensure_dataset
 from recbole_mgformer.integration.compat import init_logger
 from recbole_mgformer.integration.patches import register
@@ -143,6 +144,7 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     with _argv_hidden(), recbole_config_errors(config_dict):  # what RecBole refuses, named as a setting
         config = DistributedConfig(model=model_class, dataset=dataset, config_file_list=files, config_dict=config_dict)
     check_config(config, model_class, get_trainer(config["MODEL_TYPE"], model_class.__name__), own_files)
+    check_train_protocol(config, model_class)
     check_setting_types(config, read_config_file(model_file) if model_file else None)
     config.dataset_settings = settings_line
     return config, model_class
@@ -160,6 +162,8 @@ def prepare_data(config):
     getLogger().info(dataset)
     check_against_dataset(config, dataset)  # settings the data make impossible (topk above the item count, ...)
     train_data, valid_data, test_data = data_preparation(config, dataset)
+    if train_protocol(config) == "sequence":  # the same dataset, its window rows drawn (data/sequence_windows.py)
+        train_data = SequenceWindowLoader(config, train_data._dataset, train_data._sampler, shuffle=train_data.shuffle)
     if is_distributed(config):
         valid_data, test_data = shard_evaluation(valid_data), shard_evaluation(test_data)
     return train_data, valid_data, test_data

@@ -61,8 +61,8 @@ RECBOLE_DIR = Path(recbole.__file__).resolve().parent
 RECBOLE_PACKAGES = ("config", "data", "trainer", "evaluator", "sampler", "utils", "quick_start")
 # Keys of this project's data-parallel runs (distributed.py, run_recommender), and the escape hatch.
 # Read by this project's runner, not by a model: data-parallel settings, a dataset config's benchmark table,
-# results page and the dataset whose files it reads (benchmark/datasets.py, data/sources.py), and whether a run
-# flushes subnormal numbers (model/precision.py).
+# results page and the dataset whose files it reads (benchmark/datasets.py, data/sources.py), whether a run
+# flushes subnormal numbers (model/precision.py), and a sequential model's training protocol (data/sequence_windows.py).
 PROJECT_KEYS = {
     "nproc",
     "world_size",
@@ -77,6 +77,7 @@ PROJECT_KEYS = {
     "benchmark_untuned_heading",
     "dataset_source",
     "flush_subnormals",
+    "train_protocol",
     ESCAPE_KEY,
 }
 # config["key"], settings["key"], final_config_dict["key"], config.get("key"), and options.choice(config, "key")

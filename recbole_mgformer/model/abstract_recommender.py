@@ -63,6 +63,11 @@ class ModelContract:
         draws anew (SimGCL's noise)."""
         return []
 
+    TRAIN_PROTOCOLS = ("prefix",)
+    """The training protocols a sequential model trains under (``train_protocol``): ``prefix``, RecBole's (a loss at
+    each prefix row's target), and ``sequence`` where the model computes a loss at every position of a window
+    (:mod:`recbole_mgformer.data.sequence_windows`)."""
+
     matmul_dtype = None
     """The dtype of the model's large products where it has a ``precision`` option (recorded with a run); None for
     models without one."""

@@ -36,3 +36,32 @@ def encoder_autocast(dtype, device):
     """bf16 autocast over an encoder where ``dtype`` is bf16 (matmuls in bf16 with fp32 accumulation; norms,
     softmax and the parameters stay fp32), else nothing."""
     return torch.autocast(torch.device(device).type, dtype=dtype, enabled=dtype == torch.bfloat16)
+
+
+TRAIN_PROTOCOLS = ("prefix", "sequence")  # RecBole's prefix rows; whole windows (data/sequence_windows.py)
+
+
+def train_protocol(config):
+    """The run's ``train_protocol``: ``prefix`` (RecBole's, the default) or ``sequence``."""
+    value = config["train_protocol"]
+    return "prefix" if value is None else value
+
+
+def next_item_targets(item_seq, item_seq_len, target):
+    """The item each position of a window is trained to predict: item_seq (B, L) left-aligned, item_seq_len (B,),
+    target (B,) the row's own target -> (B, L): ``item_seq[:, t + 1]`` before the last item, ``target`` at it, 0
+    (no target) at the padding."""
+    targets = torch.zeros_like(item_seq)
+    targets[:, :-1] = item_seq[:, 1:]  # the padding after the last item shifts in as 0
+    return targets.scatter_(1, (item_seq_len - 1).unsqueeze(1), target.unsqueeze(1))
+
+
+def trains_whole_sequences(config, model):
+    """True where ``config`` trains ``model`` under ``train_protocol: sequence`` (a loss at every position of a
+    window, :mod:`recbole_mgformer.data.sequence_windows`), which scores every item at every position: a
+    cross-entropy, never BPR's sampled negatives."""
+    if train_protocol(config) != "sequence":
+        return False
+    if (config["loss_type"] or "CE") != "CE":
+        raise ValueError(f"{model}: train_protocol: sequence trains with loss_type: CE, got {config['loss_type']!r}")
+    return True

@@ -33,6 +33,13 @@ def test_main_times_recboles_models_and_ours_under_both_heaps_and_writes_the_tab
         assert r["steps_timed"] == 2 and r["ours_step_s"] > 0 and r["recbole_step_s"] > 0
     eagps = [r for r in records if r["model"] == "EAGPS"]
     assert all(r["reference"] == "experiments/eagps_reference.py" and r["ours_bf16_step_s"] is None for r in eagps)
+    assert "## An epoch under the whole-sequence protocol" in table
+    for r in records:  # the window arm: fewer rows a step, about as many steps an epoch
+        assert r["sequence_step_s"] > 0 and 1 <= r["sequence_windows_per_step"] < 16
+        assert abs(r["sequence_steps_per_epoch"] - r["steps_per_epoch"]) <= 0.5 * r["steps_per_epoch"]
+        epochs = r["recbole_step_s"] * r["steps_per_epoch"], r["sequence_step_s"] * r["sequence_steps_per_epoch"]
+        assert r["epoch_speedup_sequence"] == pytest.approx(epochs[0] / epochs[1], rel=0.02)
+        assert (r["sequence_bf16_step_s"] is None) == (r["model"] == "EAGPS")
 
 
 def test_an_unknown_model_is_refused(capsys):
@@ -49,4 +56,12 @@ def test_profile_prints_the_costliest_ops_of_a_step_of_each_model(tmp_path, caps
     assert "## RecBole's SASRec: one step" in out and "## this project's (fp32) SASRec: one step" in out
     assert "## the reference (experiments/eagps_reference.py) EAGPS: one step" in out
     assert "## this project's (fp32) EAGPS: one step" in out
+    assert "## this project's (fp32, whole sequences) SASRec: one step" in out
     assert "Self CPU" in out and "aten::" in out
+
+
+def test_the_heap_option_is_replaced_in_either_spelling():
+    from experiments.sequential_step import without_option
+
+    argv = ["--models", "SASRec", "--heap", "released", "--repeats", "2", "--heap=kept"]
+    assert without_option(argv, "--heap") == ["--models", "SASRec", "--repeats", "2"]

@@ -113,3 +113,51 @@ def fuse(pooled, user, norm):
     elif norm == "l2":
         pooled, user = F.normalize(pooled, dim=-1), F.normalize(user, dim=-1)
     return torch.cat([pooled, user], dim=-1)
+
+
+# The whole-sequence protocol's decoder (``train_protocol: sequence``): Eq. 21-24 for every prefix of a window at
+# once, the query of prefix ``t`` (its positions 0..t) being position ``t``. Causal: a prefix's pooled vector reads
+# no later position, so position ``t``'s output is that of the prefix row of ``t + 1`` items.
+
+
+def prefix_masks(lengths, max_length, ratio, generator=None):
+    """Eq. 21 drawn for every prefix of each window, independently: lengths (B,) -> (B, L, L) bool, True where the
+    prefix ending at position ``t`` (row ``t``) replaces position ``i``'s template by the mask token: exactly
+    ``min(floor(ratio * (t + 1)), t)`` positions among ``i < t``, as :func:`sequential_mask` draws for a prefix row
+    of ``t + 1`` items; none for a prefix ending at the padding."""
+    positions = torch.arange(max_length, device=lengths.device)
+    prefix_lengths = (positions + 1).unsqueeze(0) * (positions.unsqueeze(0) < lengths.unsqueeze(1))  # (B, L)
+    masks = sequential_mask(prefix_lengths.flatten(), max_length, ratio, generator)
+    return masks.view(len(lengths), max_length, max_length)
+
+
+def causal_soft_attention(templates, lengths, mask_token=None, masked=None):
+    """Eq. 23-24 for every prefix: templates (B, L, d), lengths (B,) -> (B, L, d), row ``t`` the
+    :func:`soft_attention` of positions ``0..t`` against position ``t``; with ``masked`` (B, L, L) from
+    :func:`prefix_masks`, row ``t``'s masked positions stand as ``mask_token`` (d,). Rows at the padding are
+    not meaningful."""
+    max_length = templates.shape[1]
+    norms = clamped_norms(templates)  # (B, L)
+    unit = templates / norms.unsqueeze(-1)
+    positions = torch.arange(max_length, device=lengths.device)
+    keys = (positions.unsqueeze(0) <= positions.unsqueeze(1)).unsqueeze(0) & (
+        positions < lengths.unsqueeze(1)
+    ).unsqueeze(1)  # (B, L, L): key i at or before query t, and real
+    if masked is not None:
+        keys = keys & ~masked
+    scores = (unit @ unit.transpose(1, 2)).exp() * keys  # exp(cos), (B, L, L)
+    total, pooled = scores.sum(dim=2), scores @ templates  # (B, L), (B, L, d)
+    if masked is not None:
+        token = mask_token.to(templates.dtype)
+        mask_scores = ((unit @ token) / clamped_norms(token)).exp() * masked.sum(dim=2)  # (B, L)
+        total = total + mask_scores
+        pooled = pooled + mask_scores.unsqueeze(-1) * token
+    return pooled / total.sqrt().unsqueeze(-1)
+
+
+def causal_plain_pool(sequence, how):
+    """GPS_OPT's decoder for every prefix: max or mean over positions ``0..t``: (B, L, d) -> (B, L, d)."""
+    if how == "max_pool":
+        return sequence.cummax(dim=1).values
+    counts = torch.arange(1, sequence.shape[1] + 1, device=sequence.device, dtype=sequence.dtype)
+    return sequence.cumsum(dim=1) / counts.view(1, -1, 1)

@@ -24,6 +24,11 @@ heads as one block-diagonal matmul with a written-out l2 backward; Eq. 20 only a
 (packed), with its item half multiplied once per item rather than per position; masked positions summed per
 sequence; dropout from uniform draws (:mod:`recbole_mgformer.model.dropout`, the same distribution); the mask from
 one sort; the full-item cross-entropy in one buffer (:func:`recbole_mgformer.model.loss.linear_cross_entropy`).
+
+``train_protocol: sequence`` (:mod:`recbole_mgformer.data.sequence_windows`) trains on whole windows, with the loss
+of Eq. 28 at every position: Eq. 21-24 for every prefix of a window at once (each prefix its own mask draw and its
+last position as the query; ``decoder/causal``), the graph encoder once a step as before. A protocol, off by
+default (``prefix``, RecBole's), its accuracy compared with RecBole's protocol on the sequential page.
 """
 
 import numpy as np
@@ -33,13 +38,16 @@ from recbole.model.abstract_recommender import SequentialRecommender
 from recbole.model.init import xavier_normal_initialization
 from recbole.utils import InputType
 
-from recbole_mgformer.model.abstract_recommender import SharedSparseBuffers
+from recbole_mgformer.model.abstract_recommender import ModelContract, SharedSparseBuffers
 from recbole_mgformer.model.dropout import dropout
 from recbole_mgformer.model.eagps.decoder import (
+    causal_plain_pool,
+    causal_soft_attention,
     fuse,
     kept_positions,
     packed_soft_attention,
     plain_pool,
+    prefix_masks,
     sequential_mask,
     template_inputs,
 )
@@ -52,6 +60,7 @@ from recbole_mgformer.model.eagps.graph import (
 from recbole_mgformer.model.graph import to_torch_csr
 from recbole_mgformer.model.loss import linear_cross_entropy
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
+from recbole_mgformer.model.recbole_sequential import TRAIN_PROTOCOLS, next_item_targets, trains_whole_sequences
 
 EA_NORMS = ("l2", "softmax")
 EXTERNAL_NORMS = ("node", "token")
@@ -60,10 +69,11 @@ FUSION_NORMS = ("none", "layer", "l2")
 DECODERS = ("prompt", "max_pool", "mean_pool")
 
 
-class EAGPS(SharedSparseBuffers, SequentialRecommender):
+class EAGPS(ModelContract, SharedSparseBuffers, SequentialRecommender):
     r"""EA-GPS; see ``properties/model/EAGPS.yaml`` for its options and the readings of ambiguous points."""
 
     input_type = InputType.POINTWISE
+    TRAIN_PROTOCOLS = TRAIN_PROTOCOLS
     external_encoder = ExternalEncoder  # Eq. 13-17's module (experiments/eagps_reference.py swaps in its own)
 
     def __init__(self, config, dataset):
@@ -96,6 +106,7 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
                 f"{name}: the cross-entropy over all items (Eq. 28) takes no sampled negatives; "
                 "set train_neg_sample_args: ~"
             )
+        self.whole_sequences = trains_whole_sequences(config, name)
         self.n_users = dataset.user_num
 
         adjacency = sequential_adjacency(
@@ -173,13 +184,43 @@ class EAGPS(SharedSparseBuffers, SequentialRecommender):
         )
         return fuse(pooled, users[user], self.fusion_norm)  # Eq. 25
 
+    def forward_every_position(self, item_seq, item_seq_len, user):
+        """Eq. 20-25 for every prefix of each window: (B, L) items, (B,) lengths, (B,) users -> the real positions'
+        flat indices into (B * L) (N,) and H at each (N, 2d), position ``t``'s that of the prefix of ``t + 1``
+        items."""
+        items, users = self.encode()
+        batch, length = item_seq.shape
+        rows, _ = kept_positions(item_seq_len, length)  # (N,)
+        if self.decoder != "prompt":  # GPS_OPT ablation
+            pooled = causal_plain_pool(items[item_seq], self.decoder)  # (B, L, d)
+        else:
+            inputs = template_inputs(
+                items, self.prompts()[:length], self.template, item_seq.flatten().index_select(0, rows), rows % length
+            )
+            packed = dropout(torch.relu(inputs), self.dropout_prob, self.training)  # Eq. 20, (N, d)
+            templates = packed.new_zeros(batch * length, packed.shape[1]).index_copy(0, rows, packed)
+            masked = None
+            if self.training and self.mask_ratio > 0:  # Eq. 21-22, one draw per prefix
+                masked = prefix_masks(item_seq_len, length, self.mask_ratio)  # (B, L, L)
+            pooled = causal_soft_attention(  # Eq. 23-24
+                templates.view(batch, length, -1), item_seq_len, self.mask_token, masked
+            )
+        pooled = pooled.reshape(batch * length, -1).index_select(0, rows)  # (N, d)
+        return rows, fuse(pooled, users[user].index_select(0, rows // length), self.fusion_norm)  # Eq. 25
+
     def _logits(self, interaction):
         return self.output(
             self.forward(interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN], interaction[self.USER_ID])
         )  # Eq. 27 (before softmax)
 
     def calculate_loss(self, interaction):
-        """Eq. 28: cross-entropy of the next item over all items, averaged over the batch's prefixes."""
+        """Eq. 28: cross-entropy of the next item over all items, averaged over the batch's prefixes (or, under
+        ``train_protocol: sequence``, over every position of the batch's windows)."""
+        if self.whole_sequences:
+            item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
+            rows, hidden = self.forward_every_position(item_seq, item_seq_len, interaction[self.USER_ID])
+            targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID]).flatten()[rows]
+            return linear_cross_entropy(hidden, self.output.weight, self.output.bias, targets)
         hidden = self.forward(
             interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN], interaction[self.USER_ID]
         )  # (B, 2d)

@@ -16,6 +16,10 @@ initialisation, state-dict keys, losses and predictions. The forward pass comput
 bf16); the scores and the loss stay float32. Off by default (``fp32``, RecBole's arithmetic), as it changes the
 numbers and its accuracy has not been shown equal to fp32's.
 
+``train_protocol: sequence`` (:mod:`recbole_mgformer.data.sequence_windows`) trains on whole windows instead of
+RecBole's prefix rows, with a cross-entropy at every step's output: a protocol, off by default (``prefix``), its
+accuracy compared with RecBole's protocol on the sequential page.
+
 Most of the step is the GRU's own arithmetic (its recurrent matmuls, step by step). ``pack_padded_sequence`` with
 ``nn.GRU`` skips the padding too, but made the step about 3 times slower on CPUs; ``torch.compile`` was not tried
 here (it made SASRec's step 2 times slower).
@@ -23,19 +27,46 @@ here (it made SASRec's step 2 times slower).
 
 import torch
 
+from recbole_mgformer.model.abstract_recommender import ModelContract
 from recbole_mgformer.model.dropout import dropout
-from recbole_mgformer.model.recbole_sequential import encoder_autocast, encoder_precision, recbole_sequential_model
+from recbole_mgformer.model.loss import linear_cross_entropy
+from recbole_mgformer.model.recbole_sequential import (
+    TRAIN_PROTOCOLS,
+    encoder_autocast,
+    encoder_precision,
+    next_item_targets,
+    recbole_sequential_model,
+    trains_whole_sequences,
+)
 
 RecBoleGRU4Rec = recbole_sequential_model("GRU4Rec")
 
 
-class GRU4Rec(RecBoleGRU4Rec):
+class GRU4Rec(ModelContract, RecBoleGRU4Rec):
     r"""GRU4Rec; RecBole's options (``embedding_size``, ``hidden_size``, ``num_layers``, ``dropout_prob``,
-    ``loss_type``), and ``precision`` (fp32 | bf16 | auto) for the encoder."""
+    ``loss_type``), ``precision`` (fp32 | bf16 | auto) for the encoder, and ``train_protocol`` (prefix |
+    sequence)."""
+
+    TRAIN_PROTOCOLS = TRAIN_PROTOCOLS
 
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
         self.encoder_dtype = encoder_precision(config["precision"], config["device"], "GRU4Rec")
+        self.whole_sequences = trains_whole_sequences(config, "GRU4Rec")
+
+    def calculate_loss(self, interaction):
+        if not self.whole_sequences:
+            return super().calculate_loss(interaction)
+        item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
+        targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID])  # (B, L)
+        with encoder_autocast(self.encoder_dtype, item_seq.device):
+            items = dropout(self.item_embedding(item_seq), self.emb_dropout.p, self.training)  # (B, L, E)
+            outputs, order = gru_every_output(self.gru_layers, items, item_seq_len)  # (N, H), (B,)
+            hidden = self.dense(outputs).float()  # (N, E)
+        real = torch.arange(item_seq.size(1), device=item_seq.device)[:, None] < item_seq_len[order][None, :]
+        step_targets = targets[order].t()[real]  # step by step, as the outputs: (N,)
+        weight = self.item_embedding.weight
+        return linear_cross_entropy(hidden, weight, weight.new_zeros(len(weight)), step_targets)
 
     def forward(self, item_seq, item_seq_len):
         """The output at each sequence's last item: item_seq (B, L), item_seq_len (B,) -> (B, embedding_size)."""
@@ -66,9 +97,10 @@ def gru_layer(w_ih, w_hh, steps, active):
     return outputs, torch.cat(finished[::-1])  # the longest rows ended last
 
 
-def gru_last_hidden(gru, items, lengths):
-    """RecBole's ``nn.GRU`` (batch first, no bias) read at each row's last item: items (B, L, E), lengths (B,)
-    -> the last layer's hidden state after item ``lengths - 1`` (B, H), without the steps after it."""
+def gru_layers(gru, items, lengths):
+    """RecBole's ``nn.GRU`` (batch first, no bias) over the real steps only: items (B, L, E), lengths (B,) -> the
+    last layer's outputs of each step ``t`` for the rows longer than ``t``, [(active[t], H)], its hidden state after
+    each row's last item (B, H), both in the order ``order`` (B,) of the rows sorted longest first."""
     order = torch.argsort(lengths, descending=True, stable=True)
     sorted_lengths = lengths[order]
     steps_run = torch.arange(int(sorted_lengths[0]), device=lengths.device)
@@ -76,4 +108,18 @@ def gru_last_hidden(gru, items, lengths):
     steps = [x[:n] for x, n in zip(items[order].unbind(1), active)]  # unbind: one backward copy, not one per step
     for layer in range(gru.num_layers):
         steps, last = gru_layer(getattr(gru, f"weight_ih_l{layer}"), getattr(gru, f"weight_hh_l{layer}"), steps, active)
+    return steps, last, order
+
+
+def gru_last_hidden(gru, items, lengths):
+    """The last layer's hidden state after each row's item ``lengths - 1``: items (B, L, E), lengths (B,) ->
+    (B, H), without the steps after it."""
+    _, last, order = gru_layers(gru, items, lengths)
     return torch.empty_like(last).index_copy_(0, order, last)  # back to the batch's order
+
+
+def gru_every_output(gru, items, lengths):
+    """The last layer's output at every real step: items (B, L, E), lengths (B,) -> (N, H) step by step (step 0's
+    rows, then step 1's, ..., each in the order ``order``), and ``order`` (B,), the rows sorted longest first."""
+    steps, _, order = gru_layers(gru, items, lengths)
+    return torch.cat(steps), order
