@@ -1,11 +1,16 @@
-"""Does this project's SASRec (or GRU4Rec) learn what RecBole's does? Both forms of a model train the same short
-schedule (``--epochs`` epochs, no early stopping, the last epoch tested) at RecBole's defaults on ml-100k-seq, from the
-same seed, at each of ``--seeds``. The page gives each form's mean test NDCG@10 and Recall@10 and a paired Wilcoxon
-test over (seed, user) test NDCG@10 (p < 0.05: one form ahead; else level). The two forms draw their dropout masks
-differently (the same distribution, ``model/dropout.py``), so the two runs of a seed are two draws of one training,
-not the same training twice: equal accuracy is a test of the distribution, which the unit tests check step by step.
+"""Does this project's SASRec (or GRU4Rec) learn what RecBole's does, and does the whole-sequence protocol
+(``train_protocol: sequence``) learn what RecBole's prefix protocol does? Each form of a model trains the same short
+schedule (``--epochs`` epochs, no early stopping, the last epoch tested) at the model's defaults on ml-100k-seq, from
+the same seed, at each of ``--seeds``: RecBole's class (SASRec and GRU4Rec; RecBole has no EAGPS), this project's, and
+this project's under the whole-sequence protocol (the same targets and about the same steps an epoch). The page gives
+each form's mean test NDCG@10 and Recall@10 and paired Wilcoxon tests over (seed, user) test NDCG@10 (p < 0.05: one
+form ahead; else level): ours against RecBole's, and the whole-sequence protocol against ours under RecBole's.
+The first two forms draw their dropout masks differently (the same distribution, ``model/dropout.py``), so the two
+runs of a seed are two draws of one training, not the same training twice: equal accuracy is a test of the
+distribution, which the unit tests check step by step. The protocol is a different training, so its comparison is
+one of accuracy only.
 
-    python experiments/sequential_accuracy.py                  # SASRec and GRU4Rec, 3 epochs, seeds 0-2
+    python experiments/sequential_accuracy.py                  # SASRec, GRU4Rec and EAGPS, 3 epochs, seeds 0-2
     python experiments/sequential_accuracy.py --models GRU4Rec --epochs 2 --seeds 0
 
 Each run's result is written as it finishes to ``results/performance/runs/performance/sequential-accuracy/``, and a
@@ -23,9 +28,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-MODELS = ("SASRec", "GRU4Rec")
-FORMS = ("recbole", "ours")  # RecBole 1.2.1's class, and this project's subclass the runner resolves the name to
-FORM_NAMES = {"recbole": "RecBole's", "ours": "ours"}
+MODELS = ("SASRec", "GRU4Rec", "EAGPS")
+# RecBole 1.2.1's class, this project's the runner resolves the name to, and that under train_protocol: sequence
+FORMS = ("recbole", "ours", "sequence")
+FORM_NAMES = {"recbole": "RecBole's", "ours": "ours", "sequence": "ours, whole sequences"}
+# the paired comparisons: (form, against)
+COMPARISONS = (("ours", "recbole"), ("sequence", "ours"))
+
+
+def forms_of(model_name):
+    """The forms a model trains in: RecBole's only where RecBole has the model."""
+    from recbole_mgformer.model.recbole_sequential import recbole_sequential_model
+
+    try:
+        found = recbole_sequential_model(model_name)
+    except (ModuleNotFoundError, AttributeError):
+        return FORMS[1:]
+    return FORMS if found.__module__.startswith("recbole.") else FORMS[1:]  # not this project's, registered there
+
+
 METRIC, K = "ndcg@10", 10
 
 
@@ -41,6 +62,8 @@ def run_once(model_name, form, dataset, seed, epochs, data_path=None, config_fil
 
     settings = {"seed": seed, "epochs": epochs, "eval_step": epochs, "stopping_step": epochs, "show_progress": False}
     settings.update({"state": "WARNING", **({"data_path": data_path} if data_path else {})})
+    if form == "sequence":
+        settings["train_protocol"] = "sequence"
     config, _ = build_config(model_name, dataset, config_file_list=list(config_files), config_dict=settings)
     train_data, valid_data, test_data = prepare_data(config)
     init_seed(seed, config["reproducibility"])
@@ -58,25 +81,30 @@ def run_path(folder, model_name, form, seed, epochs):
     return folder / f"{model_name.lower()}-{form}-epochs{epochs}-seed{seed}.json"
 
 
-def verdict_of(records):
-    """The paired test of ours against RecBole's over (seed, user) test NDCG@10, or None without common pairs."""
+def verdict_of(records, form="ours", against="recbole"):
+    """The paired test of ``form`` against ``against`` over (seed, user) test NDCG@10, or None without common
+    pairs."""
     from recbole_mgformer.benchmark.stats import paired_verdict
 
-    by_form = {form: {r["seed"]: r["per_user"] for r in records if r["form"] == form} for form in FORMS}
-    return paired_verdict(by_form["ours"], by_form["recbole"])
+    by_form = {name: {r["seed"]: r["per_user"] for r in records if r["form"] == name} for name in FORMS}
+    return paired_verdict(by_form[form], by_form[against])
 
 
 def page(records, command, epochs):
     from recbole_mgformer.benchmark.stats import format_p, relation_text
 
     lines = [
-        "# Sequential models: this project's form against RecBole's, accuracy over a short schedule",
+        "# Sequential models: this project's form against RecBole's, and the whole-sequence protocol against "
+        "RecBole's, accuracy over a short schedule",
         "",
-        f"Produced by `{command}`. Each form of a model trained {epochs} epochs at RecBole's defaults on ml-100k-seq "
-        "(no early stopping; the last epoch tested, every item ranked) from the same seed; the two forms draw their "
-        "dropout masks differently (the same distribution), so a seed's two runs are two draws of one training. "
-        "Verdict: a paired Wilcoxon signed-rank test of ours against RecBole's over (seed, user) test NDCG@10 "
-        "(p < 0.05: ahead or behind; else level).",
+        f"Produced by `{command}`. Each form of a model trained {epochs} epochs at the model's defaults on "
+        "ml-100k-seq (RecBole's for SASRec and GRU4Rec; no early stopping; the last epoch tested, every item ranked) "
+        "from the same seed. RecBole's form and ours draw their dropout masks differently (the same distribution), "
+        'so a seed\'s two runs are two draws of one training. "Ours, whole sequences" is ours under '
+        "`train_protocol: sequence`: windows of each history with a loss at every position, the same targets and "
+        "about the same steps an epoch as RecBole's prefix rows. Verdicts: paired Wilcoxon signed-rank tests over "
+        "(seed, user) test NDCG@10 (p < 0.05: ahead or behind; else level), of ours against RecBole's, and of the "
+        "whole-sequence protocol against ours under RecBole's protocol.",
         "",
         "| model | form | seeds | test NDCG@10 per seed | mean test NDCG@10 | mean test Recall@10 |",
         "|---|---|---|---|---|---|",
@@ -86,7 +114,7 @@ def page(records, command, epochs):
         mine = [r for r in records if r["model"] == model_name]
         if not mine:
             continue
-        for form in FORMS:
+        for form in forms_of(model_name):
             runs = sorted((r for r in mine if r["form"] == form), key=lambda r: r["seed"])
             if runs:
                 per_seed = ", ".join(f"{r['test'][METRIC]:.4f}" for r in runs)
@@ -95,13 +123,15 @@ def page(records, command, epochs):
                 lines.append(
                     f"| {model_name} | {FORM_NAMES[form]} | {len(runs)} | {per_seed} | {ndcg:.4f} | {recall:.4f} |"
                 )
-        verdict = verdict_of(mine)
-        if verdict is not None:
-            verdicts.append(
-                f"{model_name}: ours is {relation_text(FORM_NAMES['recbole'], verdict)} over {verdict['pairs']:,} "
-                f"(seed, user) pairs from {verdict['seeds']} seed(s): mean difference {verdict['difference']:+.4f}, "
-                f"{format_p(verdict['p'])}."
-            )
+        for form, against in COMPARISONS:
+            verdict = verdict_of(mine, form, against)
+            if verdict is not None:
+                against_name = "ours under RecBole's protocol" if against == "ours" else FORM_NAMES[against]
+                verdicts.append(
+                    f"{model_name}: {FORM_NAMES[form]} is {relation_text(against_name, verdict)} over "
+                    f"{verdict['pairs']:,} (seed, user) pairs from {verdict['seeds']} seed(s): mean difference "
+                    f"{verdict['difference']:+.4f}, {format_p(verdict['p'])}."
+                )
     first = records[0]
     lines += ["", *verdicts, ""]
     lines += [
@@ -146,7 +176,7 @@ def main(argv=None):
     records = []
     for seed in seeds:  # seed by seed, both models and forms: a stopped run leaves whole pairs to compare
         for model_name in models:
-            for form in FORMS:
+            for form in forms_of(model_name):
                 path = run_path(folder, model_name, form, seed, args.epochs)
                 if path.exists():
                     records.append(json.loads(path.read_text()))

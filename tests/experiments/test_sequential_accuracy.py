@@ -12,19 +12,16 @@ from sequence_data import ML100K_SEQUENTIAL, write_sequences  # noqa: E402
 from experiments.sequential_accuracy import main  # noqa: E402
 
 
-def test_both_forms_train_at_each_seed_are_paired_by_user_and_a_rerun_skips_finished_runs(tmp_path, capsys):
+def test_every_form_trains_at_each_seed_is_paired_by_user_and_a_rerun_skips_finished_runs(tmp_path, capsys):
     data = write_sequences(tmp_path / "data")
     argv = ["--dataset", "tinyseq", "--epochs", "1", "--seeds", "0,1", "--results", str(tmp_path / "results")]
     argv += [f"--data_path={data}", "--config_files", ML100K_SEQUENTIAL]
     main(argv)
     folder = tmp_path / "results" / "runs" / "performance" / "sequential-accuracy"
     names = sorted(p.name for p in folder.glob("*.json"))
-    assert names == sorted(
-        f"{m}-{form}-epochs1-seed{s}.json"
-        for m in ("sasrec", "gru4rec")
-        for form in ("recbole", "ours")
-        for s in (0, 1)
-    )
+    forms = {"sasrec": ("recbole", "ours", "sequence"), "gru4rec": ("recbole", "ours", "sequence")}
+    forms["eagps"] = ("ours", "sequence")  # RecBole has no EAGPS
+    assert names == sorted(f"{m}-{form}-epochs1-seed{s}.json" for m in forms for form in forms[m] for s in (0, 1))
     record = json.loads((folder / "sasrec-ours-epochs1-seed0.json").read_text())
     assert record["test"]["ndcg@10"] == pytest.approx(
         sum(record["per_user"].values()) / len(record["per_user"]), abs=1e-4
@@ -32,6 +29,10 @@ def test_both_forms_train_at_each_seed_are_paired_by_user_and_a_rerun_skips_fini
     page = (tmp_path / "results" / "sequential-accuracy.md").read_text()
     assert "| SASRec | RecBole's | 2 |" in page and "| GRU4Rec | ours | 2 |" in page
     assert "SASRec: ours is **" in page and "GRU4Rec: ours is **" in page and "from 2 seed(s)" in page
+    for model in ("SASRec", "GRU4Rec", "EAGPS"):
+        assert f"| {model} | ours, whole sequences | 2 |" in page
+        assert f"{model}: ours, whole sequences is **" in page
+    assert "EAGPS: ours is" not in page and "| EAGPS | RecBole's |" not in page
     capsys.readouterr()
     main(argv)  # everything found: nothing trains again, the page is the same
     assert "epochs" not in capsys.readouterr().out.split("# Sequential models")[0]
@@ -40,8 +41,8 @@ def test_both_forms_train_at_each_seed_are_paired_by_user_and_a_rerun_skips_fini
 
 def test_an_unknown_model_or_no_epoch_is_refused(capsys):
     with pytest.raises(SystemExit):
-        main(["--models", "SASRec,EAGPS"])
-    assert "EAGPS" in capsys.readouterr().err
+        main(["--models", "SASRec,BERT4Rec"])
+    assert "BERT4Rec" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--epochs", "0"])
     assert "--epochs must be at least 1" in capsys.readouterr().err
