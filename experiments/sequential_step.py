@@ -17,6 +17,7 @@ loader's time is not in it). Writes results/performance/sequential-step.md and a
 """
 
 import argparse
+import copy
 import json
 import math
 import platform
@@ -62,6 +63,13 @@ def first_batches(loader, n_batches):
     return batches
 
 
+def with_setting(config, key, value):
+    """A copy of a RecBole Config with ``key`` set to ``value``."""
+    changed = copy.copy(config)
+    changed.final_config_dict = {**config.final_config_dict, key: value}
+    return changed
+
+
 def build_pair(model_name, dataset, batch_size, n_batches, overrides, config_files=()):
     """The models of :data:`ARMS` from the same weights: RecBole's model or the reference, this project's, this
     project's at precision bf16, and this project's under ``train_protocol: sequence`` at fp32 and bf16 (None where
@@ -80,10 +88,10 @@ def build_pair(model_name, dataset, batch_size, n_batches, overrides, config_fil
     sequence, _, (window_data, _, _) = prepare(sequence_config)
     recbole = reference_class(model_name)(config, train_data._dataset)
     models = [recbole, project, None, sequence, None]
-    for index, base, base_config in ((2, project, config), (4, sequence, sequence_config)):
-        if hasattr(base, "encoder_dtype"):
-            models[index] = type(base)(base_config, train_data._dataset)
-            models[index].encoder_dtype = torch.bfloat16  # as precision: bf16 sets it
+    for index, base_config in ((2, config), (4, sequence_config)):
+        bf16 = type(project)(with_setting(base_config, "precision", "bf16"), train_data._dataset)
+        if torch.bfloat16 in (getattr(bf16, "encoder_dtype", None), getattr(bf16, "matmul_dtype", None)):
+            models[index] = bf16  # None where the model has no precision option
     for model in models:
         if model is not None and model is not project:
             model.load_state_dict(project.state_dict())
@@ -278,8 +286,9 @@ def table(records, argv, commit, versions, load, seed):
             f"RecBole has no {', '.join(references)}: in its rows the RecBole columns time the model's "
             "straightforward form kept in "
             + ", ".join(f"`{REFERENCES[name]}`" for name in references)
-            + " (the same function: loss, gradients and scores held equal by the tests), and there is no bf16 "
-            "option (n/a); its own defaults otherwise, at the batch above.",
+            + " (the same function: loss, gradients and scores held equal by the tests), at fp32; its own defaults "
+            "otherwise, at the batch above. EAGPS's `precision: bf16` rounds only the inputs of its training loss's "
+            "output-layer matmuls (every item scored); SASRec's and GRU4Rec's, those of the encoder's.",
         ]
     lines += [
         "",

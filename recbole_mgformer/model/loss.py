@@ -193,17 +193,21 @@ class _LinearCrossEntropy(torch.autograd.Function):
     """``F.cross_entropy(F.linear(hidden, weight, bias), target)`` with one (b, c) buffer: the logits become the
     softmax in place and, in the backward, the logits' gradient ``(softmax - onehot) / b`` in place. Torch's pair
     allocates and streams four (b, c) tensors (log-softmax, its exponential in the backward, the NLL's scattered
-    gradient and the log-softmax's), which on a full-item loss (c = every item) costs more than the matmuls."""
+    gradient and the log-softmax's), which on a full-item loss (c = every item) costs more than the matmuls.
+    With ``dtype`` bf16 the three matmuls take bf16 inputs (fp32 sums); the softmax and the loss stay fp32."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, target):
-        logits = torch.addmm(bias, hidden, weight.T)  # (b, c)
+    def forward(ctx, hidden, weight, bias, target, dtype):
+        logits = (hidden.to(dtype) @ weight.to(dtype).T).float()  # (b, c)
+        if bias is not None:
+            logits.add_(bias)  # in place: addmm would first copy the bias into every row
         picked = logits.gather(1, target.unsqueeze(1))  # (b, 1)
         peak = logits.amax(dim=1, keepdim=True)
         probabilities = logits.sub_(peak).exp_()  # exp(logit - max), in place
         total = probabilities.sum(dim=1, keepdim=True)
         loss = (total.log() + peak - picked).mean()  # log-sum-exp minus the target's logit
         probabilities.div_(total)
+        ctx.dtype, ctx.has_bias = dtype, bias is not None
         ctx.save_for_backward(hidden, weight, probabilities, target)
         return loss
 
@@ -213,11 +217,16 @@ class _LinearCrossEntropy(torch.autograd.Function):
         rows = torch.arange(len(target), device=target.device)
         probabilities[rows, target] -= 1.0
         logits_grad = probabilities.mul_(grad / len(target))  # (b, c)
-        return logits_grad @ weight, logits_grad.T @ hidden, logits_grad.sum(dim=0), None
+        bias_grad = logits_grad.sum(dim=0) if ctx.has_bias else None
+        logits_grad = logits_grad.to(ctx.dtype)
+        hidden_grad = (logits_grad @ weight.to(ctx.dtype)).to(hidden.dtype)
+        weight_grad = (logits_grad.T @ hidden.to(ctx.dtype)).to(weight.dtype)
+        return hidden_grad, weight_grad, bias_grad, None, None
 
 
-def linear_cross_entropy(hidden, weight, bias, target):
+def linear_cross_entropy(hidden, weight, bias, target, dtype=torch.float32):
     """The mean cross-entropy of ``hidden @ weight.T + bias`` against ``target``: hidden (b, k), weight (c, k),
-    bias (c,), target (b,) class ids -> scalar; the same function and gradients as ``F.cross_entropy`` of
-    ``F.linear`` (no ignored index, no label smoothing), in less memory traffic."""
-    return _LinearCrossEntropy.apply(hidden, weight, bias, target)
+    bias (c,) or None, target (b,) class ids -> scalar; the same function and gradients as ``F.cross_entropy`` of
+    ``F.linear`` (no ignored index, no label smoothing), in less memory traffic. ``dtype`` (bf16) is the matmuls'
+    input format (:mod:`recbole_mgformer.model.precision`); the softmax, the loss and the gradients' sums are fp32."""
+    return _LinearCrossEntropy.apply(hidden, weight, bias, target, dtype)

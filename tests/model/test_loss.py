@@ -2,6 +2,7 @@ import itertools
 import math
 
 import torch
+import torch.nn.functional as F
 
 from recbole_mgformer.model.loss import (
     alignment_loss,
@@ -11,6 +12,7 @@ from recbole_mgformer.model.loss import (
     distinct_ids,
     info_nce_loss,
     info_nce_over_all_nodes,
+    linear_cross_entropy,
     uniformity_loss,
 )
 
@@ -200,3 +202,37 @@ def test_info_nce_over_all_nodes_equals_its_formula_written_out_with_its_gradien
         torch.autograd.grad(loss, [anchors, candidates]), torch.autograd.grad(expected, [anchors, candidates])
     ):
         torch.testing.assert_close(got, want)
+
+
+def test_linear_cross_entropy_without_bias_is_torchs_loss_of_a_bias_free_linear():
+    g = torch.Generator().manual_seed(1)
+    hidden, weight = torch.randn(6, 4, generator=g, requires_grad=True), torch.randn(9, 4, generator=g)
+    weight.requires_grad_()
+    target = torch.tensor([0, 8, 2, 2, 5, 1])
+    ours = linear_cross_entropy(hidden, weight, None, target)
+    ours_grads = torch.autograd.grad(ours, (hidden, weight))
+    theirs = F.cross_entropy(hidden @ weight.T, target)
+    theirs_grads = torch.autograd.grad(theirs, (hidden, weight))
+    torch.testing.assert_close(ours, theirs)
+    for a, b in zip(ours_grads, theirs_grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_linear_cross_entropy_in_bf16_rounds_the_matmul_inputs_only():
+    """bf16: the loss is torch's of the logits from bf16-rounded inputs (fp32 sums), and its gradients are the
+    fp32 gradients to bf16's precision; the softmax and the loss are fp32."""
+    g = torch.Generator().manual_seed(2)
+    hidden, weight = torch.randn(64, 16, generator=g), torch.randn(300, 16, generator=g)
+    bias, target = torch.randn(300, generator=g), torch.randint(0, 300, (64,), generator=g)
+    loss = linear_cross_entropy(hidden, weight, bias, target, torch.bfloat16)
+    rounded = (hidden.bfloat16() @ weight.bfloat16().T).float() + bias
+    assert loss.dtype == torch.float32
+    torch.testing.assert_close(loss, F.cross_entropy(rounded, target), rtol=1e-6, atol=1e-6)
+    inputs = [x.clone().requires_grad_() for x in (hidden, weight, bias)]
+    fp32 = [x.clone().requires_grad_() for x in (hidden, weight, bias)]
+    linear_cross_entropy(*inputs, target, torch.bfloat16).backward()
+    linear_cross_entropy(*fp32, target).backward()
+    for ours, exact in zip(inputs, fp32):
+        assert ours.grad.dtype == torch.float32
+        torch.testing.assert_close(ours.grad, exact.grad, rtol=0.05, atol=2e-3)
+    assert not torch.equal(inputs[0].grad, fp32[0].grad)  # the rounding is real

@@ -60,7 +60,12 @@ from recbole_mgformer.model.eagps.graph import (
 from recbole_mgformer.model.graph import to_torch_csr
 from recbole_mgformer.model.loss import linear_cross_entropy
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
-from recbole_mgformer.model.recbole_sequential import TRAIN_PROTOCOLS, next_item_targets, trains_whole_sequences
+from recbole_mgformer.model.recbole_sequential import (
+    TRAIN_PROTOCOLS,
+    encoder_precision,
+    next_item_targets,
+    trains_whole_sequences,
+)
 
 EA_NORMS = ("l2", "softmax")
 EXTERNAL_NORMS = ("node", "token")
@@ -107,6 +112,8 @@ class EAGPS(ModelContract, SharedSparseBuffers, SequentialRecommender):
                 "set train_neg_sample_args: ~"
             )
         self.whole_sequences = trains_whole_sequences(config, name)
+        # the training loss's output-layer matmuls (Eq. 27-28), the largest of its step; scoring stays fp32
+        self.matmul_dtype = encoder_precision(config["precision"], config["device"], name)
         self.n_users = dataset.user_num
 
         adjacency = sequential_adjacency(
@@ -220,11 +227,13 @@ class EAGPS(ModelContract, SharedSparseBuffers, SequentialRecommender):
             item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
             rows, hidden = self.forward_every_position(item_seq, item_seq_len, interaction[self.USER_ID])
             targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID]).flatten()[rows]
-            return linear_cross_entropy(hidden, self.output.weight, self.output.bias, targets)
+            return linear_cross_entropy(hidden, self.output.weight, self.output.bias, targets, self.matmul_dtype)
         hidden = self.forward(
             interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN], interaction[self.USER_ID]
         )  # (B, 2d)
-        return linear_cross_entropy(hidden, self.output.weight, self.output.bias, interaction[self.POS_ITEM_ID])
+        return linear_cross_entropy(
+            hidden, self.output.weight, self.output.bias, interaction[self.POS_ITEM_ID], self.matmul_dtype
+        )
 
     def predict(self, interaction):
         return self._logits(interaction).gather(1, interaction[self.ITEM_ID].unsqueeze(1)).squeeze(1)

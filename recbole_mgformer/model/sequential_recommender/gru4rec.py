@@ -65,8 +65,7 @@ class GRU4Rec(ModelContract, RecBoleGRU4Rec):
             hidden = self.dense(outputs).float()  # (N, E)
         real = torch.arange(item_seq.size(1), device=item_seq.device)[:, None] < item_seq_len[order][None, :]
         step_targets = targets[order].t()[real]  # step by step, as the outputs: (N,)
-        weight = self.item_embedding.weight
-        return linear_cross_entropy(hidden, weight, weight.new_zeros(len(weight)), step_targets)
+        return linear_cross_entropy(hidden, self.item_embedding.weight, None, step_targets)
 
     def forward(self, item_seq, item_seq_len):
         """The output at each sequence's last item: item_seq (B, L), item_seq_len (B,) -> (B, embedding_size)."""

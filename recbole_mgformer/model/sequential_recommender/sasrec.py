@@ -154,8 +154,7 @@ class SASRec(ModelContract, RecBoleSASRec):
         targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID])  # (B, L)
         with encoder_autocast(self.encoder_dtype, item_seq.device):
             rows, hidden = self.encode(item_seq, item_seq_len, every_position=True)  # (N,), (N, H)
-        weight = self.item_embedding.weight
-        return linear_cross_entropy(hidden.float(), weight, weight.new_zeros(len(weight)), targets.flatten()[rows])
+        return linear_cross_entropy(hidden.float(), self.item_embedding.weight, None, targets.flatten()[rows])
 
     def forward(self, item_seq, item_seq_len):
         """The last layer's output at each sequence's last item: item_seq (B, L), item_seq_len (B,) -> (B, H),

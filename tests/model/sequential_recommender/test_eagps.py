@@ -337,6 +337,7 @@ def test_resolves_by_name_with_its_defaults(seq_setup):
         ({"decoder": "sum_pool"}, r"EAGPS: unknown decoder 'sum_pool'; choose one of prompt, max_pool, mean_pool"),
         ({"external_attention": "no"}, r"EAGPS: unknown external_attention 'no'"),
         ({"train_neg_sample_args": {"distribution": "uniform", "sample_num": 1}}, r"train_neg_sample_args: ~"),
+        ({"precision": "fp16"}, r"EAGPS: precision='fp16': unknown precision 'fp16'; choose one of fp32, bf16, auto"),
     ],
 )
 def test_bad_options_fail_with_a_clear_message(seq_setup, overrides, message):
@@ -513,6 +514,8 @@ def test_pooling_decoders_equal_the_direct_pool(seq_setup, decoder):
         {"fusion_norm": "layer"},
         {"external_attention": False},
         {"decoder": "max_pool"},
+        {"precision": "bf16"},
+        {"train_protocol": "sequence"},
     ],
 )
 def test_each_option_trains(seq_setup, overrides):
