@@ -27,8 +27,9 @@ one sort; the full-item cross-entropy in one buffer (:func:`recbole_mgformer.mod
 
 ``train_protocol: sequence`` (:mod:`recbole_mgformer.data.sequence_windows`) trains on whole windows, with the loss
 of Eq. 28 at every position: Eq. 21-24 for every prefix of a window at once (each prefix its own mask draw and its
-last position as the query; ``decoder/causal``), the graph encoder once a step as before. A protocol, off by
-default (``prefix``, RecBole's), its accuracy compared with RecBole's protocol on the sequential page.
+last position as the query: ``prefix_masks``, ``causal_soft_attention`` in ``eagps/decoder.py``), the graph encoder
+once a step as before. A protocol, off by default (``prefix``, RecBole's), its accuracy compared with RecBole's
+protocol on the sequential page. ``precision: bf16`` rounds the inputs of the training loss's output-layer matmuls.
 """
 
 import numpy as np
