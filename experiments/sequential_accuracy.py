@@ -133,9 +133,11 @@ def page(records, command, epochs):
                     f"{verdict['difference']:+.4f}, {format_p(verdict['p'])}."
                 )
     first = records[0]
+    commits = sorted({r["commit"] for r in records}, key=[r["commit"] for r in records].index)
     lines += ["", *verdicts, ""]
     lines += [
-        f"Runs: commit {first['commit']}, {first['machine']}, "
+        f"Runs: {'commit' if len(commits) == 1 else 'commits'} {', '.join(commits)} (each record names its own), "
+        f"{first['machine']}, "
         + ", ".join(f"{k} {v}" for k, v in sorted(first["versions"].items()))
         + f"; seeds {sorted({r['seed'] for r in records})}; one thread each. Records: "
         "`results/performance/runs/performance/sequential-accuracy/`.",
