@@ -12,6 +12,7 @@ one of accuracy only.
 
     python experiments/sequential_accuracy.py                  # SASRec, GRU4Rec and EAGPS, 3 epochs, seeds 0-2
     python experiments/sequential_accuracy.py --models GRU4Rec --epochs 2 --seeds 0
+    python experiments/sequential_accuracy.py --models EAGPS --strides 10   # also windows trained 10 positions apart
 
 Each run's result is written as it finishes to ``results/performance/runs/performance/sequential-accuracy/``, and a
 rerun skips the runs found there with the same settings (so a stopped machine loses one run at most). Writes
@@ -32,8 +33,19 @@ MODELS = ("SASRec", "GRU4Rec", "EAGPS")
 # RecBole 1.2.1's class, this project's the runner resolves the name to, and that under train_protocol: sequence
 FORMS = ("recbole", "ours", "sequence")
 FORM_NAMES = {"recbole": "RecBole's", "ours": "ours", "sequence": "ours, whole sequences"}
-# the paired comparisons: (form, against)
+# the paired comparisons: (form, against); each strided form (sequence-stride<N>) is compared with ours as well
 COMPARISONS = (("ours", "recbole"), ("sequence", "ours"))
+STRIDED = "sequence-stride"
+
+
+def stride_of(form):
+    return int(form[len(STRIDED) :])
+
+
+def form_name(form):
+    if form.startswith(STRIDED):
+        return f"{FORM_NAMES['sequence']}, stride {stride_of(form)}"
+    return FORM_NAMES[form]
 
 
 def forms_of(model_name):
@@ -62,8 +74,10 @@ def run_once(model_name, form, dataset, seed, epochs, data_path=None, config_fil
 
     settings = {"seed": seed, "epochs": epochs, "eval_step": epochs, "stopping_step": epochs, "show_progress": False}
     settings.update({"state": "WARNING", **({"data_path": data_path} if data_path else {})})
-    if form == "sequence":
+    if form.startswith("sequence"):
         settings["train_protocol"] = "sequence"
+    if form.startswith(STRIDED):
+        settings["train_window_stride"] = stride_of(form)
     config, _ = build_config(model_name, dataset, config_file_list=list(config_files), config_dict=settings)
     train_data, valid_data, test_data = prepare_data(config)
     init_seed(seed, config["reproducibility"])
@@ -86,7 +100,7 @@ def verdict_of(records, form="ours", against="recbole"):
     pairs."""
     from recbole_mgformer.benchmark.stats import paired_verdict
 
-    by_form = {name: {r["seed"]: r["per_user"] for r in records if r["form"] == name} for name in FORMS}
+    by_form = {name: {r["seed"]: r["per_user"] for r in records if r["form"] == name} for name in (form, against)}
     return paired_verdict(by_form[form], by_form[against])
 
 
@@ -114,21 +128,22 @@ def page(records, command, epochs):
         mine = [r for r in records if r["model"] == model_name]
         if not mine:
             continue
-        for form in forms_of(model_name):
+        strided = sorted({r["form"] for r in mine if r["form"].startswith(STRIDED)}, key=stride_of)
+        for form in [*forms_of(model_name), *strided]:
             runs = sorted((r for r in mine if r["form"] == form), key=lambda r: r["seed"])
             if runs:
                 per_seed = ", ".join(f"{r['test'][METRIC]:.4f}" for r in runs)
                 ndcg = statistics.mean(r["test"][METRIC] for r in runs)
                 recall = statistics.mean(r["test"]["recall@10"] for r in runs)
                 lines.append(
-                    f"| {model_name} | {FORM_NAMES[form]} | {len(runs)} | {per_seed} | {ndcg:.4f} | {recall:.4f} |"
+                    f"| {model_name} | {form_name(form)} | {len(runs)} | {per_seed} | {ndcg:.4f} | {recall:.4f} |"
                 )
-        for form, against in COMPARISONS:
+        for form, against in [*COMPARISONS, *((form, "ours") for form in strided)]:
             verdict = verdict_of(mine, form, against)
             if verdict is not None:
                 against_name = "ours under RecBole's protocol" if against == "ours" else FORM_NAMES[against]
                 verdicts.append(
-                    f"{model_name}: {FORM_NAMES[form]} is {relation_text(against_name, verdict)} over "
+                    f"{model_name}: {form_name(form)} is {relation_text(against_name, verdict)} over "
                     f"{verdict['pairs']:,} (seed, user) pairs from {verdict['seeds']} seed(s): mean difference "
                     f"{verdict['difference']:+.4f}, {format_p(verdict['p'])}."
                 )
@@ -154,6 +169,9 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--strides", default="", help="also train_protocol: sequence at these train_window_stride values, e.g. 10,25"
+    )
     parser.add_argument("--data_path", help="folder holding <dataset>/<dataset>.inter (default: RecBole's)")
     parser.add_argument("--config_files", nargs="*", default=[], help="settings files, e.g. a sequential protocol")
     parser.add_argument("--results", default=str(ROOT / "results" / "performance"))
@@ -164,6 +182,12 @@ def main(argv=None):
         parser.error(f"--models: {', '.join(sorted(unknown))} not among {', '.join(MODELS)}")
     if args.epochs < 1:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    try:
+        strides = [int(x) for x in args.strides.split(",") if x.strip()]
+    except ValueError:
+        parser.error(f"--strides must be whole numbers separated by commas, got {args.strides!r}")
+    if any(stride < 1 for stride in strides):
+        parser.error(f"--strides must be at least 1, got {args.strides!r}")
     from recbole_mgformer.benchmark.entries import parse_seeds
 
     seeds = parse_seeds(args.seeds)
@@ -178,13 +202,13 @@ def main(argv=None):
     records = []
     for seed in seeds:  # seed by seed, both models and forms: a stopped run leaves whole pairs to compare
         for model_name in models:
-            for form in forms_of(model_name):
+            for form in [*forms_of(model_name), *(f"{STRIDED}{stride}" for stride in strides)]:
                 path = run_path(folder, model_name, form, seed, args.epochs)
                 if path.exists():
                     records.append(json.loads(path.read_text()))
                     continue
                 started = time.strftime("%Y-%m-%d %H:%M:%S")
-                print(f"{started} {model_name} ({FORM_NAMES[form]}), seed {seed}, {args.epochs} epochs", flush=True)
+                print(f"{started} {model_name} ({form_name(form)}), seed {seed}, {args.epochs} epochs", flush=True)
                 test, per_user = run_once(
                     model_name, form, args.dataset, seed, args.epochs, args.data_path, args.config_files
                 )

@@ -78,6 +78,7 @@ PROJECT_KEYS = {
     "dataset_source",
     "flush_subnormals",
     "train_protocol",
+    "train_window_stride",
     ESCAPE_KEY,
 }
 # config["key"], settings["key"], final_config_dict["key"], config.get("key"), and options.choice(config, "key")

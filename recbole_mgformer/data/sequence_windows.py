@@ -12,7 +12,9 @@ loader draws window rows, and the model reads the targets of a window's position
 ``items[1:length]`` then the row's target
 (:func:`recbole_mgformer.model.recbole_sequential.next_item_targets`). The protocol differs from RecBole's in what a
 target sees: the first target of a later window has no context, where its prefix row had ``L`` items, and the
-targets of one window share one dropout draw and one batch.
+targets of one window share one dropout draw and one batch. ``train_window_stride: N`` (default ``L``) ends a window
+every ``N`` targets and trains its last ``N`` positions only, each with at least ``L - N`` items of context once the
+history is that long: between this protocol (``N = L``) and RecBole's (``N = 1``).
 
 A batch holds ``train_batch_size / (mean targets per window)`` windows (at least one), so a step sees as many
 targets on average and an epoch takes as many steps as under RecBole's protocol; the learning rate and the epoch
@@ -27,7 +29,7 @@ import torch
 from recbole.data.dataloader.general_dataloader import NegSampleDataLoader, TrainDataLoader
 
 from recbole_mgformer.model.abstract_recommender import model_contract
-from recbole_mgformer.model.recbole_sequential import TRAIN_PROTOCOLS, train_protocol
+from recbole_mgformer.model.recbole_sequential import TRAIN_PROTOCOLS, train_protocol, window_stride
 
 
 class SequenceProtocolError(ValueError):
@@ -47,14 +49,24 @@ def check_train_protocol(config, model_class):
             f"{', '.join(supported)}); the whole-sequence protocol is offered by this project's sequential models "
             "SASRec, GRU4Rec and EAGPS"
         )
+    stride, max_length = config["train_window_stride"], config["MAX_ITEM_LIST_LENGTH"]
+    if stride is not None:
+        if protocol != "sequence":
+            raise ValueError("train_window_stride applies to train_protocol: sequence only; set both, or neither")
+        if isinstance(stride, bool) or not isinstance(stride, int) or not 1 <= stride <= max_length:
+            raise ValueError(
+                f"train_window_stride={stride!r} must be a whole number from 1 to MAX_ITEM_LIST_LENGTH ({max_length})"
+            )
 
 
-def window_end_rows(users, lengths, max_length):
+def window_end_rows(users, lengths, max_length, stride=None):
     """The rows that end a window: users (n,) and prefix lengths (n,) of the training rows in RecBole's order
     (each user's rows together, in time order), ``max_length`` the window ``L`` -> row indices (W,), ascending.
 
     A user's rows ``k = 0 .. T-1`` have prefix lengths ``min(k + 1, L)``; row ``k`` ends a window when ``T - 1 - k``
-    is a multiple of ``L``, so the windows tile the history from its end and each target falls in one window."""
+    is a multiple of ``stride`` (default ``L``), and the window trains its last ``min(stride, length)`` positions,
+    so the windows tile the history's targets from its end, each target in one window. A stride below ``L`` gives
+    every trained position at least ``L - stride`` items of context once the history is that long."""
     users, lengths = np.asarray(users), np.asarray(lengths)
     if len(users) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -74,16 +86,17 @@ def window_end_rows(users, lengths, max_length):
             f"order (lengths 1, 2, ..., {max_length}); row {row} (user {users[row]}) has length {int(lengths[row])}, "
             f"not {int(expected[row])}: use eval_args order: TO with a leave-one-out (LS) or ratio (RS) split"
         )
-    return np.flatnonzero((np.repeat(counts, counts) - 1 - position) % max_length == 0)
+    return np.flatnonzero((np.repeat(counts, counts) - 1 - position) % (stride or max_length) == 0)
 
 
-def check_window_rows(dataset, max_length):
+def check_window_rows(dataset, max_length, stride=None):
     """:func:`window_end_rows` of a RecBole SequentialDataset's training rows, refusing rows it cannot use."""
     if not hasattr(dataset, "item_list_length_field"):
         raise SequenceProtocolError("train_protocol: sequence is for sequential models (RecBole's SequentialDataset)")
     feat = dataset.inter_feat
     last = feat[dataset.item_id_list_field].gather(1, (feat[dataset.item_list_length_field] - 1).unsqueeze(1))
-    rows = window_end_rows(feat[dataset.uid_field].numpy(), feat[dataset.item_list_length_field].numpy(), max_length)
+    users, lengths = feat[dataset.uid_field].numpy(), feat[dataset.item_list_length_field].numpy()
+    rows = window_end_rows(users, lengths, max_length, stride)
     # consecutive rows of a user chain: each prefix ends with the row before's target
     same_user = feat[dataset.uid_field][1:] == feat[dataset.uid_field][:-1]
     chained = last.squeeze(1)[1:] == feat[dataset.iid_field][:-1]
@@ -108,10 +121,11 @@ class SequenceWindowLoader(TrainDataLoader):
                 "train_protocol: sequence trains with a cross-entropy over all items at every position and draws no "
                 "negatives; set train_neg_sample_args: ~ (and loss_type: CE)"
             )
-        self.window_rows = check_window_rows(dataset, config["MAX_ITEM_LIST_LENGTH"])
+        stride = window_stride(config)
+        self.window_rows = check_window_rows(dataset, config["MAX_ITEM_LIST_LENGTH"], stride)
         self.sample_size = len(self.window_rows)  # what RecBole's loader counts and shuffles: windows
         lengths = dataset.inter_feat[dataset.item_list_length_field].numpy()[self.window_rows]
-        self.targets_per_window = float(lengths.mean()) if len(lengths) else 1.0
+        self.targets_per_window = float(np.minimum(lengths, stride).mean()) if len(lengths) else 1.0
         NegSampleDataLoader.__init__(self, config, dataset, sampler, shuffle=shuffle)
 
     def _init_batch_size_and_step(self):

@@ -47,13 +47,33 @@ def train_protocol(config):
     return "prefix" if value is None else value
 
 
-def next_item_targets(item_seq, item_seq_len, target):
+def window_stride(config):
+    """``train_window_stride`` under the whole-sequence protocol: a window trains its last ``stride`` positions and
+    the next window ends ``stride`` targets earlier (default ``MAX_ITEM_LIST_LENGTH``: windows side by side)."""
+    stride = config["train_window_stride"]
+    return config["MAX_ITEM_LIST_LENGTH"] if stride is None else stride
+
+
+def next_item_targets(item_seq, item_seq_len, target, stride=None):
     """The item each position of a window is trained to predict: item_seq (B, L) left-aligned, item_seq_len (B,),
     target (B,) the row's own target -> (B, L): ``item_seq[:, t + 1]`` before the last item, ``target`` at it, 0
-    (no target) at the padding."""
+    (no target) at the padding and, with ``stride``, before the window's last ``stride`` positions."""
     targets = torch.zeros_like(item_seq)
     targets[:, :-1] = item_seq[:, 1:]  # the padding after the last item shifts in as 0
-    return targets.scatter_(1, (item_seq_len - 1).unsqueeze(1), target.unsqueeze(1))
+    targets.scatter_(1, (item_seq_len - 1).unsqueeze(1), target.unsqueeze(1))
+    if stride is not None and stride < item_seq.size(1):
+        positions = torch.arange(item_seq.size(1), device=item_seq.device)
+        targets.masked_fill_(positions.unsqueeze(0) < (item_seq_len - stride).unsqueeze(1), 0)
+    return targets
+
+
+def trained_positions(outputs, targets):
+    """The outputs (N, C) and targets (N,) of the positions with a target (not 0: a window with a stride below
+    its length trains its last ``stride`` positions only)."""
+    trained = targets != 0
+    if bool(trained.all()):
+        return outputs, targets
+    return outputs[trained], targets[trained]
 
 
 def trains_whole_sequences(config, model):

@@ -18,17 +18,21 @@ def recbole_rows(history_lengths, max_length):
     return users, lengths.astype(np.int64)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(1, 40), max_size=12), st.integers(1, 9))
-def test_windows_cover_every_training_row_exactly_once(history_lengths, max_length):
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 40), max_size=12), st.integers(1, 9), st.data())
+def test_windows_train_every_training_rows_target_exactly_once(history_lengths, max_length, data):
+    stride = data.draw(st.one_of(st.none(), st.integers(1, max_length)))
     users, lengths = recbole_rows(history_lengths, max_length)
-    rows = window_end_rows(users, lengths, max_length)
-    covered = np.concatenate([np.arange(row - lengths[row] + 1, row + 1) for row in rows] or [[]])
+    rows = window_end_rows(users, lengths, max_length, stride)
+    trained = [min(stride or max_length, lengths[row]) for row in rows]  # a window's last positions
+    covered = np.concatenate([np.arange(row - n + 1, row + 1) for row, n in zip(rows, trained)] or [[]])
     assert sorted(covered.tolist()) == list(range(len(users)))  # each row's target once
     assert all(users[row - lengths[row] + 1] == users[row] for row in rows)  # a window is one user's
-    # every window but each history's first is full
+    # a trained position sees at least L - stride items before it, once its history is that long
     first_rows = {int(np.flatnonzero(users == user)[0]) for user in np.unique(users)}
-    assert all(lengths[row] == max_length for row in rows if row - lengths[row] + 1 not in first_rows)
+    for row, n in zip(rows, trained):
+        if row - lengths[row] + 1 not in first_rows:
+            assert lengths[row] == max_length and lengths[row] - n >= max_length - (stride or max_length)
 
 
 def test_a_history_is_cut_from_its_end():
@@ -51,5 +55,7 @@ def test_rows_that_are_not_prefixes_in_time_order_are_refused(users, lengths, me
 
 def test_next_item_targets_shift_the_window_and_end_with_the_rows_target():
     item_seq = torch.tensor([[5, 6, 7, 0], [8, 9, 10, 11], [12, 0, 0, 0]])
-    targets = next_item_targets(item_seq, torch.tensor([3, 4, 1]), torch.tensor([20, 21, 22]))
-    assert targets.tolist() == [[6, 7, 20, 0], [9, 10, 11, 21], [22, 0, 0, 0]]
+    lengths, own = torch.tensor([3, 4, 1]), torch.tensor([20, 21, 22])
+    assert next_item_targets(item_seq, lengths, own).tolist() == [[6, 7, 20, 0], [9, 10, 11, 21], [22, 0, 0, 0]]
+    # with a stride, only the window's last positions keep a target
+    assert next_item_targets(item_seq, lengths, own, 2).tolist() == [[0, 7, 20, 0], [0, 0, 11, 21], [22, 0, 0, 0]]

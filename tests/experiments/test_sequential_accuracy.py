@@ -39,6 +39,17 @@ def test_every_form_trains_at_each_seed_is_paired_by_user_and_a_rerun_skips_fini
     assert (tmp_path / "results" / "sequential-accuracy.md").read_text() == page
 
 
+def test_a_strided_form_trains_and_is_compared_with_ours(tmp_path):
+    data = write_sequences(tmp_path / "data")
+    argv = ["--models", "GRU4Rec", "--dataset", "tinyseq", "--epochs", "1", "--seeds", "0", "--strides", "3"]
+    main([*argv, "--results", str(tmp_path / "results"), f"--data_path={data}", "--config_files", ML100K_SEQUENTIAL])
+    folder = tmp_path / "results" / "runs" / "performance" / "sequential-accuracy"
+    assert (folder / "gru4rec-sequence-stride3-epochs1-seed0.json").exists()
+    page = (tmp_path / "results" / "sequential-accuracy.md").read_text()
+    assert "| GRU4Rec | ours, whole sequences, stride 3 | 1 |" in page
+    assert "GRU4Rec: ours, whole sequences, stride 3 is **" in page
+
+
 def test_an_unknown_model_or_no_epoch_is_refused(capsys):
     with pytest.raises(SystemExit):
         main(["--models", "SASRec,BERT4Rec"])
@@ -46,3 +57,6 @@ def test_an_unknown_model_or_no_epoch_is_refused(capsys):
     with pytest.raises(SystemExit):
         main(["--epochs", "0"])
     assert "--epochs must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--strides", "ten"])
+    assert "--strides must be whole numbers" in capsys.readouterr().err

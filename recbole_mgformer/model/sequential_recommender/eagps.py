@@ -65,7 +65,9 @@ from recbole_mgformer.model.recbole_sequential import (
     TRAIN_PROTOCOLS,
     encoder_precision,
     next_item_targets,
+    trained_positions,
     trains_whole_sequences,
+    window_stride,
 )
 
 EA_NORMS = ("l2", "softmax")
@@ -113,6 +115,7 @@ class EAGPS(ModelContract, SharedSparseBuffers, SequentialRecommender):
                 "set train_neg_sample_args: ~"
             )
         self.whole_sequences = trains_whole_sequences(config, name)
+        self.window_stride = window_stride(config) if self.whole_sequences else None
         # the training loss's output-layer matmuls (Eq. 27-28), the largest of its step; scoring stays fp32
         self.matmul_dtype = encoder_precision(config["precision"], config["device"], name)
         self.n_users = dataset.user_num
@@ -227,7 +230,8 @@ class EAGPS(ModelContract, SharedSparseBuffers, SequentialRecommender):
         if self.whole_sequences:
             item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
             rows, hidden = self.forward_every_position(item_seq, item_seq_len, interaction[self.USER_ID])
-            targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID]).flatten()[rows]
+            targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID], self.window_stride)
+            hidden, targets = trained_positions(hidden, targets.flatten()[rows])
             return linear_cross_entropy(hidden, self.output.weight, self.output.bias, targets, self.matmul_dtype)
         hidden = self.forward(
             interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN], interaction[self.USER_ID]

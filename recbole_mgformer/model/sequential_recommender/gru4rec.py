@@ -36,7 +36,9 @@ from recbole_mgformer.model.recbole_sequential import (
     encoder_precision,
     next_item_targets,
     recbole_sequential_model,
+    trained_positions,
     trains_whole_sequences,
+    window_stride,
 )
 
 RecBoleGRU4Rec = recbole_sequential_model("GRU4Rec")
@@ -53,18 +55,19 @@ class GRU4Rec(ModelContract, RecBoleGRU4Rec):
         super().__init__(config, dataset)
         self.encoder_dtype = encoder_precision(config["precision"], config["device"], "GRU4Rec")
         self.whole_sequences = trains_whole_sequences(config, "GRU4Rec")
+        self.window_stride = window_stride(config) if self.whole_sequences else None
 
     def calculate_loss(self, interaction):
         if not self.whole_sequences:
             return super().calculate_loss(interaction)
         item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
-        targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID])  # (B, L)
+        targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID], self.window_stride)
         with encoder_autocast(self.encoder_dtype, item_seq.device):
             items = dropout(self.item_embedding(item_seq), self.emb_dropout.p, self.training)  # (B, L, E)
             outputs, order = gru_every_output(self.gru_layers, items, item_seq_len)  # (N, H), (B,)
             hidden = self.dense(outputs).float()  # (N, E)
         real = torch.arange(item_seq.size(1), device=item_seq.device)[:, None] < item_seq_len[order][None, :]
-        step_targets = targets[order].t()[real]  # step by step, as the outputs: (N,)
+        hidden, step_targets = trained_positions(hidden, targets[order].t()[real])  # step by step, as the outputs
         return linear_cross_entropy(hidden, self.item_embedding.weight, None, step_targets)
 
     def forward(self, item_seq, item_seq_len):

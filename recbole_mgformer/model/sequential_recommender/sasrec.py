@@ -48,7 +48,9 @@ from recbole_mgformer.model.recbole_sequential import (
     encoder_precision,
     next_item_targets,
     recbole_sequential_model,
+    trained_positions,
     trains_whole_sequences,
+    window_stride,
 )
 
 RecBoleSASRec = recbole_sequential_model("SASRec")
@@ -146,15 +148,17 @@ class SASRec(ModelContract, RecBoleSASRec):
         self.activation = ACTIVATIONS[self.hidden_act]
         self.encoder_dtype = encoder_precision(config["precision"], config["device"], "SASRec")
         self.whole_sequences = trains_whole_sequences(config, "SASRec")
+        self.window_stride = window_stride(config) if self.whole_sequences else None
 
     def calculate_loss(self, interaction):
         if not self.whole_sequences:
             return super().calculate_loss(interaction)
         item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
-        targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID])  # (B, L)
+        targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID], self.window_stride)
         with encoder_autocast(self.encoder_dtype, item_seq.device):
             rows, hidden = self.encode(item_seq, item_seq_len, every_position=True)  # (N,), (N, H)
-        return linear_cross_entropy(hidden.float(), self.item_embedding.weight, None, targets.flatten()[rows])
+        hidden, targets = trained_positions(hidden.float(), targets.flatten()[rows])
+        return linear_cross_entropy(hidden, self.item_embedding.weight, None, targets)
 
     def forward(self, item_seq, item_seq_len):
         """The last layer's output at each sequence's last item: item_seq (B, L), item_seq_len (B,) -> (B, H),

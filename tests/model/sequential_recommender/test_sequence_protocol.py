@@ -26,13 +26,14 @@ SMALL = {
 }
 
 
-def prefix_rows(batch, model):
-    """Every position of ``batch``'s windows as RecBole's prefix row: the window up to it, its next item."""
+def prefix_rows(batch, model, stride=None):
+    """Every trained position of ``batch``'s windows (the last ``stride``) as RecBole's prefix row: the window up
+    to it, its next item."""
     item_seq, lengths = batch[model.ITEM_SEQ], batch[model.ITEM_SEQ_LEN]
     targets = next_item_targets(item_seq, lengths, batch[model.POS_ITEM_ID])
     rows = {model.ITEM_SEQ: [], model.ITEM_SEQ_LEN: [], model.POS_ITEM_ID: [], model.USER_ID: []}
     for b in range(len(lengths)):
-        for t in range(int(lengths[b])):
+        for t in range(max(0, int(lengths[b]) - (stride or item_seq.size(1))), int(lengths[b])):
             rows[model.ITEM_SEQ].append(torch.cat([item_seq[b, : t + 1], item_seq.new_zeros(item_seq.size(1) - t - 1)]))
             rows[model.ITEM_SEQ_LEN].append(torch.tensor(t + 1))
             rows[model.POS_ITEM_ID].append(targets[b, t])
@@ -56,9 +57,12 @@ def prefix_twin(name, config, model, train):
     [
         ("SASRec", {"n_layers": 1}),
         ("SASRec", {"n_layers": 2}),
+        ("SASRec", {"n_layers": 2, "train_window_stride": 3}),
         ("GRU4Rec", {"num_layers": 1}),
         ("GRU4Rec", {"num_layers": 2}),
+        ("GRU4Rec", {"num_layers": 1, "train_window_stride": 3}),
         ("EAGPS", {"mask_ratio": 0.0}),
+        ("EAGPS", {"mask_ratio": 0.0, "train_window_stride": 3}),
         ("EAGPS", {"mask_ratio": 0.0, "decoder": "max_pool"}),
         ("EAGPS", {"mask_ratio": 0.0, "decoder": "mean_pool", "external_attention": False}),
     ],
@@ -69,7 +73,8 @@ def test_a_window_loss_is_the_mean_of_its_positions_prefix_row_losses(sequential
     twin = prefix_twin(name, config, model, train)
     model.train(), twin.train()  # training mode, no dropout and no mask: the training path, deterministic
     batch = next(iter(train))
-    ours, theirs = model.calculate_loss(batch), twin.calculate_loss(prefix_rows(batch, model))
+    rows = prefix_rows(batch, model, settings.get("train_window_stride"))
+    ours, theirs = model.calculate_loss(batch), twin.calculate_loss(rows)
     torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
     ours.backward(), theirs.backward()
     for parameter_name, parameter in model.named_parameters():
@@ -78,15 +83,17 @@ def test_a_window_loss_is_the_mean_of_its_positions_prefix_row_losses(sequential
             torch.testing.assert_close(parameter.grad, reference, rtol=1e-4, atol=1e-6, msg=parameter_name)
 
 
-@pytest.mark.parametrize("name", ["SASRec", "GRU4Rec", "EAGPS"])
-def test_an_epoch_draws_each_window_once_and_about_the_batch_size_in_targets(sequential_setup, name):
-    config, model, (train, _, _) = sequential_setup(name, train_protocol="sequence", **SMALL[name])
+@pytest.mark.parametrize("name, stride", [("SASRec", None), ("GRU4Rec", None), ("EAGPS", None), ("SASRec", 3)])
+def test_an_epoch_draws_each_window_once_and_about_the_batch_size_in_targets(sequential_setup, name, stride):
+    extra = {"train_window_stride": stride} if stride else {}
+    config, model, (train, _, _) = sequential_setup(name, train_protocol="sequence", **SMALL[name], **extra)
     dataset = train._dataset
     seen = []
     for batch in train:
         seen += list(zip(batch[model.USER_ID].tolist(), batch[model.POS_ITEM_ID].tolist()))
     assert len(seen) == len(set(seen)) == len(train.window_rows)
-    targets = sum(int(dataset.inter_feat[model.ITEM_SEQ_LEN][row]) for row in train.window_rows)
+    lengths = [int(dataset.inter_feat[model.ITEM_SEQ_LEN][row]) for row in train.window_rows]
+    targets = sum(min(n, stride or config["MAX_ITEM_LIST_LENGTH"]) for n in lengths)
     assert targets == len(dataset)  # every training row's target, once
     assert train.step == max(1, round(config["train_batch_size"] * len(train.window_rows) / targets))
     assert len(train) == math.ceil(len(train.window_rows) / train.step)
@@ -140,6 +147,9 @@ def test_a_training_step_with_dropout_and_the_mask_lowers_nothing_into_nan(seque
     "model, overrides, message",
     [
         ("SASRec", {"train_protocol": "windows"}, "train_protocol='windows' must be one of prefix, sequence"),
+        ("SASRec", {"train_window_stride": 4}, "train_window_stride applies to train_protocol: sequence only"),
+        ("SASRec", {"train_protocol": "sequence", "train_window_stride": 9}, "from 1 to MAX_ITEM_LIST_LENGTH \\(8\\)"),
+        ("SASRec", {"train_protocol": "sequence", "train_window_stride": 0}, "train_window_stride=0 must be"),
         ("MGFormer", {"train_protocol": "sequence"}, "MGFormer does not train under train_protocol='sequence'"),
         ("BERT4Rec", {"train_protocol": "sequence"}, "BERT4Rec does not train under"),
         (
