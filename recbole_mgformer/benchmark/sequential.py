@@ -23,7 +23,10 @@ TUNED_NOTE = (
     'over seeds (Student t). "at cap": seeds whose best epoch came so late that the epoch cap, not early '
     "stopping, ended them (a cap too low for that row). A verdict sets EAGPS against the best other model "
     "by a paired Wilcoxon signed-rank test over (seed, user) test NDCG@10 (p < 0.05: ahead or behind; else "
-    'level); "Against each model:" against every other model by the same test.'
+    'level); "Against each model:" against every other model by the same test. "Ablation:" sets a variant of '
+    'the paper\'s Table 5 against the tuned EAGPS; "Protocol:" a row trained under `train_protocol: sequence` '
+    "(whole windows, a loss at every position; `docs/models.md`) at its model's tuned settings against the same "
+    "model under RecBole's prefix protocol. Such rows take no part in the comparison of models."
 )
 
 
@@ -76,15 +79,38 @@ def _tuned_table(records):
     return rows + ([""] + verdicts if verdicts else [])
 
 
+def whole_sequence_base(group, groups):
+    """The row a ``train_protocol: sequence`` row departs from: the same model and other overrides under RecBole's
+    protocol (its name in ``groups``), or None (not such a row, or no such row)."""
+    overrides = dict(group[0].get("overrides") or {})
+    if overrides.pop("train_protocol", None) != "sequence":
+        return None
+    return next(
+        (
+            name
+            for name, other in groups.items()
+            if other[0]["model"] == group[0]["model"] and (other[0].get("overrides") or {}) == overrides
+        ),
+        None,
+    )
+
+
+def is_whole_sequence(group):
+    return (group[0].get("overrides") or {}).get("train_protocol") == "sequence"
+
+
 def verdict_lines(groups):
     """Each row of the paper's model (``ORDER[0]``) against the best other model by mean test NDCG@10, then
-    against every other model, by the paired test over (seed, user) test NDCG@10."""
+    against every other model, by the paired test over (seed, user) test NDCG@10; each ablation against the tuned
+    model; each ``train_protocol: sequence`` row against its row under RecBole's protocol (the protocol rows take no
+    part in the comparison of models)."""
     mean = {name: statistics.mean(r["test"][PAIRED_METRIC] for r in group) for name, group in groups.items()}
     values = {name: per_user_by_seed(group) for name, group in groups.items()}
-    others = sorted((n for n in groups if groups[n][0]["model"] != ORDER[0]), key=lambda n: -mean[n])
+    compared = {name for name, group in groups.items() if not is_whole_sequence(group)}
+    others = sorted((n for n in compared if groups[n][0]["model"] != ORDER[0]), key=lambda n: -mean[n])
     lines = []
     for name in _ordered(groups):
-        if groups[name][0]["model"] != ORDER[0] or not others:
+        if name not in compared or groups[name][0]["model"] != ORDER[0] or not others:
             continue
         verdicts = {other: paired_verdict(values[name], values[other]) for other in others}
         if verdicts[others[0]] is not None:
@@ -101,6 +127,11 @@ def verdict_lines(groups):
             verdict = paired_verdict(values[name], values[base])
             if verdict is not None:
                 lines.append("Ablation: " + verdict_text(name, base, verdict, metric=PAIRED_METRIC))
+    for name in _ordered(groups):
+        prefix_row = whole_sequence_base(groups[name], groups)
+        verdict = None if prefix_row is None else paired_verdict(values[name], values[prefix_row])
+        if verdict is not None:
+            lines.append("Protocol: " + verdict_text(name, prefix_row, verdict, metric=PAIRED_METRIC))
     return lines
 
 

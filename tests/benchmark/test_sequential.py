@@ -64,3 +64,32 @@ def test_each_eagps_ablation_is_judged_against_the_tuned_eagps_and_every_model_a
     assert "Ablation: EAGPS no mask is **level** with EAGPS" in "\n".join(verdict_lines(groups))
     # without the tuned EAGPS in the section, no ablation has a row to depart from
     assert not [line for line in verdict_lines({k: v for k, v in groups.items() if k != "EAGPS"}) if "Ablation" in line]
+
+
+def test_a_whole_sequence_row_is_judged_against_its_row_under_recboles_protocol_and_competes_with_no_model(tmp_path):
+    from recbole_mgformer.benchmark.sequential import verdict_lines
+    from recbole_mgformer.benchmark.stats import write_per_user
+
+    rows = {  # variant: (model, overrides, shift)
+        "EAGPS": ("EAGPS", {}, 0.0),
+        "EAGPS train_protocol=sequence": ("EAGPS", {"train_protocol": "sequence"}, -0.1),
+        "SASRec": ("SASRec", {}, -0.05),
+        "SASRec train_protocol=sequence": ("SASRec", {"train_protocol": "sequence"}, 0.2),  # the best mean
+        "GRU4Rec train_protocol=sequence": ("GRU4Rec", {"train_protocol": "sequence"}, 0.0),  # no prefix row
+    }
+    groups = {}
+    for variant, (model, overrides, shift) in rows.items():
+        for seed in (0, 1):
+            path = tmp_path / f"{variant}-{seed}.json"
+            write_per_user(path, {f"u{u}": (u % 7) / 7 + shift + 0.001 * u * seed for u in range(60)}, "ndcg@10")
+            rec = {**record(variant, model, "ml-100k-seq", 0.05 + shift, seed=seed), "overrides": overrides}
+            groups.setdefault(variant, []).append({**rec, "_path": str(path), "per_user": {"metric": "ndcg@10"}})
+    lines = verdict_lines(groups)
+    protocol = [line for line in lines if line.startswith("Protocol: ")]
+    assert [line.split(" by ")[0] for line in protocol] == [
+        "Protocol: EAGPS train_protocol=sequence is **behind** EAGPS",
+        "Protocol: SASRec train_protocol=sequence is **ahead** of SASRec",
+    ]
+    verdicts = [line for line in lines if line.startswith(("Verdict: ", "Against each model: "))]
+    assert verdicts and all("train_protocol" not in line for line in verdicts)  # EAGPS against SASRec only
+    assert verdicts[0].startswith("Verdict: EAGPS is **ahead** of SASRec")
