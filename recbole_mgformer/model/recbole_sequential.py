@@ -9,6 +9,7 @@ import importlib
 
 import torch
 
+from recbole_mgformer.model.loss import linear_cross_entropy
 from recbole_mgformer.model.precision import resolve_precision
 from recbole_mgformer.safety.models import anomaly_mode_kept
 
@@ -76,12 +77,32 @@ def trained_positions(outputs, targets):
     return outputs[trained], targets[trained]
 
 
-def trains_whole_sequences(config, model):
-    """True where ``config`` trains ``model`` under ``train_protocol: sequence`` (a loss at every position of a
-    window, :mod:`recbole_mgformer.data.sequence_windows`), which scores every item at every position: a
-    cross-entropy, never BPR's sampled negatives."""
+def whole_sequence_stride(config, model):
+    """The window stride where ``config`` trains ``model`` under ``train_protocol: sequence`` (a loss at every
+    trained position of a window, :mod:`recbole_mgformer.data.sequence_windows`), else None (RecBole's prefix rows).
+    The protocol scores every item at every position: a cross-entropy, never BPR's sampled negatives."""
     if train_protocol(config) != "sequence":
-        return False
+        return None
     if (config["loss_type"] or "CE") != "CE":
         raise ValueError(f"{model}: train_protocol: sequence trains with loss_type: CE, got {config['loss_type']!r}")
-    return True
+    return window_stride(config)
+
+
+class WholeSequenceLoss:
+    """``calculate_loss`` of a RecBole sequential model whose item embeddings score the items (SASRec, GRU4Rec):
+    RecBole's under its prefix protocol, and under ``train_protocol: sequence`` a cross-entropy over every item at
+    every trained position of a window. The model sets ``window_stride`` (:func:`whole_sequence_stride`) and
+    ``encoder_dtype``, and gives ``every_position(item_seq, item_seq_len, targets)``: its outputs at the real
+    positions (N, H) and their targets (N,), in one order."""
+
+    TRAIN_PROTOCOLS = TRAIN_PROTOCOLS
+
+    def calculate_loss(self, interaction):
+        if self.window_stride is None:
+            return super().calculate_loss(interaction)
+        item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
+        targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID], self.window_stride)
+        with encoder_autocast(self.encoder_dtype, item_seq.device):
+            hidden, targets = self.every_position(item_seq, item_seq_len, targets)  # (N, H), (N,)
+        hidden, targets = trained_positions(hidden.float(), targets)
+        return linear_cross_entropy(hidden, self.item_embedding.weight, None, targets)

@@ -66,8 +66,7 @@ from recbole_mgformer.model.recbole_sequential import (
     encoder_precision,
     next_item_targets,
     trained_positions,
-    trains_whole_sequences,
-    window_stride,
+    whole_sequence_stride,
 )
 
 EA_NORMS = ("l2", "softmax")
@@ -114,8 +113,7 @@ class EAGPS(ModelContract, SharedSparseBuffers, SequentialRecommender):
                 f"{name}: the cross-entropy over all items (Eq. 28) takes no sampled negatives; "
                 "set train_neg_sample_args: ~"
             )
-        self.whole_sequences = trains_whole_sequences(config, name)
-        self.window_stride = window_stride(config) if self.whole_sequences else None
+        self.window_stride = whole_sequence_stride(config, name)  # None: RecBole's prefix rows
         # the training loss's output-layer matmuls (Eq. 27-28), the largest of its step; scoring stays fp32
         self.matmul_dtype = encoder_precision(config["precision"], config["device"], name)
         self.n_users = dataset.user_num
@@ -227,7 +225,7 @@ class EAGPS(ModelContract, SharedSparseBuffers, SequentialRecommender):
     def calculate_loss(self, interaction):
         """Eq. 28: cross-entropy of the next item over all items, averaged over the batch's prefixes (or, under
         ``train_protocol: sequence``, over every position of the batch's windows)."""
-        if self.whole_sequences:
+        if self.window_stride is not None:
             item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
             rows, hidden = self.forward_every_position(item_seq, item_seq_len, interaction[self.USER_ID])
             targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID], self.window_stride)

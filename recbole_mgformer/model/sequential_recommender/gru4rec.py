@@ -29,46 +29,33 @@ import torch
 
 from recbole_mgformer.model.abstract_recommender import ModelContract
 from recbole_mgformer.model.dropout import dropout
-from recbole_mgformer.model.loss import linear_cross_entropy
 from recbole_mgformer.model.recbole_sequential import (
-    TRAIN_PROTOCOLS,
+    WholeSequenceLoss,
     encoder_autocast,
     encoder_precision,
-    next_item_targets,
     recbole_sequential_model,
-    trained_positions,
-    trains_whole_sequences,
-    window_stride,
+    whole_sequence_stride,
 )
 
 RecBoleGRU4Rec = recbole_sequential_model("GRU4Rec")
 
 
-class GRU4Rec(ModelContract, RecBoleGRU4Rec):
+class GRU4Rec(WholeSequenceLoss, ModelContract, RecBoleGRU4Rec):
     r"""GRU4Rec; RecBole's options (``embedding_size``, ``hidden_size``, ``num_layers``, ``dropout_prob``,
     ``loss_type``), ``precision`` (fp32 | bf16 | auto) for the encoder, and ``train_protocol`` (prefix |
     sequence)."""
 
-    TRAIN_PROTOCOLS = TRAIN_PROTOCOLS
-
     def __init__(self, config, dataset):
         super().__init__(config, dataset)
         self.encoder_dtype = encoder_precision(config["precision"], config["device"], "GRU4Rec")
-        self.whole_sequences = trains_whole_sequences(config, "GRU4Rec")
-        self.window_stride = window_stride(config) if self.whole_sequences else None
+        self.window_stride = whole_sequence_stride(config, "GRU4Rec")  # None: RecBole's prefix rows
 
-    def calculate_loss(self, interaction):
-        if not self.whole_sequences:
-            return super().calculate_loss(interaction)
-        item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
-        targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID], self.window_stride)
-        with encoder_autocast(self.encoder_dtype, item_seq.device):
-            items = dropout(self.item_embedding(item_seq), self.emb_dropout.p, self.training)  # (B, L, E)
-            outputs, order = gru_every_output(self.gru_layers, items, item_seq_len)  # (N, H), (B,)
-            hidden = self.dense(outputs).float()  # (N, E)
+    def every_position(self, item_seq, item_seq_len, targets):
+        """The output at every real step, step by step (N, E), and the targets (B, L) there in that order (N,)."""
+        items = dropout(self.item_embedding(item_seq), self.emb_dropout.p, self.training)  # (B, L, E)
+        outputs, order = gru_every_output(self.gru_layers, items, item_seq_len)  # (N, H), (B,)
         real = torch.arange(item_seq.size(1), device=item_seq.device)[:, None] < item_seq_len[order][None, :]
-        hidden, step_targets = trained_positions(hidden, targets[order].t()[real])  # step by step, as the outputs
-        return linear_cross_entropy(hidden, self.item_embedding.weight, None, step_targets)
+        return self.dense(outputs), targets[order].t()[real]
 
     def forward(self, item_seq, item_seq_len):
         """The output at each sequence's last item: item_seq (B, L), item_seq_len (B,) -> (B, embedding_size)."""

@@ -40,17 +40,13 @@ import torch.nn.functional as F
 
 from recbole_mgformer.model.abstract_recommender import ModelContract
 from recbole_mgformer.model.dropout import dropout
-from recbole_mgformer.model.loss import linear_cross_entropy
 from recbole_mgformer.model.options import positive_int
 from recbole_mgformer.model.recbole_sequential import (
-    TRAIN_PROTOCOLS,
+    WholeSequenceLoss,
     encoder_autocast,
     encoder_precision,
-    next_item_targets,
     recbole_sequential_model,
-    trained_positions,
-    trains_whole_sequences,
-    window_stride,
+    whole_sequence_stride,
 )
 
 RecBoleSASRec = recbole_sequential_model("SASRec")
@@ -133,12 +129,10 @@ def feed_forward(ffn, hidden, activation, training):
     return ffn.LayerNorm(dropout(out, ffn.dropout.p, training) + hidden)
 
 
-class SASRec(ModelContract, RecBoleSASRec):
+class SASRec(WholeSequenceLoss, ModelContract, RecBoleSASRec):
     r"""SASRec; RecBole's options (``n_layers``, ``n_heads``, ``hidden_size``, ``inner_size``,
     ``hidden_dropout_prob``, ``attn_dropout_prob``, ``hidden_act``, ``layer_norm_eps``, ``initializer_range``,
     ``loss_type``), ``precision`` (fp32 | bf16 | auto) for the encoder, and ``train_protocol`` (prefix | sequence)."""
-
-    TRAIN_PROTOCOLS = TRAIN_PROTOCOLS
 
     def __init__(self, config, dataset):
         if config["hidden_act"] not in ACTIVATIONS:
@@ -147,18 +141,12 @@ class SASRec(ModelContract, RecBoleSASRec):
         super().__init__(config, dataset)
         self.activation = ACTIVATIONS[self.hidden_act]
         self.encoder_dtype = encoder_precision(config["precision"], config["device"], "SASRec")
-        self.whole_sequences = trains_whole_sequences(config, "SASRec")
-        self.window_stride = window_stride(config) if self.whole_sequences else None
+        self.window_stride = whole_sequence_stride(config, "SASRec")  # None: RecBole's prefix rows
 
-    def calculate_loss(self, interaction):
-        if not self.whole_sequences:
-            return super().calculate_loss(interaction)
-        item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
-        targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID], self.window_stride)
-        with encoder_autocast(self.encoder_dtype, item_seq.device):
-            rows, hidden = self.encode(item_seq, item_seq_len, every_position=True)  # (N,), (N, H)
-        hidden, targets = trained_positions(hidden.float(), targets.flatten()[rows])
-        return linear_cross_entropy(hidden, self.item_embedding.weight, None, targets)
+    def every_position(self, item_seq, item_seq_len, targets):
+        """The last layer's output at every real position (N, H) and the targets (B, L) there (N,)."""
+        rows, hidden = self.encode(item_seq, item_seq_len, every_position=True)
+        return hidden, targets.flatten()[rows]
 
     def forward(self, item_seq, item_seq_len):
         """The last layer's output at each sequence's last item: item_seq (B, L), item_seq_len (B,) -> (B, H),

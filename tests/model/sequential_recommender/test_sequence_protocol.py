@@ -47,7 +47,7 @@ def prefix_twin(name, config, model, train):
     if name == "EAGPS":
         twin = type(model)(config, train._dataset)
         twin.load_state_dict(model.state_dict())
-        twin.whole_sequences = False
+        twin.window_stride = None
         return twin
     return recbole_twin(recbole_sequential_model(name), config, model, train)
 
