@@ -37,8 +37,11 @@ def test_main_times_recboles_models_and_ours_under_both_heaps_and_writes_the_tab
     for r in records:  # the window arm: fewer rows a step, about as many steps an epoch
         assert r["sequence_step_s"] > 0 and 1 <= r["sequence_windows_per_step"] < 16
         assert abs(r["sequence_steps_per_epoch"] - r["steps_per_epoch"]) <= 0.5 * r["steps_per_epoch"]
-        epochs = r["recbole_step_s"] * r["steps_per_epoch"], r["sequence_step_s"] * r["sequence_steps_per_epoch"]
-        assert r["epoch_speedup_sequence"] == pytest.approx(epochs[0] / epochs[1], rel=0.02)
+        # the ratio of the two epochs, within what rounding the steps to 4 decimals (and it to 2) leaves
+        ratio = r["steps_per_epoch"] / r["sequence_steps_per_epoch"]
+        low = (r["recbole_step_s"] - 5e-5) / (r["sequence_step_s"] + 5e-5) * ratio - 0.005
+        high = (r["recbole_step_s"] + 5e-5) / (r["sequence_step_s"] - 5e-5) * ratio + 0.005
+        assert low <= r["epoch_speedup_sequence"] <= high
         assert r["sequence_bf16_step_s"] > 0
 
 
