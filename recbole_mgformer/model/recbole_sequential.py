@@ -68,12 +68,13 @@ def next_item_targets(item_seq, item_seq_len, target, stride=None):
     return targets
 
 
-def trained_positions(outputs, targets):
-    """The outputs (N, C) and targets (N,) of the positions with a target (not 0: a window with a stride below
-    its length trains its last ``stride`` positions only)."""
-    trained = targets != 0
-    if bool(trained.all()):
+def trained_positions(outputs, targets, stride, window):
+    """The outputs (N, C) and targets (N,) of the positions with a target: all of a window's real positions at a
+    ``stride`` of the whole ``window`` (no selection, so no host sync), else only those whose target is not 0 (a
+    window trains its last ``stride`` positions)."""
+    if stride >= window:
         return outputs, targets
+    trained = targets != 0
     return outputs[trained], targets[trained]
 
 
@@ -104,5 +105,5 @@ class WholeSequenceLoss:
         targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID], self.window_stride)
         with encoder_autocast(self.encoder_dtype, item_seq.device):
             hidden, targets = self.every_position(item_seq, item_seq_len, targets)  # (N, H), (N,)
-        hidden, targets = trained_positions(hidden.float(), targets)
+        hidden, targets = trained_positions(hidden.float(), targets, self.window_stride, item_seq.size(1))
         return linear_cross_entropy(hidden, self.item_embedding.weight, None, targets)

@@ -229,7 +229,7 @@ class EAGPS(ModelContract, SharedSparseBuffers, SequentialRecommender):
             item_seq, item_seq_len = interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN]
             rows, hidden = self.forward_every_position(item_seq, item_seq_len, interaction[self.USER_ID])
             targets = next_item_targets(item_seq, item_seq_len, interaction[self.POS_ITEM_ID], self.window_stride)
-            hidden, targets = trained_positions(hidden, targets.flatten()[rows])
+            hidden, targets = trained_positions(hidden, targets.flatten()[rows], self.window_stride, item_seq.size(1))
             return linear_cross_entropy(hidden, self.output.weight, self.output.bias, targets, self.matmul_dtype)
         hidden = self.forward(
             interaction[self.ITEM_SEQ], interaction[self.ITEM_SEQ_LEN], interaction[self.USER_ID]

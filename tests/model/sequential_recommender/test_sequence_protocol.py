@@ -133,7 +133,7 @@ def test_causal_soft_attention_is_each_prefixs_soft_attention_with_its_masked_po
             torch.testing.assert_close(pooled[b, t], expected, rtol=1e-5, atol=1e-6)
 
 
-def test_a_training_step_with_dropout_and_the_mask_lowers_nothing_into_nan(sequential_setup):
+def test_a_training_step_with_dropout_and_the_mask_is_finite_and_trains_the_mask_token(sequential_setup):
     _, model, (train, _, _) = sequential_setup(
         "EAGPS", train_protocol="sequence", **{**SMALL["EAGPS"], "dropout_prob": 0.2, "mask_ratio": 0.4}
     )
