@@ -189,44 +189,77 @@ def info_nce_over_all_nodes(anchors, positives, candidates, temperature):
     return (_SumOfExponentials.apply(scaled, candidates).log() - (scaled * positives).sum(dim=-1)).sum()
 
 
+# Bytes of the (b, c) logits handled at once: a 2 MiB block of rows stays in a core's L2 cache from its matmul
+# through the softmax to its gradient, where a whole (b, c) buffer would stream through memory at every pass.
+CROSS_ENTROPY_BLOCK_BYTES = 2 << 20
+
+
+def cross_entropy_block_rows(classes):
+    """Rows of a block of the full-class logits: :data:`CROSS_ENTROPY_BLOCK_BYTES` of fp32, at least one row."""
+    return max(1, CROSS_ENTROPY_BLOCK_BYTES // (4 * classes))
+
+
 class _LinearCrossEntropy(torch.autograd.Function):
-    """``F.cross_entropy(F.linear(hidden, weight, bias), target)`` with one (b, c) buffer: the logits become the
-    softmax in place and, in the backward, the logits' gradient ``(softmax - onehot) / b`` in place. Torch's pair
-    allocates and streams four (b, c) tensors (log-softmax, its exponential in the backward, the NLL's scattered
-    gradient and the log-softmax's), which on a full-item loss (c = every item) costs more than the matmuls.
-    With ``dtype`` bf16 the three matmuls take bf16 inputs (fp32 sums); the softmax and the loss stay fp32."""
+    """``F.cross_entropy(F.linear(hidden, weight, bias), target)`` a block of rows at a time: each block's logits
+    become its softmax, its share of the loss and the logits' gradient ``(softmax - onehot) / b`` while in cache,
+    and the gradients of hidden, weight and bias are formed in the forward (the loss is a scalar: the backward only
+    scales them). Torch's pair streams four (b, c) tensors through memory (log-softmax, its exponential in the
+    backward, the NLL's scattered gradient and the log-softmax's), which on a full-item loss (c = every item) costs
+    more than the matmuls. With ``dtype`` bf16 the three matmuls take bf16 inputs (fp32 sums); the softmax, the
+    loss and the gradients' sums stay fp32."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, target, dtype):
-        logits = (hidden.to(dtype) @ weight.to(dtype).T).float()  # (b, c)
-        if bias is not None:
-            logits.add_(bias)  # in place: addmm would first copy the bias into every row
-        picked = logits.gather(1, target.unsqueeze(1))  # (b, 1)
-        peak = logits.amax(dim=1, keepdim=True)
-        probabilities = logits.sub_(peak).exp_()  # exp(logit - max), in place
-        total = probabilities.sum(dim=1, keepdim=True)
-        loss = (total.log() + peak - picked).mean()  # log-sum-exp minus the target's logit
-        probabilities.div_(total)
-        ctx.dtype, ctx.has_bias = dtype, bias is not None
-        ctx.save_for_backward(hidden, weight, probabilities, target)
-        return loss
+    def forward(ctx, hidden, weight, bias, target, dtype, wants_grad):
+        b = len(target)
+        hidden_mm, weight_mm = hidden.to(dtype), weight.to(dtype)
+        loss = torch.zeros((), device=hidden.device)
+        hidden_grad = torch.empty_like(hidden) if wants_grad else None
+        weight_grad = torch.zeros(weight.shape, device=weight.device) if wants_grad else None  # fp32 sums
+        bias_grad = torch.zeros_like(bias) if wants_grad and bias is not None else None
+        rows = cross_entropy_block_rows(weight.shape[0])
+        for start in range(0, b, rows):
+            block, block_target = slice(start, start + rows), target[start : start + rows, None]
+            logits = (hidden_mm[block] @ weight_mm.T).float()  # (r, c)
+            if bias is not None:
+                logits.add_(bias)  # in place: addmm would first copy the bias into every row
+            picked = logits.gather(1, block_target)  # (r, 1)
+            peak = logits.amax(dim=1, keepdim=True)
+            probabilities = logits.sub_(peak).exp_()  # exp(logit - max), in place
+            total = probabilities.sum(dim=1, keepdim=True)
+            loss += (total.log() + peak - picked).sum()  # log-sum-exp minus the target's logit
+            if not wants_grad:
+                continue
+            logits_grad = probabilities.mul_(total.reciprocal_().div_(b))  # softmax / b
+            logits_grad.scatter_add_(1, block_target, logits_grad.new_full(block_target.shape, -1.0 / b))
+            if bias_grad is not None:
+                bias_grad += logits_grad.sum(dim=0)
+            logits_grad = logits_grad.to(dtype)
+            hidden_grad[block] = logits_grad @ weight_mm
+            weight_grad += logits_grad.T @ hidden_mm[block]
+        ctx.save_for_backward(hidden_grad, weight_grad, bias_grad)
+        ctx.weight_dtype = weight.dtype
+        return loss / b
 
     @staticmethod
     def backward(ctx, grad):
-        hidden, weight, probabilities, target = ctx.saved_tensors  # a second backward fails on the version check
-        rows = torch.arange(len(target), device=target.device)
-        probabilities[rows, target] -= 1.0
-        logits_grad = probabilities.mul_(grad / len(target))  # (b, c)
-        bias_grad = logits_grad.sum(dim=0) if ctx.has_bias else None
-        logits_grad = logits_grad.to(ctx.dtype)
-        hidden_grad = (logits_grad @ weight.to(ctx.dtype)).to(hidden.dtype)
-        weight_grad = (logits_grad.T @ hidden.to(ctx.dtype)).to(weight.dtype)
-        return hidden_grad, weight_grad, bias_grad, None, None
+        hidden_grad, weight_grad, bias_grad = ctx.saved_tensors
+        if hidden_grad is None:
+            raise RuntimeError("linear_cross_entropy ran without gradients (torch.no_grad): it has no backward")
+        return (
+            hidden_grad * grad,
+            (weight_grad * grad).to(ctx.weight_dtype),
+            None if bias_grad is None else bias_grad * grad,
+            None,
+            None,
+            None,
+        )
 
 
 def linear_cross_entropy(hidden, weight, bias, target, dtype=torch.float32):
     """The mean cross-entropy of ``hidden @ weight.T + bias`` against ``target``: hidden (b, k), weight (c, k),
     bias (c,) or None, target (b,) class ids -> scalar; the same function and gradients as ``F.cross_entropy`` of
     ``F.linear`` (no ignored index, no label smoothing), in less memory traffic. ``dtype`` (bf16) is the matmuls'
-    input format (:mod:`recbole_mgformer.model.precision`); the softmax, the loss and the gradients' sums are fp32."""
-    return _LinearCrossEntropy.apply(hidden, weight, bias, target, dtype)
+    input format (:mod:`recbole_mgformer.model.precision`); the softmax, the loss and the gradients' sums are fp32.
+    Without gradients (``torch.no_grad``, or no input requiring them) only the loss is computed."""
+    wants_grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (hidden, weight, bias))
+    return _LinearCrossEntropy.apply(hidden, weight, bias, target, dtype, wants_grad)

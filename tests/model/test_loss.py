@@ -1,9 +1,13 @@
 import itertools
 import math
 
+import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from recbole_mgformer.model import loss as loss_module
 from recbole_mgformer.model.loss import (
     alignment_loss,
     bpr_loss,
@@ -236,3 +240,82 @@ def test_linear_cross_entropy_in_bf16_rounds_the_matmul_inputs_only():
         assert ours.grad.dtype == torch.float32
         torch.testing.assert_close(ours.grad, exact.grad, rtol=0.05, atol=2e-3)
     assert not torch.equal(inputs[0].grad, fp32[0].grad)  # the rounding is real
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 9),
+    classes=st.integers(1, 12),
+    block_rows=st.integers(1, 10),
+    with_bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_linear_cross_entropy_in_blocks_of_any_size_is_torchs_loss_and_gradients(
+    rows, classes, block_rows, with_bias, seed
+):
+    """However the rows split into cached blocks (one block, ragged last blocks, a row each), the loss and the
+    gradients are torch's ``F.cross_entropy(F.linear(...))``, large logits included."""
+    g = torch.Generator().manual_seed(seed)
+    hidden = torch.randn(rows, 3, generator=g)
+    weight = 20 * torch.randn(classes, 3, generator=g)
+    bias = torch.randn(classes, generator=g) if with_bias else None
+    target = torch.randint(0, classes, (rows,), generator=g)
+    inputs = [x for x in (hidden, weight, bias) if x is not None]
+    ours_inputs = [x.clone().requires_grad_() for x in inputs]
+    theirs_inputs = [x.double().requires_grad_() for x in inputs]  # torch's loss in fp64, the reference
+    block_bytes = loss_module.CROSS_ENTROPY_BLOCK_BYTES
+    loss_module.CROSS_ENTROPY_BLOCK_BYTES = 4 * classes * block_rows  # block_rows rows a block
+    try:
+        assert loss_module.cross_entropy_block_rows(classes) == block_rows
+        ours = linear_cross_entropy(*ours_inputs[:2], ours_inputs[2] if with_bias else None, target)
+    finally:
+        loss_module.CROSS_ENTROPY_BLOCK_BYTES = block_bytes
+    theirs = F.cross_entropy(F.linear(*theirs_inputs), target)
+    torch.testing.assert_close(ours.double(), theirs, rtol=1e-5, atol=1e-5)
+    for a, b in zip(torch.autograd.grad(ours, ours_inputs), torch.autograd.grad(theirs, theirs_inputs)):
+        torch.testing.assert_close(a.double(), b, rtol=1e-4, atol=1e-5)
+
+
+def test_linear_cross_entropy_without_gradients_computes_the_loss_only():
+    g = torch.Generator().manual_seed(3)
+    hidden, weight = torch.randn(5, 4, generator=g, requires_grad=True), torch.randn(7, 4, generator=g)
+    target = torch.tensor([0, 6, 2, 2, 1])
+    with torch.no_grad():
+        loss = linear_cross_entropy(hidden, weight, None, target)
+    torch.testing.assert_close(loss, F.cross_entropy(hidden.detach() @ weight.T, target))
+    assert loss.grad_fn is None
+    detached = linear_cross_entropy(hidden.detach(), weight, None, target)  # nothing requires a gradient
+    torch.testing.assert_close(detached, loss)
+    assert detached.grad_fn is None
+
+
+def test_linear_cross_entropy_backward_scales_the_gradients_by_the_upstream_gradient():
+    g = torch.Generator().manual_seed(4)
+    hidden, weight = torch.randn(6, 3, generator=g, requires_grad=True), torch.randn(5, 3, generator=g)
+    target = torch.tensor([0, 4, 1, 1, 3, 2])
+    ours = torch.autograd.grad(3.5 * linear_cross_entropy(hidden, weight, None, target), hidden)[0]
+    theirs = torch.autograd.grad(3.5 * F.cross_entropy(hidden @ weight.T, target), hidden)[0]
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("block_rows", [1, 5, 64])
+def test_linear_cross_entropy_in_bf16_keeps_bf16s_precision_in_blocks(block_rows):
+    """bf16 matmul inputs, in blocks of any size: the loss does not depend on the blocks (each row's logits are the
+    same), and the gradients are the fp32 ones to bf16's precision."""
+    g = torch.Generator().manual_seed(5)
+    hidden, weight = torch.randn(64, 16, generator=g), torch.randn(300, 16, generator=g)
+    target = torch.randint(0, 300, (64,), generator=g)
+    block_bytes = loss_module.CROSS_ENTROPY_BLOCK_BYTES
+    losses = []
+    for rows, dtype in ((64, torch.bfloat16), (block_rows, torch.bfloat16), (64, torch.float32)):
+        loss_module.CROSS_ENTROPY_BLOCK_BYTES = 4 * 300 * rows
+        try:
+            inputs = [x.clone().requires_grad_() for x in (hidden, weight)]
+            loss = linear_cross_entropy(*inputs, None, target, dtype)
+            losses.append((loss, *torch.autograd.grad(loss, inputs)))
+        finally:
+            loss_module.CROSS_ENTROPY_BLOCK_BYTES = block_bytes
+    (one_block, *_), (blocked, *blocked_grads), (_, *exact_grads) = losses
+    torch.testing.assert_close(blocked, one_block, rtol=1e-6, atol=1e-6)
+    for ours, exact in zip(blocked_grads, exact_grads):
+        torch.testing.assert_close(ours, exact, rtol=0.05, atol=2e-3)
