@@ -23,7 +23,8 @@ held equal by ``tests/model/sequential_recommender/test_eagps_step.py``) with le
 heads as one block-diagonal matmul with a written-out l2 backward; Eq. 20 only at the real, unmasked positions
 (packed), with its item half multiplied once per item rather than per position; masked positions summed per
 sequence; dropout from uniform draws (:mod:`recbole_mgformer.model.dropout`, the same distribution); the mask from
-one sort; the full-item cross-entropy a cached block of rows at a time (:func:`recbole_mgformer.model.loss.linear_cross_entropy`).
+one sort; the full-item cross-entropy a cached block of rows at a time
+(:func:`recbole_mgformer.model.loss.linear_cross_entropy`).
 
 ``train_protocol: sequence`` (:mod:`recbole_mgformer.data.sequence_windows`) trains on whole windows, with the loss
 of Eq. 28 at every position: Eq. 21-24 for every prefix of a window at once (each prefix its own mask draw and its
