@@ -61,9 +61,10 @@ def test_an_untuned_dataset_trains_nothing_on_whole_sequences(tmp_path):
     assert all("--tune-budget" in c for c in ran) and skipped.count("skipped") == 3
 
 
-def test_a_dataset_under_the_whole_sequence_protocol_runs_the_campaign_without_the_protocol_step(tmp_path):
-    # ml-100k-seq-whole sets train_protocol: sequence itself: its searched rows are already the whole-sequence rows
-    assert "train_protocol: sequence" in (properties_dir() / "dataset" / "ml-100k-seq-whole.yaml").read_text()
-    ran, skipped = commands(tmp_path, "B", "ml-100k-seq-whole")
+@pytest.mark.parametrize("dataset", ["ml-100k-seq-whole", "amazon-beauty-seq-whole"])
+def test_a_dataset_under_the_whole_sequence_protocol_runs_the_campaign_without_the_protocol_step(tmp_path, dataset):
+    # the dataset sets train_protocol: sequence itself: its searched rows are already the whole-sequence rows
+    assert "train_protocol: sequence" in (properties_dir() / "dataset" / f"{dataset}.yaml").read_text()
+    ran, skipped = commands(tmp_path, "B", dataset)
     assert [models_of(c) for c in ran] == ["EAGPS-ablations", "GRU4Rec", "SASRec"]
     assert all("--tune-budget" in c for c in ran) and "skipped" not in skipped
