@@ -109,13 +109,28 @@ def _legacy_history(path, start_epoch):
     return history if len(history.get("train_seconds", [])) == start_epoch else None
 
 
-def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progress=False):
+def fit_resumably(
+    trainer,
+    train_data,
+    valid_data,
+    checkpoint,
+    label,
+    show_progress=False,
+    callback_fn=None,
+    on_resume=None,
+    run_state_fn=None,
+):
     """``trainer.fit`` that an interrupted run continues where it stopped; returns (best valid result, RunTimer).
 
     ``checkpoint`` holds the best epoch (what the test loads); after every epoch the last epoch goes beside
     it with the timings so far and the random streams' states, in one atomic write (``_resume_files``), and a rerun
     resumes from it, training on exactly as the uninterrupted run would, or from ``checkpoint`` alone when it is
     missing. ``forget_resume_state`` removes it once the run's record is written.
+
+    ``run_state_fn(epoch, score)``, called after each evaluation, returns plain data to keep in the checkpoint
+    (``trainer.resumed_run_state`` after a resume); ``callback_fn(epoch, score)`` runs next, once the checkpoint is
+    written. ``on_resume(timer)`` runs after a resume, before training goes on; when it returns True the run had
+    ended (its last evaluation stopped it) and nothing more is trained.
     """
     latest, legacy_history = _resume_files(checkpoint)
     history = None
@@ -136,16 +151,20 @@ def fit_resumably(trainer, train_data, valid_data, checkpoint, label, show_progr
     trainer.saved_model_file = str(checkpoint)
     timer = RunTimer(trainer, history, first_epoch=trainer.start_epoch)
 
-    def save_latest(epoch, _score):
+    def save_latest(epoch, score):
         random_state = capture_random_state(trainer.model, train_data) if single_process else None
         trainer._save_checkpoint(
             epoch,
             verbose=False,
             saved_model_file=str(latest),
-            run_state={"history": timer.history()},
+            run_state={"history": timer.history(), **(run_state_fn(epoch, score) if run_state_fn else {})},
             random_state=random_state,
         )
+        if callback_fn is not None:
+            callback_fn(epoch, score)
 
+    if trainer.start_epoch and on_resume is not None and on_resume(timer):
+        return trainer.best_valid_result, timer
     _, best_valid_result = trainer.fit(
         train_data, valid_data, saved=True, show_progress=show_progress, callback_fn=save_latest
     )

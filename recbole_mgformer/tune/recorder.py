@@ -7,7 +7,15 @@ from pathlib import Path
 from ray.tune import Callback
 
 from recbole_mgformer.tune.records import records_folder, search_digest, write_trial_record
-from recbole_mgformer.tune.trials import INDEX, METRIC, PROGRESS, error_line, trial_params
+from recbole_mgformer.tune.trials import (
+    INDEX,
+    METRIC,
+    PROGRESS,
+    UNFINISHED,
+    error_line,
+    forget_unfinished,
+    trial_params,
+)
 
 
 class TrialRecorder(Callback):
@@ -47,6 +55,10 @@ class TrialRecorder(Callback):
 
     def on_experiment_end(self, trials, **info):
         self._write_failed(wait=False)
+        try:  # the running trials' checkpoints are gone once each is recorded; a stopped search's stay
+            (Path(self.request["experiment"]) / UNFINISHED).rmdir()
+        except OSError:
+            pass
 
     def _write_failed(self, wait):
         still = []
@@ -89,6 +101,8 @@ class TrialRecorder(Callback):
             record["status"], record["error"] = "failed", f"no finite {METRIC} reported"
         write_trial_record(records_folder(self.request), record)
         self.written[index] = record
+        if self.plan.drawn is not None:
+            forget_unfinished(self.request, index)  # recorded: it never runs again
 
     def unfinished_rows(self):
         """Rows of the trials that started in this run and have no record: the search stopped them."""

@@ -27,6 +27,7 @@ from recbole_mgformer.tune.request import check_address, check_dataset_files, ma
 from recbole_mgformer.tune.resume import prepare_experiment
 from recbole_mgformer.tune.retrain import retrain_on_ray
 from recbole_mgformer.tune.space import TuneSetupError
+from recbole_mgformer.tune.trials import UNFINISHED
 from recbole_mgformer.tune.tuner import build_tuner, check_resources, default_temp_dir, fit_tuner, init_ray
 
 # the request's and the tuner's pieces used from here before they had their own modules
@@ -216,15 +217,20 @@ def tune_recommender(
 
 
 def resume_line(request, plan):
-    """The log line of a resumed search: what it keeps, what it runs, and that unfinished trials start over."""
+    """The log line of a resumed search: what it keeps, what it runs, and where unfinished trials go on from."""
+    if not plan.to_run:
+        where = ""
+    elif plan.drawn is None:  # hyperopt's trials are known by their values only once they end
+        where = ", those that were running when the search stopped among them, each from its first epoch"
+    else:
+        kept = sorted((Path(request["experiment"]) / UNFINISHED).glob("trial-*.latest.pth"))
+        where = (
+            ", those that were running when the search stopped among them, each from its last epoch's checkpoint "
+            f"({len(kept)} in {Path(request['experiment']) / UNFINISHED}), else from its first epoch"
+        )
     return (
         f"resuming {request['name']}: {len(plan.records)} of {plan.total} trials finished (kept, not trained "
-        f"again); {plan.to_run} to run"
-        + (
-            ", those that were running when the search stopped among them, each from its first epoch"
-            if plan.to_run
-            else ""
-        )
+        f"again); {plan.to_run} to run" + where
     )
 
 

@@ -157,7 +157,8 @@ def test_a_search_resumed_after_losing_its_machine_runs_the_trials_an_uninterrup
     assert not marker.exists()
     assert lines == [
         "resuming MGFormer-tiny: 2 of 5 trials finished (kept, not trained again); 3 to run, those that were "
-        "running when the search stopped among them, each from its first epoch"
+        f"running when the search stopped among them, each from its last epoch's checkpoint (0 in {new / 'unfinished'}"
+        "), else from its first epoch"
     ]
     assert trial_configs(resumed) == trial_configs(whole) and not resumed["interrupted"]
     kept = {row["index"]: row for row in whole["rows"] if row["index"] in (0, 3)}
