@@ -24,10 +24,8 @@ def trial(tiny_data, tmp_path, monkeypatch):
     """``run(stop_after=None, model="BPR", **overrides)`` -> the results trial 1 reported (up to a stop after
     evaluation ``stop_after``, counted from 0), with the request it ran under."""
     (tmp_path / "tiny.yaml").write_text(TINY_YAML)
-    trial_dir = tmp_path / "trial"
-    trial_dir.mkdir()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(session, "get_trial_dir", lambda: str(trial_dir))
+    runs = []
     monkeypatch.setattr(trials, "_ray_gpu_ids", lambda: "")  # no Ray worker here: train on the CPU
 
     def run(stop_after=None, model="BPR", **overrides):
@@ -40,6 +38,10 @@ def trial(tiny_data, tmp_path, monkeypatch):
             "experiment": str(tmp_path / "experiment"),
         }
         reported = []
+        trial_dir = tmp_path / f"ray-{len(runs) + 1}" / "trial"  # each run of the search gives a new folder, as Ray
+        trial_dir.mkdir(parents=True)
+        runs.append(trial_dir)
+        monkeypatch.setattr(session, "get_trial_dir", lambda: str(trial_dir))
 
         def report(result):
             reported.append(dict(result))
