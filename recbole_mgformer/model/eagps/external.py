@@ -91,7 +91,11 @@ class ExternalEncoder(nn.Module):
     """Eq. 15 and 17 for one layer's item rows: ``LayerNorm(E + delta * concat_heads(EA(E)) W_1)``.
 
     The memories are this module's parameters; one instance serves every layer, so they are shared.
+    ``attention_dtype`` (bf16 under EAGPS's ``precision: bf16``) is the format of Eq. 13-14 in training: its (m, h *
+    alpha) scores are most of the encoder's memory traffic; evaluation stays fp32.
     """
+
+    attention_dtype = torch.float32
 
     def __init__(self, embedding_size, memory_size, n_heads, norm, delta, external_norm="node", item_weights=None):
         super().__init__()
@@ -107,10 +111,12 @@ class ExternalEncoder(nn.Module):
 
     def attend(self, items):
         """The heads' external attention, concatenated (before ``W_1``): (m, d) -> (m, d)."""
+        dtype = self.attention_dtype if self.training else torch.float32
+        x, keys, values = (t.to(dtype) for t in (items, self.memory_key, self.memory_value))
         if self.external_norm == "token":
             valid = torch.arange(items.shape[0], device=items.device) > 0  # item 0 is RecBole's padding
-            return token_external_attention(items, self.memory_key, self.memory_value, self.n_heads, valid)
-        return external_attention(items, self.memory_key, self.memory_value, self.n_heads, self.norm)
+            return token_external_attention(x, keys, values, self.n_heads, valid).to(items.dtype)
+        return external_attention(x, keys, values, self.n_heads, self.norm).to(items.dtype)
 
     def forward(self, items):  # (m, d) -> (m, d)
         z = self.heads_out(self.attend(items))

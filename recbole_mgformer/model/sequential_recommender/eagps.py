@@ -30,7 +30,8 @@ one sort; the full-item cross-entropy a cached block of rows at a time
 of Eq. 28 at every position: Eq. 21-24 for every prefix of a window at once (each prefix its own mask draw and its
 last position as the query: ``prefix_masks``, ``causal_soft_attention`` in ``eagps/decoder.py``), the graph encoder
 once a step as before. A protocol, off by default (``prefix``, RecBole's), its accuracy compared with RecBole's
-protocol on the sequential page. ``precision: bf16`` rounds the inputs of the training loss's output-layer matmuls.
+protocol on the sequential page. ``precision: bf16`` rounds the inputs of the training loss's output-layer matmuls
+and runs the external attention (Eq. 13-14) in bf16 in training.
 """
 
 import numpy as np
@@ -139,6 +140,7 @@ class EAGPS(ModelContract, SharedSparseBuffers, SequentialRecommender):
         self.external = self.external_encoder(
             d, self.memory_size, self.n_heads, self.ea_norm, self.delta, self.external_norm, item_weights
         )
+        self.external.attention_dtype = self.matmul_dtype  # Eq. 13-14 in training, as the output layer's matmuls
         self.position_prompt = nn.Embedding(self.max_seq_length, self.prompt_size)  # Ê_P, one row per position
         self.prompt_conv = nn.Conv1d(self.prompt_size, d, kernel_size=1)  # Eq. 19: W_c, b_c
         self.template = nn.Linear(2 * d, d)  # Eq. 20: W_2, b_2

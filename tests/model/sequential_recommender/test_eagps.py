@@ -12,7 +12,7 @@ from recbole_mgformer import run_recommender
 from recbole_mgformer.cli import main as cli_main
 from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.eagps.decoder import sequential_mask, soft_attention
-from recbole_mgformer.model.eagps.external import external_attention, token_external_attention
+from recbole_mgformer.model.eagps.external import ExternalEncoder, external_attention, token_external_attention
 from recbole_mgformer.model.eagps.graph import sequential_adjacency
 from recbole_mgformer.model.sequential_recommender.eagps import EAGPS
 from recbole_mgformer.quick_start import build_config, prepare
@@ -524,3 +524,30 @@ def test_each_option_trains(seq_setup, overrides):
     loss = model.calculate_loss(next(iter(train)))
     loss.backward()
     assert torch.isfinite(loss)
+
+
+@pytest.mark.parametrize("external_norm", ["node", "token"])
+def test_bf16_runs_the_external_attention_in_bf16_in_training_only(external_norm):
+    """``precision: bf16``: in training, Eq. 13-14 of bf16-rounded items and memories (the fp32 result to bf16's
+    precision); in evaluation, fp32 exactly."""
+    torch.manual_seed(0)
+    encoder = ExternalEncoder(8, 6, 2, "l2", 1.0, external_norm)
+    items = torch.randn(12, 8)
+    exact = encoder.attend(items)
+    encoder.attention_dtype = torch.bfloat16
+    encoder.eval()
+    assert torch.equal(encoder.attend(items), exact)
+    encoder.train()
+    rounded = encoder.attend(items)
+    assert rounded.dtype == torch.float32 and not torch.equal(rounded, exact)
+    torch.testing.assert_close(rounded, exact, rtol=0.05, atol=0.02)
+    memories = (encoder.memory_key.bfloat16(), encoder.memory_value.bfloat16())
+    if external_norm == "node":
+        torch.testing.assert_close(rounded, external_attention(items.bfloat16(), *memories, 2, "l2").float())
+
+
+def test_bf16_precision_sets_the_external_attentions_format(seq_setup):
+    _, model, _, _ = seq_setup(precision="bf16")
+    assert model.external.attention_dtype == torch.bfloat16
+    _, model, _, _ = seq_setup()
+    assert model.external.attention_dtype == torch.float32
