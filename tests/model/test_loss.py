@@ -276,7 +276,7 @@ def test_linear_cross_entropy_in_blocks_of_any_size_is_torchs_loss_and_gradients
         torch.testing.assert_close(a.double(), b, rtol=1e-4, atol=1e-5)
 
 
-def test_linear_cross_entropy_without_gradients_computes_the_loss_only():
+def test_linear_cross_entropy_without_gradients_is_torchs_loss_with_no_graph():
     g = torch.Generator().manual_seed(3)
     hidden, weight = torch.randn(5, 4, generator=g, requires_grad=True), torch.randn(7, 4, generator=g)
     target = torch.tensor([0, 6, 2, 2, 1])
