@@ -47,3 +47,29 @@ def test_every_exploration_record_is_cited_by_a_page_outside_it():
     assert not uncited, (
         f"exploration records no page cites (cite each where its finding is stated, or remove it): {uncited}"
     )
+
+
+def table_rows(page):
+    """Each markdown table row of ``page`` as a dict from its table's header to its cell."""
+    rows, header = [], None
+    for line in page.read_text().splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif not set("".join(cells)) <= set("-: "):
+            rows.append(dict(zip(header, cells)))
+    return rows
+
+
+def test_every_row_of_the_sequential_board_has_three_seeds_or_more():
+    """One-seed runs are exploration, not board rows: the board's verdicts are over seeds (issue: every row 3 seeds)."""
+    page = RESULTS / "sequential" / "leaderboard.md"
+    if not page.exists():
+        pytest.skip("no sequential board")
+    rows = [row for row in table_rows(page) if "seeds" in row]
+    assert rows, "the sequential board has no table with a seeds column"
+    short = [row["variant"] for row in rows if int(row["seeds"]) < 3]
+    assert not short, f"rows of fewer than 3 seeds on the sequential board (move them to results/exploration/): {short}"

@@ -125,7 +125,7 @@ def test_rendering_imports_neither_torch_nor_recbole(tmp_path):
     # a fresh process: this one has imported both long ago; a record of each kind of table, per-user values beside
     records = {
         "ml-100k": ["bpr-seed0.json", "bpr-seed0.users.json.gz"],
-        "ml-100k-seq": ["gru4rec-epochs-30-seed2020.json"],
+        "ml-100k-seq-whole": ["sasrec-seed0.json", "sasrec-seed0.users.json.gz"],
         "ml-100k-ctx-0.8": ["autoint-seed0.json", "autoint-seed0.users.json.gz"],
     }
     for dataset, files in records.items():
@@ -142,7 +142,7 @@ def test_rendering_imports_neither_torch_nor_recbole(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]", done.stdout
-    for page, row in (("ml-100k", "| BPR |"), ("sequential", "| GRU4Rec epochs=30 |"), ("context", "| AutoInt |")):
+    for page, row in (("ml-100k", "| BPR |"), ("sequential", "| SASRec |"), ("context", "| AutoInt |")):
         assert row in (tmp_path / "results" / page / "leaderboard.md").read_text(), page
 
 
