@@ -57,14 +57,47 @@ class _L2ExternalAttention(torch.autograd.Function):
         return grad_scores @ key_blocks.T, x.T @ grad_scores, grad_values, None
 
 
+def l2_collapses(memory_size, embedding_size, n_heads):
+    """Whether Eq. 13-14 with the l2 norm runs in :func:`collapsed_l2_external_attention`'s form: when a head's
+    width ``d/h`` is at most ``alpha``, its two (d/h, d/h) matrices are the smaller work and can have full rank."""
+    return embedding_size // n_heads <= memory_size
+
+
+def collapsed_l2_external_attention(x, memory_key, memory_value, n_heads):
+    """Eq. 13-14 with the l2 norm, without the (N, h, alpha) scores: x (N, d), memories (alpha, d) -> (N, d).
+
+    Per head ``j``, with the scores ``s = x_j K_j^T`` (``K_j`` the head's columns of ``M_k / sqrt(d/h)``):
+    ``s V_j / ||s|| = x_j (K_j^T V_j) / sqrt(x_j (K_j^T K_j) x_j^T)``. The ``alpha`` slots enter only through
+    the two (d/h, d/h) matrices, so a node costs O(d^2/h) instead of O(alpha d), with no alpha-wide buffer. The
+    same function (associativity), evaluated in fp64 (fp32 on MPS): the quadratic form's terms can cancel. A
+    node whose squared norm is below ``L2_FLOOR**2`` is divided by ``L2_FLOOR``, as in the scores' form."""
+    alpha, d = memory_key.shape
+    head = d // n_heads
+    wide = torch.float32 if x.device.type == "mps" else torch.float64  # MPS has no float64
+    keys = memory_key.to(wide).view(alpha, n_heads, head).transpose(0, 1) / math.sqrt(head)  # (h, alpha, d/h)
+    values = memory_value.to(wide).view(alpha, n_heads, head).transpose(0, 1)  # (h, alpha, d/h)
+    gram = keys.transpose(1, 2) @ keys  # (h, d/h, d/h): ||s||^2 = x_j gram_j x_j^T
+    carry = keys.transpose(1, 2) @ values  # (h, d/h, d/h): s V_j = x_j carry_j
+    # every head's x_j gram_j and x_j carry_j side by side: one (N, d) x (d, 2d) matmul of block-diagonal halves
+    maps = torch.cat([torch.block_diag(*gram), torch.block_diag(*carry)], dim=1)  # (d, 2d)
+    queries = x.to(wide)
+    projected, out = (queries @ maps).split(d, dim=1)  # (N, d) each
+    squared_norms = (projected * queries).view(-1, n_heads, head).sum(dim=-1, keepdim=True)  # (N, h, 1)
+    out = out.view(-1, n_heads, head) * squared_norms.clamp_min(L2_FLOOR**2).rsqrt()
+    return out.view(-1, d).to(x.dtype)
+
+
 def external_attention(x, memory_key, memory_value, n_heads, norm):
     """Multi-head external attention, Eq. 13-14 per head, heads concatenated (Eq. 15 before ``W_1``).
 
     x (N, d), memory_key and memory_value (alpha, d) -> (N, d). Head ``j`` takes feature columns
     ``j*d/h ... (j+1)*d/h`` of ``x`` and of both memories. The scores ``x M_k^T / sqrt(d/h)`` are
     normalised over each node's own ``alpha`` slots (``l2``: Eq. 13 as written; ``softmax``), so a node's
-    output depends on that node alone: the cost is O(N alpha d), linear in N.
+    output depends on that node alone: the cost is O(N alpha d), linear in N, and with ``l2`` O(N d^2/h) where
+    :func:`l2_collapses` (:func:`collapsed_l2_external_attention`).
     """
+    if norm == "l2" and l2_collapses(*memory_key.shape, n_heads):
+        return collapsed_l2_external_attention(x, memory_key, memory_value, n_heads)
     key_blocks = head_blocks(memory_key / math.sqrt(x.shape[1] // n_heads), n_heads)  # (d, h * alpha)
     value_blocks = head_blocks(memory_value, n_heads)
     if norm == "l2":
@@ -91,8 +124,9 @@ class ExternalEncoder(nn.Module):
     """Eq. 15 and 17 for one layer's item rows: ``LayerNorm(E + delta * concat_heads(EA(E)) W_1)``.
 
     The memories are this module's parameters; one instance serves every layer, so they are shared.
-    ``attention_dtype`` (bf16 under EAGPS's ``precision: bf16``) is the format of Eq. 13-14 in training: its (m, h *
-    alpha) scores are most of the encoder's memory traffic; evaluation stays fp32.
+    ``attention_dtype`` (bf16 under EAGPS's ``precision: bf16``) is the format of Eq. 13-14 in training where they
+    form the (m, h * alpha) scores, most of the encoder's memory traffic then; the l2 norm's collapsed form
+    (:func:`l2_collapses`) forms none and stays exact; evaluation stays fp32.
     """
 
     attention_dtype = torch.float32
@@ -111,7 +145,10 @@ class ExternalEncoder(nn.Module):
 
     def attend(self, items):
         """The heads' external attention, concatenated (before ``W_1``): (m, d) -> (m, d)."""
-        dtype = self.attention_dtype if self.training else torch.float32
+        collapsed = (
+            self.external_norm == "node" and self.norm == "l2" and l2_collapses(*self.memory_key.shape, self.n_heads)
+        )
+        dtype = self.attention_dtype if self.training and not collapsed else torch.float32
         x, keys, values = (t.to(dtype) for t in (items, self.memory_key, self.memory_value))
         if self.external_norm == "token":
             valid = torch.arange(items.shape[0], device=items.device) > 0  # item 0 is RecBole's padding

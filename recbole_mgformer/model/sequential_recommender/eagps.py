@@ -19,8 +19,10 @@ in Eq. 2), ``d`` embedding size, ``alpha`` memory slots, ``h`` heads, ``B`` batc
 The stages' pieces live in ``model/eagps/`` (``graph``, ``external``, ``decoder``); this file holds the model.
 
 The training step computes the same function as the straightforward form (``experiments/eagps_reference.py``,
-held equal by ``tests/model/sequential_recommender/test_eagps_step.py``) with less work: the external attention's
-heads as one block-diagonal matmul with a written-out l2 backward; Eq. 20 only at the real, unmasked positions
+held equal by ``tests/model/sequential_recommender/test_eagps_step.py``) with less work: the external attention with the
+l2 norm in its collapsed form (two (d/h, d/h) matrices a head in place of the (m, h, alpha) scores, the same function:
+:func:`recbole_mgformer.model.eagps.external.collapsed_l2_external_attention`), otherwise its heads as one
+block-diagonal matmul with a written-out l2 backward; Eq. 20 only at the real, unmasked positions
 (packed), with its item half multiplied once per item rather than per position; masked positions summed per
 sequence; dropout from uniform draws (:mod:`recbole_mgformer.model.dropout`, the same distribution); the mask from
 one sort; the full-item cross-entropy a cached block of rows at a time
@@ -31,7 +33,7 @@ of Eq. 28 at every position: Eq. 21-24 for every prefix of a window at once (eac
 last position as the query: ``prefix_masks``, ``causal_soft_attention`` in ``eagps/decoder.py``), the graph encoder
 once a step as before. A protocol, off by default (``prefix``, RecBole's), its accuracy compared with RecBole's
 protocol on the sequential page. ``precision: bf16`` rounds the inputs of the training loss's output-layer matmuls
-and runs the external attention (Eq. 13-14) in bf16 in training.
+and runs the external attention (Eq. 13-14) in bf16 in training where it forms the scores (not the collapsed form).
 """
 
 import numpy as np

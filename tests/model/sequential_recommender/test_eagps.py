@@ -526,12 +526,12 @@ def test_each_option_trains(seq_setup, overrides):
     assert torch.isfinite(loss)
 
 
-@pytest.mark.parametrize("external_norm", ["node", "token"])
-def test_bf16_runs_the_external_attention_in_bf16_in_training_only(external_norm):
-    """``precision: bf16``: in training, Eq. 13-14 of bf16-rounded items and memories (the fp32 result to bf16's
-    precision); in evaluation, fp32 exactly."""
+@pytest.mark.parametrize("external_norm, memory_size", [("node", 3), ("token", 6)])
+def test_bf16_runs_the_external_attention_in_bf16_in_training_only(external_norm, memory_size):
+    """``precision: bf16``: in training, Eq. 13-14 of bf16-rounded items and memories where they form the scores
+    (the fp32 result to bf16's precision); in evaluation, fp32 exactly."""
     torch.manual_seed(0)
-    encoder = ExternalEncoder(8, 6, 2, "l2", 1.0, external_norm)
+    encoder = ExternalEncoder(8, memory_size, 2, "l2", 1.0, external_norm)  # node: alpha 3 < d/h 4, the scores' form
     items = torch.randn(12, 8)
     exact = encoder.attend(items)
     encoder.attention_dtype = torch.bfloat16
@@ -544,6 +544,17 @@ def test_bf16_runs_the_external_attention_in_bf16_in_training_only(external_norm
     memories = (encoder.memory_key.bfloat16(), encoder.memory_value.bfloat16())
     if external_norm == "node":
         torch.testing.assert_close(rounded, external_attention(items.bfloat16(), *memories, 2, "l2").float())
+
+
+def test_bf16_leaves_the_collapsed_l2_attention_exact():
+    """The collapsed form (alpha >= d/h) forms no scores, so bf16 has nothing to save there: training stays fp32."""
+    torch.manual_seed(0)
+    encoder = ExternalEncoder(8, 6, 2, "l2", 1.0, "node")
+    items = torch.randn(12, 8)
+    exact = encoder.attend(items)
+    encoder.attention_dtype = torch.bfloat16
+    encoder.train()
+    assert torch.equal(encoder.attend(items), exact)
 
 
 def test_bf16_precision_sets_the_external_attentions_format(seq_setup):

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sequence_data import (  # noqa: F401 (a fixture)
     assert_same_loss_and_gradients,
     assert_same_scores,
@@ -19,7 +21,7 @@ from sequence_data import (  # noqa: F401 (a fixture)
 import recbole_mgformer.model.sequential_recommender.eagps as eagps_module
 from recbole_mgformer.model.dropout import keep_scale
 from recbole_mgformer.model.eagps.decoder import kept_positions, packed_soft_attention, sequential_mask, soft_attention
-from recbole_mgformer.model.eagps.external import external_attention
+from recbole_mgformer.model.eagps.external import collapsed_l2_external_attention, external_attention, l2_collapses
 from recbole_mgformer.model.loss import linear_cross_entropy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
@@ -75,6 +77,44 @@ def test_external_attention_has_the_references_values_and_gradients(dtype, toler
     theirs = gradients(lambda *a: reference_external_attention(*a, n_heads, norm), x, keys, values)
     for name, a, b in zip(("out", "x", "keys", "values"), ours, theirs):
         torch.testing.assert_close(a, b, rtol=tolerance, atol=tolerance, msg=name)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    nodes=st.integers(1, 20),
+    head=st.integers(1, 6),
+    n_heads=st.sampled_from([1, 2, 4]),
+    extra_slots=st.integers(0, 40),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+    seed=st.integers(0, 2**16),
+)
+def test_collapsed_l2_attention_equals_the_scores_form(nodes, head, n_heads, extra_slots, scale, seed):
+    """s V / ||s|| = x (K^T V) / sqrt(x K^T K x^T) per head, at any alpha >= d/h, any scale, zero nodes included;
+    values and gradients against the scores' form in fp64."""
+    g = torch.Generator().manual_seed(seed)
+    d, alpha = head * n_heads, head + extra_slots
+    x = torch.randn(nodes, d, generator=g, dtype=torch.float64) * scale
+    x[0] = 0.0  # the floor
+    keys, values = (torch.randn(alpha, d, generator=g, dtype=torch.float64) for _ in range(2))
+    assert l2_collapses(alpha, d, n_heads)
+    ours = gradients(lambda *a: collapsed_l2_external_attention(*a, n_heads), x, keys, values)
+    theirs = gradients(lambda *a: reference_external_attention(*a, n_heads, "l2"), x, keys, values)
+    for name, a, b in zip(("out", "x", "keys", "values"), ours, theirs):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9 * max(1.0, b.abs().max().item()), msg=name)
+
+
+def test_fp32_collapsed_l2_attention_holds_fp32_precision_where_the_quadratic_form_cancels():
+    """Memories nearly rank-deficient along a node's direction: ||s|| is far below ||x|| ||K||, where an fp32 quadratic
+    form would lose every digit; the fp64 evaluation keeps the unit-norm weights' output to fp32 precision."""
+    g = torch.Generator().manual_seed(3)
+    keys = torch.randn(16, 4, generator=g, dtype=torch.float64)
+    keys[:, 0] = keys[:, 1] + 1e-4 * torch.randn(16, generator=g, dtype=torch.float64)  # two near-equal columns
+    values = torch.randn(16, 4, generator=g, dtype=torch.float64)
+    x = torch.tensor([[1.0, -1.0, 0.0, 0.0], [0.3, 0.2, -0.5, 1.0]], dtype=torch.float64)  # row 0 along the gap
+    x, keys, values = x.float(), keys.float(), values.float()
+    expected = reference_external_attention(x.double(), keys.double(), values.double(), 1, "l2")  # fp32's inputs
+    got = collapsed_l2_external_attention(x, keys, values, 1)
+    torch.testing.assert_close(got.double(), expected, rtol=1e-3, atol=1e-4)
 
 
 def test_linear_cross_entropy_has_torchs_loss_and_gradients():
