@@ -287,8 +287,9 @@ def table(records, argv, commit, versions, load, seed):
             "straightforward form kept in "
             + ", ".join(f"`{REFERENCES[name]}`" for name in references)
             + " (the same function: loss, gradients and scores held equal by the tests), at fp32; its own defaults "
-            "otherwise, at the batch above. EAGPS's `precision: bf16` rounds only the inputs of its training loss's "
-            "output-layer matmuls (every item scored); SASRec's and GRU4Rec's, those of the encoder's.",
+            "otherwise, at the batch above. EAGPS's `precision: bf16` rounds the inputs of its training loss's "
+            "output-layer matmuls (every item scored), and of its external attention where that forms the scores (not "
+            "in the l2 norm's collapsed form, its default); SASRec's and GRU4Rec's, those of the encoder's.",
         ]
     lines += [
         "",
