@@ -26,7 +26,9 @@ TUNED_NOTE = (
     'level); "Against each model:" against every other model by the same test. "Ablation:" sets a variant of '
     'the paper\'s Table 5 against the tuned EAGPS; "Protocol:" a row trained under `train_protocol: sequence` '
     "(whole windows, a loss at every position; `docs/models.md`) at its model's tuned settings against the same "
-    "model under RecBole's prefix protocol. Such rows take no part in the comparison of models."
+    "model under RecBole's prefix protocol; "
+    '"Precision:" a row trained at `precision: bf16` against the same row at fp32. Such rows take no part in '
+    "the comparison of models."
 )
 
 
@@ -79,11 +81,16 @@ def _tuned_table(records):
     return rows + ([""] + verdicts if verdicts else [])
 
 
-def whole_sequence_base(group, groups):
-    """The row a ``train_protocol: sequence`` row departs from: the same model and other overrides under RecBole's
-    protocol (its name in ``groups``), or None (not such a row, or no such row)."""
+# Rows that depart from another row by one setting and are judged against it, not against the other models:
+# override -> (its value in the departing row, the line's label)
+DEPARTURES = {"train_protocol": ("sequence", "Protocol"), "precision": ("bf16", "Precision")}
+
+
+def departure_base(group, groups, key):
+    """The row a row departing by ``key`` (:data:`DEPARTURES`) departs from: the same model and other overrides
+    without that setting (its name in ``groups``), or None (not such a row, or no such row)."""
     overrides = dict(group[0].get("overrides") or {})
-    if overrides.pop("train_protocol", None) != "sequence":
+    if str(overrides.pop(key, None)) != DEPARTURES[key][0]:
         return None
     return next(
         (
@@ -95,18 +102,19 @@ def whole_sequence_base(group, groups):
     )
 
 
-def is_whole_sequence(group):
-    return (group[0].get("overrides") or {}).get("train_protocol") == "sequence"
+def is_departure(group):
+    overrides = group[0].get("overrides") or {}
+    return any(str(overrides.get(key)) == value for key, (value, _) in DEPARTURES.items())
 
 
 def verdict_lines(groups):
     """Each row of the paper's model (``ORDER[0]``) against the best other model by mean test NDCG@10, then
     against every other model, by the paired test over (seed, user) test NDCG@10; each ablation against the tuned
-    model; each ``train_protocol: sequence`` row against its row under RecBole's protocol (the protocol rows take no
-    part in the comparison of models)."""
+    model; each ``train_protocol: sequence`` row against its row under RecBole's protocol and each ``precision:
+    bf16`` row against its fp32 row (:data:`DEPARTURES`; such rows take no part in the comparison of models)."""
     mean = {name: statistics.mean(r["test"][PAIRED_METRIC] for r in group) for name, group in groups.items()}
     values = {name: per_user_by_seed(group) for name, group in groups.items()}
-    compared = {name for name, group in groups.items() if not is_whole_sequence(group)}
+    compared = {name for name, group in groups.items() if not is_departure(group)}
     others = sorted((n for n in compared if groups[n][0]["model"] != ORDER[0]), key=lambda n: -mean[n])
     lines = []
     for name in _ordered(groups):
@@ -127,11 +135,12 @@ def verdict_lines(groups):
             verdict = paired_verdict(values[name], values[base])
             if verdict is not None:
                 lines.append("Ablation: " + verdict_text(name, base, verdict, metric=PAIRED_METRIC))
-    for name in _ordered(groups):
-        prefix_row = whole_sequence_base(groups[name], groups)
-        verdict = None if prefix_row is None else paired_verdict(values[name], values[prefix_row])
-        if verdict is not None:
-            lines.append("Protocol: " + verdict_text(name, prefix_row, verdict, metric=PAIRED_METRIC))
+    for key, (_, label) in DEPARTURES.items():
+        for name in _ordered(groups):
+            base_row = departure_base(groups[name], groups, key)
+            verdict = None if base_row is None else paired_verdict(values[name], values[base_row])
+            if verdict is not None:
+                lines.append(f"{label}: " + verdict_text(name, base_row, verdict, metric=PAIRED_METRIC))
     return lines
 
 

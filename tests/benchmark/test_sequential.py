@@ -66,16 +66,18 @@ def test_each_eagps_ablation_is_judged_against_the_tuned_eagps_and_every_model_a
     assert not [line for line in verdict_lines({k: v for k, v in groups.items() if k != "EAGPS"}) if "Ablation" in line]
 
 
-def test_a_whole_sequence_row_is_judged_against_its_row_under_recboles_protocol_and_competes_with_no_model(tmp_path):
+def test_a_whole_sequence_or_bf16_row_is_judged_against_the_row_it_departs_from_and_competes_with_no_model(tmp_path):
     from recbole_mgformer.benchmark.sequential import verdict_lines
     from recbole_mgformer.benchmark.stats import write_per_user
 
     rows = {  # variant: (model, overrides, shift)
         "EAGPS": ("EAGPS", {}, 0.0),
         "EAGPS train_protocol=sequence": ("EAGPS", {"train_protocol": "sequence"}, -0.1),
+        "EAGPS precision=bf16": ("EAGPS", {"precision": "bf16"}, 0.3),  # the best mean, and still no model's rival
         "SASRec": ("SASRec", {}, -0.05),
-        "SASRec train_protocol=sequence": ("SASRec", {"train_protocol": "sequence"}, 0.2),  # the best mean
+        "SASRec train_protocol=sequence": ("SASRec", {"train_protocol": "sequence"}, 0.2),
         "GRU4Rec train_protocol=sequence": ("GRU4Rec", {"train_protocol": "sequence"}, 0.0),  # no prefix row
+        "GRU4Rec precision=bf16": ("GRU4Rec", {"precision": "bf16"}, 0.0),  # no fp32 row
     }
     groups = {}
     for variant, (model, overrides, shift) in rows.items():
@@ -90,6 +92,8 @@ def test_a_whole_sequence_row_is_judged_against_its_row_under_recboles_protocol_
         "Protocol: EAGPS train_protocol=sequence is **behind** EAGPS",
         "Protocol: SASRec train_protocol=sequence is **ahead** of SASRec",
     ]
+    precision = [line for line in lines if line.startswith("Precision: ")]
+    assert [line.split(" by ")[0] for line in precision] == ["Precision: EAGPS precision=bf16 is **ahead** of EAGPS"]
     verdicts = [line for line in lines if line.startswith(("Verdict: ", "Against each model: "))]
-    assert verdicts and all("train_protocol" not in line for line in verdicts)  # EAGPS against SASRec only
+    assert verdicts and all("train_protocol" not in line and "bf16" not in line for line in verdicts)  # EAGPS, SASRec
     assert verdicts[0].startswith("Verdict: EAGPS is **ahead** of SASRec")
