@@ -103,6 +103,24 @@ def test_collapsed_l2_attention_equals_the_scores_form(nodes, head, n_heads, ext
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9 * max(1.0, b.abs().max().item()), msg=name)
 
 
+@pytest.mark.parametrize("n_heads", [1, 2, 4])
+def test_a_memory_of_d_over_h_slots_computes_what_a_larger_memory_computes_under_l2(n_heads):
+    """EAGPS.yaml's reading: with the l2 norm a head depends on its memories only through K^T K and K^T V, so
+    alpha = d/h slots (K' = the Cholesky factor of K^T K, V' = K'^-T K^T V) give the same output as 64."""
+    g = torch.Generator().manual_seed(n_heads)
+    d, alpha = 8, 64
+    head = d // n_heads
+    x, keys, values = (torch.randn(size, d, generator=g, dtype=torch.float64) for size in (20, alpha, alpha))
+    small_keys, small_values = torch.zeros(head, d, dtype=torch.float64), torch.zeros(head, d, dtype=torch.float64)
+    for j in range(n_heads):
+        columns = slice(j * head, (j + 1) * head)
+        factor = torch.linalg.cholesky(keys[:, columns].T @ keys[:, columns]).T  # (d/h, d/h), K^T K = R^T R
+        small_keys[:, columns] = factor
+        small_values[:, columns] = torch.linalg.solve(factor.T, keys[:, columns].T @ values[:, columns])
+    expected = reference_external_attention(x, keys, values, n_heads, "l2")
+    torch.testing.assert_close(reference_external_attention(x, small_keys, small_values, n_heads, "l2"), expected)
+
+
 def test_fp32_collapsed_l2_attention_holds_fp32_precision_where_the_quadratic_form_cancels():
     """Memories nearly rank-deficient along a node's direction: ||s|| is far below ||x|| ||K||, where an fp32 quadratic
     form would lose every digit; the fp64 evaluation keeps the unit-norm weights' output to fp32 precision."""
