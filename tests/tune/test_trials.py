@@ -111,3 +111,20 @@ def test_the_checkpoints_of_running_trials_live_in_the_experiments_unfinished_fo
     path = unfinished_checkpoint({"experiment": str(tmp_path)}, 7, {"learning_rate": 0.1})
     assert path.parent == tmp_path / UNFINISHED and path.name.startswith("trial-0007-") and path.suffix == ".pth"
     assert path != unfinished_checkpoint({"experiment": str(tmp_path)}, 7, {"learning_rate": 0.2})
+
+
+def test_a_trial_closes_its_tensorboard_writer_even_when_stopped(trial, monkeypatch):
+    """RecBole's writer flushes from a thread to a path relative to the working folder, which an actor's next
+    trial changes: each trial closes it before it returns, stopped or not."""
+    trainers = []
+    prepare = trials.prepare
+
+    def recording_prepare(config):
+        prepared = prepare(config)
+        trainers.append(prepared[1])
+        return prepared
+
+    monkeypatch.setattr(trials, "prepare", recording_prepare)
+    trial(stop_after=0)
+    trial()
+    assert len(trainers) == 2 and all(trainer.tensorboard.all_writers is None for trainer in trainers)
