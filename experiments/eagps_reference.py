@@ -41,7 +41,13 @@ def reference_external_attention(x, memory_key, memory_value, n_heads, norm):
 
 
 class ReferenceExternalEncoder(ExternalEncoder):
-    """The external encoder with the node-normalised attention of da76ead (``token`` is the model's own)."""
+    """The external encoder with the node-normalised attention of da76ead (``token`` is the model's own), one
+    propagation step's items at a time as then."""
+
+    def forward(self, items):
+        if items.dim() == 3:  # (eta, m, d): every step's items
+            return torch.stack([super(ReferenceExternalEncoder, self).forward(layer) for layer in items])
+        return super().forward(items)
 
     def attend(self, items):
         if self.external_norm == "token":

@@ -144,18 +144,26 @@ class ExternalEncoder(nn.Module):
         self.layer_norm = nn.LayerNorm(embedding_size)
 
     def attend(self, items):
-        """The heads' external attention, concatenated (before ``W_1``): (m, d) -> (m, d)."""
+        """The heads' external attention, concatenated (before ``W_1``): (m, d) -> (m, d), or each of several
+        layers' item rows, (eta, m, d) -> (eta, m, d)."""
         collapsed = (
             self.external_norm == "node" and self.norm == "l2" and l2_collapses(*self.memory_key.shape, self.n_heads)
         )
         dtype = self.attention_dtype if self.training and not collapsed else torch.float32
         x, keys, values = (t.to(dtype) for t in (items, self.memory_key, self.memory_value))
-        if self.external_norm == "token":
-            valid = torch.arange(items.shape[0], device=items.device) > 0  # item 0 is RecBole's padding
-            return token_external_attention(x, keys, values, self.n_heads, valid).to(items.dtype)
-        return external_attention(x, keys, values, self.n_heads, self.norm).to(items.dtype)
+        if self.external_norm == "token":  # a softmax over one layer's item rows
+            valid = torch.arange(items.shape[-2], device=items.device) > 0  # item 0 is RecBole's padding
+            layers = x.reshape(-1, *x.shape[-2:])
+            attended = [token_external_attention(layer, keys, values, self.n_heads, valid) for layer in layers]
+            return torch.stack(attended).view(items.shape).to(items.dtype)
+        # node-normalised: a row's output is its own, so every layer's rows go through at once
+        return (
+            external_attention(x.reshape(-1, x.shape[-1]), keys, values, self.n_heads, self.norm)
+            .view(items.shape)
+            .to(items.dtype)
+        )
 
-    def forward(self, items):  # (m, d) -> (m, d)
+    def forward(self, items):  # (m, d) -> (m, d), or (eta, m, d) -> (eta, m, d)
         z = self.heads_out(self.attend(items))
         if self.item_weights is not None:
             z = z * self.item_weights

@@ -68,13 +68,16 @@ def external_attentive_propagation(adjacency, adjacency_t, items, users, n_layer
 
     ``Ê^(l) = A_hat Ê^(l-1)`` from ``Ê^(0) = [items; users]``; the external encoder runs beside the
     propagation (its output does not feed the next step): ``E_S^(l) = external(Ê_S^(l))`` for l >= 1,
-    ``E_U^(l) = Ê_U^(l)``; layer 0 is the embeddings themselves.
+    ``E_U^(l) = Ê_U^(l)``; layer 0 is the embeddings themselves. No step's encoding feeds another, so the
+    encoder takes every step's items at once, (eta, m, d): one pass of its small ops instead of eta.
     """
     m = items.shape[0]
     x = torch.cat([items, users])  # (N, d)
     item_layers, user_layers = [items], [users]
     for _ in range(n_layers):
         x = sparse_matmul(adjacency, adjacency_t, x)
-        item_layers.append(x[:m] if external is None else external(x[:m]))
+        item_layers.append(x[:m])
         user_layers.append(x[m:])
+    if external is not None and n_layers > 0:
+        item_layers[1:] = external(torch.stack(item_layers[1:]))  # (eta, m, d)
     return torch.stack(item_layers).mean(dim=0), torch.stack(user_layers).mean(dim=0)

@@ -7,6 +7,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from recbole.data.interaction import Interaction
 from sequence_data import recbole_twin, sequential_setup_fixture  # noqa: F401 (a fixture)
 
@@ -131,6 +133,49 @@ def test_causal_soft_attention_is_each_prefixs_soft_attention_with_its_masked_po
             prefix = torch.where(masked[b, t, : t + 1, None], token, templates[b, : t + 1])  # Eq. 22
             expected = soft_attention(prefix.unsqueeze(0), torch.tensor([t + 1]))[0]
             torch.testing.assert_close(pooled[b, t], expected, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 6), min_size=1, max_size=3),
+    ratio=st.sampled_from([0.0, 0.4, 0.9]),
+    zero_rows=st.booleans(),
+    small_token=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_causal_soft_attentions_gradients_are_each_prefixs_soft_attentions(
+    lengths, ratio, zero_rows, small_token, seed
+):
+    """The written-out backward against autograd through each prefix's own :func:`soft_attention` (fp64): the
+    templates' and the mask token's gradients, padding rows zero (as the model packs them) and real rows zero
+    where ReLU leaves nothing; the padding's query rows take no upstream gradient (the model drops them)."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths, length = torch.tensor(lengths), 6
+    templates = torch.randn(len(lengths), length, 3, generator=generator, dtype=torch.float64)
+    templates[torch.arange(length) >= lengths.unsqueeze(1)] = 0.0
+    if zero_rows:
+        templates[:, 0] = 0.0
+    token = torch.randn(3, generator=generator, dtype=torch.float64) * (1e-3 if small_token else 1.0)
+    masked = prefix_masks(lengths, length, ratio, generator) if ratio > 0 else None
+    upstream = torch.randn(len(lengths), length, 3, generator=generator, dtype=torch.float64)
+    upstream[torch.arange(length) >= lengths.unsqueeze(1)] = 0.0
+    ours_inputs = [templates.clone().requires_grad_(), token.clone().requires_grad_()]
+    theirs_inputs = [templates.clone().requires_grad_(), token.clone().requires_grad_()]
+    ours = causal_soft_attention(ours_inputs[0], lengths, ours_inputs[1], masked)
+    ours_grads = torch.autograd.grad(ours, ours_inputs, upstream, allow_unused=True)
+    rows = []
+    for b, n in enumerate(lengths.tolist()):
+        for t in range(n):
+            prefix = theirs_inputs[0][b, : t + 1]
+            if masked is not None:
+                prefix = torch.where(masked[b, t, : t + 1, None], theirs_inputs[1], prefix)  # Eq. 22
+            rows.append((ours[b, t], soft_attention(prefix.unsqueeze(0), torch.tensor([t + 1]))[0], upstream[b, t]))
+    theirs = sum((expected * up).sum() for _, expected, up in rows)
+    theirs_grads = torch.autograd.grad(theirs, theirs_inputs, allow_unused=True)
+    torch.testing.assert_close(torch.stack([r[0] for r in rows]), torch.stack([r[1] for r in rows]).detach())
+    torch.testing.assert_close(ours_grads[0], theirs_grads[0])
+    if masked is not None and masked.any():
+        torch.testing.assert_close(ours_grads[1], theirs_grads[1])
 
 
 def test_a_training_step_with_dropout_and_the_mask_is_finite_and_trains_the_mask_token(sequential_setup):
