@@ -76,14 +76,13 @@ def collapsed_l2_external_attention(x, memory_key, memory_value, n_heads):
     wide = torch.float32 if x.device.type == "mps" else torch.float64  # MPS has no float64
     keys = memory_key.to(wide).view(alpha, n_heads, head).transpose(0, 1) / math.sqrt(head)  # (h, alpha, d/h)
     values = memory_value.to(wide).view(alpha, n_heads, head).transpose(0, 1)  # (h, alpha, d/h)
-    gram = keys.transpose(1, 2) @ keys  # (h, d/h, d/h): ||s||^2 = x_j gram_j x_j^T
-    carry = keys.transpose(1, 2) @ values  # (h, d/h, d/h): s V_j = x_j carry_j
-    # every head's x_j gram_j and x_j carry_j side by side: one (N, d) x (d, 2d) matmul of block-diagonal halves
-    maps = torch.cat([torch.block_diag(*gram), torch.block_diag(*carry)], dim=1)  # (d, 2d)
+    # every head's x_j gram_j (or x_j carry_j) side by side: one (N, d) x (d, d) matmul of a block-diagonal map;
+    # two such matmuls rather than one of both maps side by side, whose split output costs an (N, 2d) copy backward
+    gram = torch.block_diag(*(keys.transpose(1, 2) @ keys))  # (d, d): ||s||^2 = x_j gram_j x_j^T
+    carry = torch.block_diag(*(keys.transpose(1, 2) @ values))  # (d, d): s V_j = x_j carry_j
     queries = x.to(wide)
-    projected, out = (queries @ maps).split(d, dim=1)  # (N, d) each
-    squared_norms = (projected * queries).view(-1, n_heads, head).sum(dim=-1, keepdim=True)  # (N, h, 1)
-    out = out.view(-1, n_heads, head) * squared_norms.clamp_min(L2_FLOOR**2).rsqrt()
+    squared_norms = ((queries @ gram) * queries).view(-1, n_heads, head).sum(dim=-1, keepdim=True)  # (N, h, 1)
+    out = (queries @ carry).view(-1, n_heads, head) * squared_norms.clamp_min(L2_FLOOR**2).rsqrt()
     return out.view(-1, d).to(x.dtype)
 
 
