@@ -11,7 +11,7 @@ NAME = PACKAGE.name
 # Bottom to top; a unit is a folder of the package or a module directly in it, and the package itself (its
 # ``__init__``: run_recommender, recommend, register) is the top floor.
 LAYERS = (
-    ("safety",),  # nothing RecBole loads runs code; the YAML and literal readers
+    ("safety", "locks"),  # nothing RecBole loads runs code, the YAML and literal readers; advisory file locks
     ("config",),  # defaults, key and input checks, command lines
     ("model",),  # the models, RecBole style
     ("data",),  # importer, atomic files, dataset sources

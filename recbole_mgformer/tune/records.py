@@ -21,14 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from recbole_mgformer.config.input_checks import write_new_text
+from recbole_mgformer.locks import lock_file
 from recbole_mgformer.safety import UnsafeSettingError, check_literal_strings
 from recbole_mgformer.training.checkpoint_files import plain_value
 from recbole_mgformer.tune.space import TuneSetupError
-
-try:
-    import fcntl
-except ImportError:  # no flock (Windows): nothing is locked there, so run one command per search
-    fcntl = None
 
 REQUEST_FILE = "recbole_mgformer_tune.json"  # the search's request, inside its records folder
 TRIALS_DIR = "trials"  # <records>/trials/<index>.json: one finished trial each
@@ -229,44 +225,16 @@ def search_locks(request):
                 yield
 
 
-@contextmanager
 def search_lock(experiment):
-    """Hold ``<storage>/<name>.tune-lock`` while the block runs: a second command on the same search (started
-    together, or while this one runs) stops with a TuneSetupError naming the holder. The system drops the lock
-    when its process ends, however it ends; a copied folder carries no lock."""
-    path = lock_path(experiment)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = _locked(path, experiment)
-    try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        handle.flush()
-        yield
-    finally:
-        path.unlink(missing_ok=True)  # still locked: nobody else holds this file
-        handle.close()
+    """Hold ``<storage>/<name>.tune-lock`` while the block runs (a context manager): a second command on the same
+    search (started together, or while this one runs) stops with a TuneSetupError naming the holder. The system
+    drops the lock when its process ends, however it ends; a copied folder carries no lock. Without ``flock``
+    (Windows) nothing is locked, so run one command per search there."""
 
+    def busy(holder):
+        return TuneSetupError(
+            f"another tune command ({holder or 'another process'}) is running the search at {experiment}; wait for "
+            "it to end, or give this one another --name"
+        )
 
-def _locked(path, experiment):
-    """``path`` opened and locked; opened again when the holder before removed it between our open and lock."""
-    while True:
-        handle = open(path, "a+")
-        if fcntl is None:
-            return handle
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            handle.close()
-            raise TuneSetupError(
-                f"another tune command ({holder}) is running the search at {experiment}; wait for it to end, "
-                "or give this one another --name"
-            ) from None
-        try:
-            if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
-                return handle
-        except FileNotFoundError:
-            pass
-        handle.close()
+    return lock_file(lock_path(experiment), f"pid {os.getpid()} on {socket.gethostname()}", busy)
