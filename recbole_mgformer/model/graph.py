@@ -144,15 +144,16 @@ def symmetric_sparse_matmul(adjacency, x):
     return _SymmetricSparseMatmul.apply(adjacency, x)
 
 
-def lightgcn_layers(adjacency, embeddings, n_layers, perturb=None):
+def lightgcn_layers(adjacency, embeddings, n_layers, perturb=None, first=None):
     """``[E_1, ..., E_L]`` with ``E_l = A_hat E_{l-1}`` from ``E_0 = embeddings`` (n, d); ``A_hat`` symmetric.
 
     ``perturb(x, layer)``, when given, maps layer ``layer``'s output (0-based) before the next layer sees it
-    (SimGCL's noise).
+    (SimGCL's noise). ``first``, when given, is ``A_hat E_0`` already computed (shared by several propagations
+    from the same embeddings; ``embeddings`` may then be None).
     """
     layers, x = [], embeddings
     for layer in range(n_layers):
-        x = symmetric_sparse_matmul(adjacency, x)
+        x = symmetric_sparse_matmul(adjacency, x) if layer or first is None else first
         if perturb is not None:
             x = perturb(x, layer)
         layers.append(x)

@@ -12,7 +12,7 @@ from recbole.model.loss import EmbLoss
 from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import BPRWithEgoL2, GraphRecommender
-from recbole_mgformer.model.graph import generator_rand, lightgcn_layers, sign_preserving_noise
+from recbole_mgformer.model.graph import generator_rand, lightgcn_layers, sign_preserving_noise, symmetric_sparse_matmul
 from recbole_mgformer.model.loss import distinct_ids, info_nce_loss
 from recbole_mgformer.model.options import non_negative_float, positive_float, positive_int
 
@@ -56,14 +56,16 @@ class SimGCL(BPRWithEgoL2, GraphRecommender):
             (views, self.n_layers, self.n_users + self.n_items, ego.shape[1]), self.noise_generator, ego
         )
 
-    def layer_outputs(self, uniform=None):
-        """``[E_1, ..., E_L]``, each (n, d); with ``uniform`` (L, n, d) draws, noise after every layer."""
+    def layer_outputs(self, uniform=None, first=None):
+        """``[E_1, ..., E_L]``, each (n, d); with ``uniform`` (L, n, d) draws, noise after every layer; ``first``:
+        ``A_hat E_0``, computed once for the clean propagation and the views (:func:`lightgcn_layers`)."""
         perturb = None if uniform is None else lambda x, layer: sign_preserving_noise(x, self.eps, uniform[layer])
-        return lightgcn_layers(self.propagation_adjacency, self.ego_embeddings(), self.n_layers, perturb)
+        ego = self.ego_embeddings() if first is None else None  # given A_hat E_0, E_0 itself is not needed
+        return lightgcn_layers(self.propagation_adjacency, ego, self.n_layers, perturb, first)
 
-    def forward(self, uniform=None):
+    def forward(self, uniform=None, first=None):
         """users (n_users, d), items (n_items, d): the clean propagation, or the view ``uniform`` (L, n, d) perturbs."""
-        return self.split_nodes(torch.stack(self.layer_outputs(uniform)).mean(dim=0))
+        return self.split_nodes(torch.stack(self.layer_outputs(uniform, first)).mean(dim=0))
 
     def contrastive_loss(self, users, items, view1, view2):
         """InfoNCE on the batch's distinct users and items; views are (users, items) pairs. Repeated ids are masked
@@ -75,10 +77,13 @@ class SimGCL(BPRWithEgoL2, GraphRecommender):
 
     def calculate_loss(self, interaction):
         self.forget_representations()
-        loss = self.recommendation_loss(interaction, *self.forward())
-        if self.cl_weight:
-            users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
-            uniform = self.noise_draws(2)  # one call: a compiler may merge two equal ones
-            cl = self.contrastive_loss(users, items, self.forward(uniform[0]), self.forward(uniform[1]))
-            loss = loss + self.cl_weight * cl
-        return loss
+        if not self.cl_weight:
+            return self.recommendation_loss(interaction, *self.forward())
+        # the clean propagation and both views start from the same A_hat E_0: one sparse product forward and one
+        # backward (autograd sums the three gradients first) instead of three each, of the step's six of each
+        first = symmetric_sparse_matmul(self.propagation_adjacency, self.ego_embeddings())
+        loss = self.recommendation_loss(interaction, *self.forward(first=first))
+        users, items = interaction[self.USER_ID], interaction[self.ITEM_ID]
+        uniform = self.noise_draws(2)  # one call: a compiler may merge two equal ones
+        views = self.forward(uniform[0], first), self.forward(uniform[1], first)
+        return loss + self.cl_weight * self.contrastive_loss(users, items, *views)

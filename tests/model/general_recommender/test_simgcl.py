@@ -37,6 +37,25 @@ def test_loss_is_bpr_plus_l2_plus_weighted_info_nce_of_two_noisy_views(tiny_setu
     torch.testing.assert_close(loss, expected)
 
 
+def test_the_shared_first_layer_gives_the_loss_and_gradients_of_three_separate_propagations(tiny_setup):
+    """The step computes A_hat E_0 once for the clean propagation and both views; each propagated on its own from
+    E_0, with the same noise, gives the same loss and the same gradients."""
+    _, model, _, (train, _, _) = tiny_setup("SimGCL", n_layers=3)
+    batch = next(iter(train))
+    model.noise_generator.manual_seed(5)
+    loss = model.calculate_loss(batch)
+    grads = torch.autograd.grad(loss, list(model.parameters()))
+    model.noise_generator.manual_seed(5)
+    uniform = model.noise_draws(2)
+    users, items = batch[model.USER_ID], batch[model.ITEM_ID]
+    separate = model.recommendation_loss(batch, *model.forward()) + model.cl_weight * model.contrastive_loss(
+        users, items, model.forward(uniform[0]), model.forward(uniform[1])
+    )
+    torch.testing.assert_close(loss, separate)
+    for ours, theirs in zip(grads, torch.autograd.grad(separate, list(model.parameters()))):
+        torch.testing.assert_close(ours, theirs)
+
+
 def test_views_are_reproducible_from_the_seed(tiny_setup):
     _, first, _, _ = tiny_setup("SimGCL", seed=3)
     _, second, _, _ = tiny_setup("SimGCL", seed=3)
