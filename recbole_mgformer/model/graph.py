@@ -204,6 +204,10 @@ def sign_preserving_noise(x, eps, uniform):
     ``u ~ U(0, 1)^d`` per row.
 
     The noise points into ``x``'s own orthant, so every coordinate keeps its sign and each row moves by
-    exactly ``eps``: a small rotation of the representation rather than a random jump.
+    exactly ``eps``: a small rotation of the representation rather than a random jump. ``sign`` has no gradient,
+    so the noise is a constant to autograd: formed outside it, in place, the gradient is the same and the step
+    keeps none of its (n, d) temporaries.
     """
-    return x + eps * torch.sign(x) * F.normalize(uniform, dim=-1)
+    with torch.no_grad():
+        noise = F.normalize(uniform, dim=-1).mul_(torch.sign(x)).mul_(eps)
+    return x + noise

@@ -118,6 +118,17 @@ def test_simgcl_noise_keeps_every_sign_and_has_norm_eps():
     torch.testing.assert_close(noise.norm(dim=1), torch.full((50,), 0.1))
 
 
+def test_simgcl_noise_has_the_gradient_of_its_formula_through_autograd():
+    """Formed outside autograd, the noise passes the gradient as ``x + eps sign(x) normalize(u)`` does (sign's
+    gradient is zero): the identity."""
+    x = torch.randn(20, 6, dtype=torch.float64, requires_grad=True)
+    uniform, upstream = torch.rand(20, 6, dtype=torch.float64), torch.randn(20, 6, dtype=torch.float64)
+    ours = torch.autograd.grad(sign_preserving_noise(x, 0.3, uniform), x, upstream)[0]
+    formula = x + 0.3 * torch.sign(x) * torch.nn.functional.normalize(uniform, dim=-1)
+    torch.testing.assert_close(sign_preserving_noise(x, 0.3, uniform), formula)
+    torch.testing.assert_close(ours, torch.autograd.grad(formula, x, upstream)[0], rtol=0, atol=0)
+
+
 def test_generator_rand_draws_from_its_generator_eagerly_and_compiled_without_a_graph_break():
     """Compiled, the draw is one custom op (dynamo breaks at a generator) over the same generator: the numbers
     eager torch.rand gives, and the generator moves on as it does."""
