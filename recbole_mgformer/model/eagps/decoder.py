@@ -4,6 +4,8 @@ user; ``B`` batch, ``L`` max sequence length, ``d`` embedding size."""
 import torch
 import torch.nn.functional as F
 
+from recbole_mgformer.model.loss import LOG2E  # exp(c) = exp2(c * log2(e)): torch's exp2 is faster on x86 CPUs
+
 
 def sequential_mask(lengths, max_length, ratio, generator=None):
     """Eq. 21: (B, L) bool, True where a position's template is replaced by the mask token.
@@ -129,9 +131,6 @@ def prefix_masks(lengths, max_length, ratio, generator=None):
     prefix_lengths = (positions + 1).unsqueeze(0) * (positions.unsqueeze(0) < lengths.unsqueeze(1))  # (B, L)
     masks = sequential_mask(prefix_lengths.flatten(), max_length, ratio, generator)
     return masks.view(len(lengths), max_length, max_length)
-
-
-LOG2E = 1.4426950408889634  # exp(c) = exp2(c * log2(e)); torch's exp2 is several times faster than exp on x86 CPUs
 
 
 class _CausalSoftAttention(torch.autograd.Function):
