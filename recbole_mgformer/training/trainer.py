@@ -202,10 +202,36 @@ class SafeCheckpointMixin:
         return super().evaluate(eval_data, load_best_model=False, show_progress=show_progress)
 
 
-class RunnerTrainerMixin(DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, DeviceEvaluationMixin):
-    """What every trainer of the runner puts in front of RecBole's: data-parallel runs on any device
-    (:class:`DistributedTrainerMixin`), weights-only checkpoints (:class:`SafeCheckpointMixin`), the epoch without a
-    host sync per step (:class:`DeviceLoopMixin`) and evaluation on the device (:class:`DeviceEvaluationMixin`)."""
+class TensorboardWhileFittingMixin:
+    """RecBole's trainer opens its TensorBoard writer when it is built (an event file under the relative
+    ``./log_tensorboard`` and a flushing thread) and never closes it: a trainer built only to score or to test left
+    the thread running, and once the process had changed folder, or the folder was deleted (a test's), the thread's
+    next write raised FileNotFoundError. Here the writer is open only while ``fit`` runs, in the folder it was
+    first given, whichever folder the process is in by then."""
+
+    def __init__(self, config, model):
+        super().__init__(config, model)
+        writer = getattr(self, "tensorboard", None)
+        if writer is not None:
+            writer.log_dir = os.path.abspath(writer.log_dir)  # torch reopens a closed writer at log_dir
+            writer.close()
+
+    def fit(self, *args, **kwargs):
+        try:
+            return super().fit(*args, **kwargs)
+        finally:
+            writer = getattr(self, "tensorboard", None)
+            if writer is not None:
+                writer.close()
+
+
+class RunnerTrainerMixin(
+    TensorboardWhileFittingMixin, DistributedTrainerMixin, SafeCheckpointMixin, DeviceLoopMixin, DeviceEvaluationMixin
+):
+    """What every trainer of the runner puts in front of RecBole's: its TensorBoard writer open only while fitting
+    (:class:`TensorboardWhileFittingMixin`), data-parallel runs on any device (:class:`DistributedTrainerMixin`),
+    weights-only checkpoints (:class:`SafeCheckpointMixin`), the epoch without a host sync per step
+    (:class:`DeviceLoopMixin`) and evaluation on the device (:class:`DeviceEvaluationMixin`)."""
 
 
 # One class per trainer RecBole's get_trainer chooses. ``recbole_epoch``: the class trains with RecBole's own

@@ -84,12 +84,7 @@ def train_trial(config, request, drawn=None):
     logging.getLogger().handlers.clear()  # an actor reused for another trial logs to that trial's folder
     init_logger(config)
     _, trainer, (train_data, valid_data, _) = prepare(config)
-    try:
-        _fit_trial(trainer, train_data, valid_data, request, index, params)
-    finally:  # flushed while this trial's folder is the working one: an actor's next trial changes it
-        tensorboard = getattr(trainer, "tensorboard", None)
-        if tensorboard is not None:
-            tensorboard.close()
+    _fit_trial(trainer, train_data, valid_data, request, index, params)  # the trainer closes its TensorBoard writer
 
 
 def _fit_trial(trainer, train_data, valid_data, request, index, params):

@@ -1,3 +1,4 @@
+import threading
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,46 @@ def test_a_trainer_says_whether_its_epoch_is_recboles():
         own_epoch = getattr(recbole_class, "_train_epoch", None)  # the decision trees have none
         assert project_class.recbole_epoch == (own_epoch is Trainer._train_epoch), project_class
     assert not CSATrainer.recbole_epoch  # its step decay wraps RecBole's own loop, as it always did
+
+
+def tensorboard_threads():
+    return [thread for thread in threading.enumerate() if type(thread).__name__ == "_AsyncWriterThread"]
+
+
+@pytest.mark.parametrize("name", ["MGFormer", "Pop"])
+def test_the_tensorboard_writer_is_open_only_while_fitting(tiny_setup, tmp_path, monkeypatch, name):
+    """RecBole's writer stayed open after the trainer was built: its thread later wrote to a relative path that a
+    change of folder, or a deleted folder, had invalidated."""
+    threads_before = len(tensorboard_threads())
+    _, _, trainer, (train, valid, _) = tiny_setup(name, epochs=2)
+    assert trainer.tensorboard.all_writers is None  # built, not fitting: closed
+    assert len(tensorboard_threads()) == threads_before
+    board = Path(trainer.tensorboard.log_dir)
+    assert board.is_absolute() and board.is_relative_to(tmp_path)
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # as a tuning trial's actor does between trials
+    trainer.fit(train, valid, saved=False, show_progress=False)
+    assert trainer.tensorboard.all_writers is None
+    assert len(tensorboard_threads()) == threads_before
+    assert not (elsewhere / "log_tensorboard").exists()
+    if name == "MGFormer":  # a model with a training loss writes it, into the folder the writer was given
+        largest = max(path.stat().st_size for path in board.glob("events.out.tfevents.*"))
+        assert largest > 200
+
+
+def test_the_tensorboard_writer_closes_when_fitting_fails(tiny_setup, monkeypatch):
+    _, _, trainer, (train, valid, _) = tiny_setup(epochs=2)
+    threads_before = len(tensorboard_threads())
+
+    def fail(*args, **kwargs):
+        trainer.tensorboard.add_scalar("probe", 1.0, 0)  # reopened inside fit
+        assert len(tensorboard_threads()) == threads_before + 1
+        raise RuntimeError("a failing epoch")
+
+    monkeypatch.setattr(trainer, "_train_epoch", fail)
+    with pytest.raises(RuntimeError, match="a failing epoch"):
+        trainer.fit(train, valid, saved=False, show_progress=False)
+    assert trainer.tensorboard.all_writers is None
+    assert len(tensorboard_threads()) == threads_before
