@@ -8,8 +8,9 @@ written by hand, as it is.
 
 A summary row is a model class, or one of MGFormer's forms (with or without attention, with or without a filter's
 scores added); MGFormer's ablations and attention designs stay on the pages. Where a dataset has several rows of one
-summary row, the cell takes the one from the equal-budget search where there is one, else the one with the best
-validation NDCG@20 (on the ``-full`` protocols the validation set is the test set, and the protocol line says so).
+summary row, the cell takes the one from the equal-budget search where there is one, else one whose choices were
+made on a validation set over a test-picked one, then the one with the best validation NDCG@20 (on the ``-full``
+protocols the validation set is the test set, and the protocol line says so).
 A cell is marked level with its column's best where the pages' paired test (Wilcoxon signed-rank over users' test
 NDCG@20, p >= 0.05) finds no difference."""
 
@@ -108,14 +109,17 @@ class Cell:
 
 def column_cells(records):
     """``{summary row: Cell}`` of one dataset's records: per summary row, the equal-budget search's row where
-    there is one, else the row with the best validation NDCG@20."""
+    there is one, else a row whose choices were made on a validation set over one scored on the items that chose
+    its weight (``chosen_on_scored_items``: a ``-full`` hybrid's test-picked weight), then the best validation
+    NDCG@20."""
     chosen = {}
     for budget, group in sections(records):
         for row in rows_of(group):
             key = summary_row(row["records"][0])
             if key is None:
                 continue
-            rank = (budget is not None, row["valid"], row["variant"])
+            honest = not any(chosen_on_scored_items(record) for record in row["records"])
+            rank = (budget is not None, honest, row["valid"], row["variant"])
             if key not in chosen or rank > chosen[key][0]:
                 chosen[key] = (rank, Cell(row, budget))
     return {key: cell for key, (_, cell) in chosen.items()}

@@ -134,6 +134,25 @@ def test_the_summary_opens_the_readme_with_its_table_rule_and_the_rest_kept(tmp_
     assert "**Within 10 minutes to fit**, the best row: Gowalla ChebyCF, 0.1600 (-5.9% against the best)" in block
 
 
+@pytest.mark.parametrize("carried_ndcg", [0.165, 0.175])
+def test_a_hybrid_chosen_on_validation_takes_the_cell_over_a_test_picked_one(tmp_path, carried_ndcg):
+    """Whatever their scores: the test-picked weight was chosen on the items the row is scored on."""
+    results = tiny_results(tmp_path)
+    carried = {"attention": False, "filter_residual": "bspm", "filter_residual_weight": 1}
+    write_row(
+        results, "gowalla-full", "MGFormer attention=False filter_residual=bspm filter_residual_weight=1",
+        "MGFormer", carried_ndcg, shift=0.1, overrides=carried, fit=(100.0, 29), epoch_cap=30,
+        test_from_valid_pass=True, choice_made_on="validation", choice_dataset="gowalla",
+    )  # fmt: skip
+    assert main(["--render-only", "--results", str(results)]) == 0
+    block = summary_of(results / "README.md")
+    rows = {cells_of(row)[1]: cells_of(row) for row in table_rows(block)[1:]}
+    cell = rows["MGFormer tokens + filter"][3]
+    assert cell.endswith(" · 50 min (BSPM 1, picked on gowalla's validation)"), cell
+    assert cell.startswith(f"**{carried_ndcg:.4f}**"), cell  # the best row left: the test-picked one is not shown
+    assert "test-picked" not in cell and "(weight test-picked)" not in block
+
+
 def test_a_rerun_changes_nothing_and_a_stale_block_is_replaced(tmp_path):
     results = tiny_results(tmp_path)
     assert main(["--render-only", "--results", str(results)]) == 0
