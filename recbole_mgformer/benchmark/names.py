@@ -164,7 +164,15 @@ def chosen_on_scored_items(record):
 
 
 def check_choice_named(record, name):
-    """Refuse a hybrid row whose weight was chosen on the items it is scored on unless its name says so."""
+    """Refuse a hybrid row whose weight was chosen on the items it is scored on unless its name says so, and one
+    whose name says so when it was not (a weight carried from another split's validation set has the test-picked
+    row's name: its short name in names.yaml must change with it)."""
+    if is_hybrid(record) and not chosen_on_scored_items(record) and TEST_PICKED in name.lower():
+        raise ValueError(
+            f"{record.get('_path', record['variant'])}: the filter weight of {record['variant']!r} was not chosen "
+            f"on the items it is scored on ({filter_note(record)}), but its name {name!r} says {TEST_PICKED!r}: "
+            f"give it a short name without it in {NAMES_FILE}"
+        )
     if chosen_on_scored_items(record) and TEST_PICKED not in name.lower():
         choice = record.get("choice_made_on")
         where = "on the test items" if choice == "test" else "on a validation pass that is its test pass"

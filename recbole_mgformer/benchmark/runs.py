@@ -11,6 +11,7 @@ from recbole.utils import init_seed
 from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.datasets import table_kind
 from recbole_mgformer.benchmark.entries import slug, variant_name
+from recbole_mgformer.benchmark.names import is_hybrid
 from recbole_mgformer.benchmark.run_record import (
     OneTestPass,
     cap_fields,
@@ -47,6 +48,9 @@ def setup_run(model, dataset, config_files, config_dict):
     logging.getLogger().handlers.clear()  # RecBole's init_logger only configures a bare root logger
     init_logger(config)
     return config, *prepare(config)
+
+
+CHOICE_FIELDS = ("choice_made_on", "choice_dataset")  # where a hybrid's weight was chosen (benchmark.cli)
 
 
 class Run:
@@ -219,22 +223,39 @@ class Run:
 
     def execute(self, log=print):
         """Train and test unless the record exists; returns the new record, or None when skipped. A record that
-        an equal-budget search's settings would replace (trained with other settings) moves to
-        ``<results>/exploration/runs/<dataset>/`` first. Raises :class:`~recbole_mgformer.benchmark.claims.Busy`
-        when another process is training this run, into the same checkpoint folder or the same results folder."""
+        this run replaces (:meth:`replaced_because`: trained before an equal-budget search's settings, or a hybrid
+        whose weight was chosen elsewhere) moves to ``<results>/exploration/runs/<dataset>/`` first. Raises
+        :class:`~recbole_mgformer.benchmark.claims.Busy` when another process is training this run, into the same
+        checkpoint folder or the same results folder."""
         with claim(self.claim_path), claim(self.record_claim_path):
             return self._execute(log)
 
-    def _execute(self, log):
+    def replaced_because(self, recorded):
+        """Why this run replaces the record ``recorded`` of its name, or None: it was trained before the
+        equal-budget search whose settings now apply, or it is a hybrid whose weight this run says was chosen
+        elsewhere (``--choice-made-on`` / ``--choice-dataset``: a weight carried from another split's validation
+        set gives the same name as one picked on the test items, and skipping would keep the test-picked row)."""
         tuning = self.tuning
-        if self.record_path.exists() and tuning and json.loads(self.record_path.read_text()).get("tuning") != tuning:
-            log(f"moved {self.retire(log)}: trained before {tuning['search']}")
+        if tuning and recorded.get("tuning") != tuning:
+            return f"trained before {tuning['search']}"
+        if self.choice and is_hybrid({"overrides": self.overrides}):
+            recorded_choice = {key: recorded[key] for key in CHOICE_FIELDS if recorded.get(key) is not None}
+            if recorded_choice != self.choice:
+                return f"its weight was chosen as {recorded_choice or 'unstated'}, this run's as {self.choice}"
+        return None
+
+    def _execute(self, log):
+        if self.record_path.exists():
+            because = self.replaced_because(json.loads(self.record_path.read_text()))
+            if because:
+                log(f"moved {self.retire(log)}: {because}")
         if self.record_path.exists():
             self.complete_record()
             return None
         trained = self.trained
         if trained is not None:
             return score_variant(self, trained, log)
+        tuning = self.tuning
         commit = code_commit()  # the code this process imported, however long the run takes
         checkpoint = self.checkpoint
         config, model, trainer, (train_data, valid_data, test_data) = self.setup(checkpoint)

@@ -107,20 +107,25 @@ def test_the_committed_names_table_reads_and_every_name_fits():
     ],
 )
 def test_a_hybrid_chosen_on_its_scored_items_must_say_so_in_its_name(choice, on_test_items, refused):
+    """And only such a hybrid: a name that says test-picked of a weight chosen elsewhere is refused too."""
     record = hybrid(choice, on_test_items)
     assert chosen_on_scored_items(record) is refused
-    check_choice_named(record, "MGFormer tokens + ChebyCF (test-picked)")  # said: always rendered
     if refused:
+        check_choice_named(record, "MGFormer tokens + ChebyCF (test-picked)")
         with pytest.raises(ValueError, match="must say so: give it a short name with 'test-picked'"):
             check_choice_named(record, "MGFormer tokens + ChebyCF (0.5)")
     else:
         check_choice_named(record, "MGFormer tokens + ChebyCF (0.5)")
+        with pytest.raises(ValueError, match="was not chosen on the items it is scored on .*without it in names.yaml"):
+            check_choice_named(record, "MGFormer tokens + ChebyCF (test-picked)")
 
 
 def test_a_weight_carried_from_another_splits_validation_is_not_chosen_on_the_scored_items():
     carried = hybrid("validation", True, dataset="gowalla-full", choice_dataset="gowalla")
     assert not chosen_on_scored_items(carried)
     check_choice_named(carried, "MGFormer tokens + ChebyCF (0.5)")
+    with pytest.raises(ValueError, match="picked on gowalla's validation"):
+        check_choice_named(carried, "MGFormer tokens + ChebyCF (test-picked)")
     assert filter_note(carried) == "ChebyCF 0.5, picked on gowalla's validation"
     # its own dataset named: the ordinary rules
     assert chosen_on_scored_items(hybrid("validation", True, dataset="gowalla-full", choice_dataset="gowalla-full"))

@@ -236,3 +236,40 @@ def test_a_trained_record_with_other_settings_stops_the_plan_unless_it_is_retrai
     with pytest.raises(ValueError, match=r"seed0.json records .* trained with other settings \(uniformity_weight"):
         Run("MGFormer", overrides, "tiny", 0, **settings).check_config()
     Run("MGFormer", overrides, "tiny", 0, retrain_missing=True, **settings).check_config()  # moves aside, retrains
+
+
+def test_a_weight_chosen_elsewhere_replaces_a_test_picked_record_of_the_same_name(tiny_data, tmp_path, capsys):
+    """A weight carried from another split's validation set names its row as the test-picked weight did: the
+    carried run retires that record to exploration/ and writes its own, where skipping it kept the test-picked
+    row on the board; a rerun that states no choice, or the same one, keeps the record."""
+    runs = tmp_path / "results" / "runs" / "tiny"
+    full_name = "MGFormer attention=False embedding_size=8 filter_residual=gfcf filter_residual_weight=0.5"
+    names = tmp_path / "results" / "names.yaml"
+    names.parent.mkdir(parents=True)
+    names.write_text(f'folders:\n  runs/tiny:\n    "{full_name}": tokens + GF-CF (test-picked)\n')
+    picked = ["--choice-made-on", "test"]
+    assert main(args(variant(0.5), tiny_data, tmp_path, *picked)) == 0
+    assert record(tmp_path, scored_name("0.5"))["choice_made_on"] == "test"
+    capsys.readouterr()
+    for same in ([], picked):
+        assert main(args(variant(0.5), tiny_data, tmp_path, *same)) == 0
+        assert "moved" not in capsys.readouterr().out
+        assert record(tmp_path, scored_name("0.5"))["choice_made_on"] == "test"
+    carried = ["--choice-made-on", "validation", "--choice-dataset", "other"]
+    with pytest.raises(SystemExit):  # run and recorded, then the page refuses the stale name
+        main(args(variant(0.5), tiny_data, tmp_path, *carried))
+    out, err = capsys.readouterr()
+    assert "its name 'tokens + GF-CF (test-picked)' says 'test-picked'" in err
+    names.write_text(  # the retired record keeps its test-picked name where it went
+        f'folders:\n  runs/tiny:\n    "{full_name}": tokens + GF-CF (0.5)\n'
+        f'  exploration/runs/tiny:\n    "{full_name}": tokens + GF-CF (test-picked)\n'
+    )
+    assert main(["--render-only", "--results", str(tmp_path / "results")]) == 0
+    name = f"{scored_name('0.5')}-seed0.json"
+    assert re.search(rf"moved \S*exploration/runs/tiny/{name}: its weight was chosen as .*'test'.*, this run's", out)
+    now = record(tmp_path, scored_name("0.5"))
+    assert (now["choice_made_on"], now["choice_dataset"]) == ("validation", "other")
+    retired = json.loads((tmp_path / "results" / "exploration" / "runs" / "tiny" / name).read_text())
+    assert retired["choice_made_on"] == "test" and retired["test"] == now["test"]  # the same weights and scores
+    assert (runs / f"{scored_name('0.5')}-seed0.users.json.gz").exists()
+    assert record(tmp_path, TRAINED_NAME)["commit"]  # the trained entry stays: only the hybrid's choice changed
