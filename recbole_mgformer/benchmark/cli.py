@@ -16,7 +16,7 @@ from recbole_mgformer.benchmark.entries import (
     split_models,
     tuning_target,
 )
-from recbole_mgformer.benchmark.names import CHOICES
+from recbole_mgformer.benchmark.names import CHOICES, recorded_choice
 from recbole_mgformer.benchmark.render import render_results, required_metrics
 from recbole_mgformer.config.input_checks import user_errors
 
@@ -42,8 +42,7 @@ def choice_fields(args):
             f"--choice-dataset={args.choice_dataset} says the weight was chosen on that dataset's validation set; "
             "add --choice-made-on validation"
         )
-    fields = {} if args.choice_made_on is None else {"choice_made_on": args.choice_made_on}
-    return fields | ({} if args.choice_dataset is None else {"choice_dataset": args.choice_dataset})
+    return recorded_choice(vars(args))
 
 
 def planned_runs(args, extra, command):

@@ -34,6 +34,7 @@ MAX_LENGTH = 40
 NAMES_FILE = "names.yaml"
 TEST_PICKED = "test-picked"
 CHOICES = ("validation", "test", "none")
+CHOICE_FIELDS = ("choice_made_on", "choice_dataset")  # the record fields that say where a hybrid's weight was chosen
 
 # the summary's families, by model class; a model not listed is in none of them
 FAMILIES = {
@@ -125,6 +126,11 @@ def short_name(names, folder, variant, warn=None):
 def is_hybrid(record):
     """A run with a filter's scores added to the model's (``filter_residual``)."""
     return (record.get("overrides") or {}).get("filter_residual") not in (None, False, "none", "None")
+
+
+def recorded_choice(record):
+    """The :data:`CHOICE_FIELDS` a record (or the benchmark's options) states, as {field: value}."""
+    return {key: record[key] for key in CHOICE_FIELDS if record.get(key) is not None}
 
 
 def choice_made_on(record):

@@ -11,7 +11,7 @@ from recbole.utils import init_seed
 from recbole_mgformer.benchmark.claims import claim
 from recbole_mgformer.benchmark.datasets import table_kind
 from recbole_mgformer.benchmark.entries import slug, variant_name
-from recbole_mgformer.benchmark.names import is_hybrid
+from recbole_mgformer.benchmark.names import is_hybrid, recorded_choice
 from recbole_mgformer.benchmark.run_record import (
     OneTestPass,
     cap_fields,
@@ -48,9 +48,6 @@ def setup_run(model, dataset, config_files, config_dict):
     logging.getLogger().handlers.clear()  # RecBole's init_logger only configures a bare root logger
     init_logger(config)
     return config, *prepare(config)
-
-
-CHOICE_FIELDS = ("choice_made_on", "choice_dataset")  # where a hybrid's weight was chosen (benchmark.cli)
 
 
 class Run:
@@ -239,9 +236,9 @@ class Run:
         if tuning and recorded.get("tuning") != tuning:
             return f"trained before {tuning['search']}"
         if self.choice and is_hybrid({"overrides": self.overrides}):
-            recorded_choice = {key: recorded[key] for key in CHOICE_FIELDS if recorded.get(key) is not None}
-            if recorded_choice != self.choice:
-                return f"its weight was chosen as {recorded_choice or 'unstated'}, this run's as {self.choice}"
+            choice = recorded_choice(recorded)
+            if choice != self.choice:
+                return f"its weight was chosen as {choice or 'unstated'}, this run's as {self.choice}"
         return None
 
     def _execute(self, log):
