@@ -17,7 +17,7 @@ z(filter)`` would, so ``w`` is the filter's share whatever the scales: 1 gives i
 The hybrid trained as one model (``filter_residual_in_training``, issue 81): DirectAU's alignment term cannot see a
 fixed residual (a constant added to a pair's score adds nothing to its gradient), so that hybrid trains with
 ``loss: softmax``, each positive pair's item against every item, and the residual joins those scores
-(:func:`softmax_logits`), as it joins the model's at test time. A filter scores a user's training items from the
+(:func:`softmax_cross_entropy`), as it joins the model's at test time. A filter scores a user's training items from the
 user's own row, each item's own interaction among its inputs, which the test items never have; in training each such
 pair is scored as if that item were held out (:func:`training_residual`), so the tokens learn what the filter misses
 on items it has not seen.
@@ -32,6 +32,7 @@ from recbole_mgformer.config.defaults import model_config_file
 from recbole_mgformer.model.general_recommender.bspm import BSPM
 from recbole_mgformer.model.general_recommender.chebycf import ChebyCF
 from recbole_mgformer.model.general_recommender.gfcf import GFCF
+from recbole_mgformer.model.loss import linear_cross_entropy
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
 from recbole_mgformer.safety.settings import load_yaml
 
@@ -183,15 +184,17 @@ def training_residual(filter_model, dtype=torch.float16):
     return residual
 
 
-def softmax_logits(user_outputs, item_outputs, temperature, residual_rows=None, weight=0.0):
-    """The training logits of ``loss: softmax``, (b, items): each user's cosine scores of every item plus, for the
-    hybrid trained as one model, ``weight`` times the residual ``residual_rows`` (b, items; :func:`training_residual`'s
-    rows of the users) given the spread of the user's cosine scores (no gradient), as :func:`matched_residual` gives
-    it the model's spread at test time; all over ``temperature``; the padding item never wins (-inf). Outputs:
-    users (b, w), every item (items, w), the padding id's row 0 included."""
-    cosine = F.normalize(user_outputs, dim=-1) @ F.normalize(item_outputs, dim=-1).T
-    if residual_rows is not None and weight:
-        spread = cosine.detach().std(dim=1, correction=0, keepdim=True)
-        cosine = cosine + weight * spread * residual_rows.to(cosine.dtype)
-    logits = cosine / temperature
-    return logits.index_fill(1, torch.zeros(1, dtype=torch.long, device=logits.device), float("-inf"))
+def softmax_cross_entropy(user_outputs, item_outputs, items, temperature, residual_rows=None, weight=0.0, dtype=None):
+    """The cross-entropy of ``loss: softmax``: each pair's item ``items`` (b,) against every item, the logits being
+    the user's cosine scores of every item plus, for the hybrid trained as one model, ``weight`` times the residual
+    ``residual_rows`` (b, items; :func:`training_residual`'s rows of the users) given the spread of the user's cosine
+    scores (no gradient), as :func:`matched_residual` gives it the model's spread at test time; all over
+    ``temperature``; the padding item never a candidate. Outputs: users (b, w), every item (items, w), the padding
+    id's row 0 included. The (b, items) logits are made a cached block of rows at a time, never whole
+    (:func:`~recbole_mgformer.model.loss.linear_cross_entropy`); ``dtype``: its matmuls' input format (None: fp32)."""
+    padding = torch.zeros(len(item_outputs), device=item_outputs.device)
+    padding[0] = float("-inf")
+    # cos / t = (u / t) . i over unit vectors; the spread of cos / t is that of cos over t, so t scales all alike
+    queries = F.normalize(user_outputs, dim=-1) / temperature
+    keys = F.normalize(item_outputs, dim=-1)
+    return linear_cross_entropy(queries, keys, padding, items, dtype or torch.float32, residual_rows, weight)

@@ -127,12 +127,10 @@ def directau_loss_of_pairs(pairs, uniformity_weight, dtype=None, block_rows=UNIF
     return alignment_loss(normalized[0], normalized[1]) + uniformity_weight * uniform
 
 
-def softmax_loss_of_pairs(logits, items, pairs, uniformity_weight, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
-    """MGFormer's ``loss: softmax``: each pair's item against every item, the cross-entropy of ``logits``
-    (b, items) with the pair's item ``items`` (b,) as the target, in place of DirectAU's alignment; plus DirectAU's
-    uniformity terms of the pairs (2, b, w), users then items, with their weight."""
-    uniform = uniformity_loss(F.normalize(pairs, dim=-1), dtype=dtype, block_rows=block_rows).sum()
-    return F.cross_entropy(logits, items) + uniformity_weight * uniform
+def uniformity_of_pairs(pairs, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
+    """DirectAU's two uniformity terms of pairs (2, b, d), users then items, on L2-normalised rows, summed: what
+    MGFormer's ``loss: softmax`` adds to its cross-entropy, with its weight, in place of DirectAU's alignment."""
+    return uniformity_loss(F.normalize(pairs, dim=-1), dtype=dtype, block_rows=block_rows).sum()
 
 
 def bpr_loss(positive_scores, negative_scores):
@@ -202,6 +200,13 @@ def cross_entropy_block_rows(classes):
     return max(1, CROSS_ENTROPY_BLOCK_BYTES // (4 * classes))
 
 
+def row_spread(x):
+    """The standard deviation of each row of ``x`` (r, c) -> (r, 1), over c (no correction): the centred rows'
+    norms over sqrt(c). On x86 CPUs torch's ``std`` over the rows of a block of logits is many times slower; it
+    was most of the residual's cost in the blocked loss."""
+    return torch.linalg.vector_norm(x - x.mean(dim=1, keepdim=True), dim=1, keepdim=True).div_(math.sqrt(x.shape[1]))
+
+
 class _LinearCrossEntropy(torch.autograd.Function):
     """``F.cross_entropy(F.linear(hidden, weight, bias), target)`` a block of rows at a time: each block's logits
     become its softmax, its share of the loss and the logits' gradient ``(softmax - onehot) / b`` while in cache,
@@ -211,16 +216,18 @@ class _LinearCrossEntropy(torch.autograd.Function):
     more than the matmuls. The softmax runs in base 2 (``exp2`` of the logits scaled by log2(e): the same function
     to fp32 rounding, and on x86 CPUs torch's ``exp2`` is about three times faster than its ``exp``, the loss's
     largest cost after the matmuls). With ``dtype`` bf16 the three matmuls take bf16 inputs (fp32 sums); the
-    softmax, the loss and the gradients' sums stay fp32."""
+    softmax, the loss and the gradients' sums stay fp32. With ``residual`` (b, c), each row of ``hidden @ weight.T``
+    gains ``residual_weight`` times its own standard deviation (no gradient) times the residual's row, before the
+    bias: MGFormer's hybrid trained as one model (``model/filter_residual.py``)."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, target, dtype, wants_grad):
+    def forward(ctx, hidden, weight, bias, target, dtype, wants_grad, residual, residual_weight):
         b = len(target)
         hidden_mm, weight_mm = hidden.to(dtype), weight.to(dtype)
         loss = torch.zeros((), device=hidden.device)
         hidden_grad = torch.empty_like(hidden) if wants_grad else None
         weight_grad = torch.zeros(weight.shape, device=weight.device) if wants_grad else None  # fp32 sums
-        bias_grad = torch.zeros_like(bias) if wants_grad and bias is not None else None
+        bias_grad = torch.zeros_like(bias) if wants_grad and bias is not None and bias.requires_grad else None
         # the logits in base-2 units (times log2(e)): fp32 folds the scale into hidden's k columns; bf16 scales
         # after the matmul, so that its inputs are rounded exactly as the unscaled ones
         folded = hidden_mm.dtype == torch.float32
@@ -232,6 +239,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
             logits = hidden_logits[block] @ weight_mm.T  # (r, c), base 2
             if not folded:
                 logits = logits.float().mul_(LOG2E)
+            if residual is not None:  # the spread scales with the logits, so base 2 changes nothing
+                logits.addcmul_(residual[block], row_spread(logits).mul_(residual_weight))
             if bias_logits is not None:
                 logits.add_(bias_logits)  # in place: addmm would first copy the bias into every row
             picked = logits.gather(1, block_target)  # (r, 1)
@@ -264,14 +273,19 @@ class _LinearCrossEntropy(torch.autograd.Function):
             None,
             None,
             None,
+            None,
+            None,
         )
 
 
-def linear_cross_entropy(hidden, weight, bias, target, dtype=torch.float32):
+def linear_cross_entropy(hidden, weight, bias, target, dtype=torch.float32, residual=None, residual_weight=0.0):
     """The mean cross-entropy of ``hidden @ weight.T + bias`` against ``target``: hidden (b, k), weight (c, k),
     bias (c,) or None, target (b,) class ids -> scalar; the same function and gradients as ``F.cross_entropy`` of
     ``F.linear`` (no ignored index, no label smoothing), in less memory traffic. ``dtype`` (bf16) is the matmuls'
     input format (:mod:`recbole_mgformer.model.precision`); the softmax, the loss and the gradients' sums are fp32.
-    Without gradients (``torch.no_grad``, or no input requiring them) only the loss is computed."""
+    ``residual`` (b, c), any float dtype, or None: the logits ``s = hidden @ weight.T`` become
+    ``s + residual_weight * std(s, per row, no gradient) * residual + bias``. Without gradients (``torch.no_grad``,
+    or no input requiring them) only the loss is computed."""
     wants_grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (hidden, weight, bias))
-    return _LinearCrossEntropy.apply(hidden, weight, bias, target, dtype, wants_grad)
+    residual = residual if residual is not None and residual_weight else None
+    return _LinearCrossEntropy.apply(hidden, weight, bias, target, dtype, wants_grad, residual, float(residual_weight))

@@ -7,17 +7,20 @@ import copy
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from recbole.data.interaction import Interaction
 
+from recbole_mgformer.model import loss as loss_module
 from recbole_mgformer.model.filter_residual import (
     FilterConfig,
     filter_defaults,
     filter_self_weights,
     matched_residual,
-    softmax_logits,
+    softmax_cross_entropy,
     training_residual,
 )
-from recbole_mgformer.model.loss import softmax_loss_of_pairs, uniformity_loss
+from recbole_mgformer.model.loss import uniformity_loss, uniformity_of_pairs
 
 RESIDUAL = {"filter_residual": "gfcf", "filter_residual_k": 8, "filter_residual_alpha": 0.3}
 
@@ -274,29 +277,71 @@ def test_a_training_pair_is_scored_with_its_item_held_out_and_other_pairs_as_at_
     assert torch.equal(z[0], torch.zeros_like(z[0]))  # the padding user has no interactions
 
 
-def test_the_softmax_logits_written_out_user_by_user():
+def written_out_cross_entropy(users, items, targets, temperature, residual, weight):
+    """``loss: softmax``'s cross-entropy, user by user and item by item in float64: the cosine of each item, plus
+    weight times the user's residual given the spread of the user's cosines (every item's), over the temperature;
+    the padding item 0 is no candidate."""
+    total = 0.0
+    for k, user in enumerate(users):
+        cosine = torch.stack([user @ item / (user.norm() * item.norm()) for item in items])
+        spread = cosine.detach().std(correction=0)
+        logits = [(cosine[j] + weight * spread * residual[k, j]) / temperature for j in range(1, len(items))]
+        logits = torch.stack(logits)
+        total = total - (logits[targets[k] - 1] - logits.exp().sum().log())
+    return total / len(users)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    rows=st.integers(1, 7),
+    n_items=st.integers(2, 9),
+    block_rows=st.integers(1, 8),
+    weight=st.sampled_from([0.0, 0.4, 1.5]),
+    dtype=st.sampled_from([None, torch.float32]),
+    seed=st.integers(0, 2**16),
+)
+def test_the_softmax_cross_entropy_and_its_gradients_written_out_user_by_user(
+    rows, n_items, block_rows, weight, dtype, seed
+):
+    """However its rows split into blocks, with and without the residual (fp16, as the model keeps it): the loss
+    and the gradients of the users' and the items' outputs are those of the logits written out."""
+    generator = torch.Generator().manual_seed(seed)
+    users, items = torch.randn(rows, 4, generator=generator), torch.randn(n_items, 4, generator=generator)
+    residual = torch.randn(rows, n_items, generator=generator).half()
+    targets = torch.randint(1, n_items, (rows,), generator=generator)
+    ours_inputs = [x.clone().requires_grad_() for x in (users, items)]
+    exact_inputs = [x.double().requires_grad_() for x in (users, items)]
+    block_bytes = loss_module.CROSS_ENTROPY_BLOCK_BYTES
+    loss_module.CROSS_ENTROPY_BLOCK_BYTES = 4 * n_items * block_rows  # block_rows rows a block
+    try:
+        ours = softmax_cross_entropy(*ours_inputs, targets, 0.3, residual, weight, dtype)
+    finally:
+        loss_module.CROSS_ENTROPY_BLOCK_BYTES = block_bytes
+    exact = written_out_cross_entropy(*exact_inputs, targets, 0.3, residual.double(), weight)
+    torch.testing.assert_close(ours.double(), exact, rtol=1e-5, atol=1e-5)
+    for got, want in zip(torch.autograd.grad(ours, ours_inputs), torch.autograd.grad(exact, exact_inputs)):
+        torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_the_softmax_cross_entropy_in_bf16_rounds_the_matmul_inputs_only():
     generator = torch.Generator().manual_seed(1)
-    users, items = torch.randn(3, 4, generator=generator), torch.randn(6, 4, generator=generator)
-    residual = torch.randn(3, 6, generator=generator)
-    logits = softmax_logits(users, items, 0.3, residual, 0.8)
-    cosine = torch.tensor([[float(u @ i / (u.norm() * i.norm())) for i in items] for u in users])
-    for k in range(3):
-        spread = cosine[k].std(correction=0)  # over every item, as the test-time residual's
-        expected = [(cosine[k, j] + 0.8 * spread * residual[k, j]) / 0.3 for j in range(1, 6)]
-        torch.testing.assert_close(logits[k, 1:], torch.stack(expected), rtol=1e-5, atol=1e-5)
-    assert torch.isneginf(logits[:, 0]).all()  # the padding item is never a candidate
-    torch.testing.assert_close(softmax_logits(users, items, 0.3, residual, 0.0)[:, 1:], cosine[:, 1:] / 0.3)
+    users, items = torch.randn(64, 16, generator=generator), torch.randn(300, 16, generator=generator)
+    residual = torch.randn(64, 300, generator=generator).half()
+    targets = torch.randint(1, 300, (64,), generator=generator)
+    losses = [
+        softmax_cross_entropy(users, items, targets, 0.2, residual, 0.5, dtype) for dtype in (None, torch.bfloat16)
+    ]
+    assert losses[1].dtype == torch.float32
+    torch.testing.assert_close(losses[1], losses[0], rtol=2e-2, atol=2e-2)
+    assert not torch.equal(losses[1], losses[0])  # the rounding is real
 
 
-def test_the_softmax_loss_is_the_cross_entropy_of_the_pairs_items_plus_the_uniformity_terms():
+def test_the_uniformity_of_pairs_is_the_sum_of_both_sides_terms():
     generator = torch.Generator().manual_seed(2)
     pairs = torch.randn(2, 5, 3, generator=generator)
-    logits = torch.randn(5, 7, generator=generator)
-    items = torch.tensor([1, 4, 4, 6, 2])
-    cross_entropy = -sum(logits[k, items[k]] - logits[k].exp().sum().log() for k in range(5)) / 5
     normalized = torch.nn.functional.normalize(pairs, dim=-1)
     uniform = sum(uniformity_loss(side) for side in normalized)
-    torch.testing.assert_close(softmax_loss_of_pairs(logits, items, pairs, 0.4), cross_entropy + 0.4 * uniform)
+    torch.testing.assert_close(uniformity_of_pairs(pairs), uniform)
 
 
 def test_the_softmax_loss_of_mgformer_written_out(tiny_setup):
@@ -308,13 +353,21 @@ def test_the_softmax_loss_of_mgformer_written_out(tiny_setup):
     tokens = model.forward()  # (n, w): every node's output, users then items
     user_tokens, item_tokens = tokens[users], tokens[model.n_users :]
     cosine = torch.nn.functional.normalize(user_tokens, dim=-1) @ torch.nn.functional.normalize(item_tokens, dim=-1).T
-    scores = cosine + 0.6 * cosine.std(dim=1, correction=0, keepdim=True) * model.training_residual[users].float()
+    spread = cosine.detach().std(dim=1, correction=0, keepdim=True)  # a scale, no gradient
+    scores = cosine + 0.6 * spread * model.training_residual[users].float()
     scores[:, 0] = float("-inf")
     cross_entropy = torch.nn.functional.cross_entropy(scores / 0.2, items)
     pairs = torch.nn.functional.normalize(torch.stack([user_tokens, item_tokens[items]]), dim=-1)
     uniform = uniformity_loss(pairs[0]) + uniformity_loss(pairs[1])
     expected = cross_entropy + model.uniformity_weight * uniform
-    torch.testing.assert_close(model.calculate_loss(batch), expected, rtol=1e-5, atol=1e-5)
+    loss = model.calculate_loss(batch)
+    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-5)
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    got, want = (torch.autograd.grad(x, parameters, allow_unused=True, retain_graph=True) for x in (loss, expected))
+    assert [g is None for g in got] == [w is None for w in want] and any(g is not None for g in got)
+    for ours, exact in zip(got, want):
+        if exact is not None:
+            torch.testing.assert_close(ours, exact, rtol=1e-4, atol=1e-6)
 
 
 def test_the_residual_in_training_changes_the_gradient_and_at_weight_zero_nothing(tiny_setup):

@@ -17,6 +17,7 @@ from recbole_mgformer.model.loss import (
     info_nce_loss,
     info_nce_over_all_nodes,
     linear_cross_entropy,
+    row_spread,
     uniformity_loss,
 )
 
@@ -319,3 +320,32 @@ def test_linear_cross_entropy_in_bf16_keeps_bf16s_precision_in_blocks(block_rows
     torch.testing.assert_close(blocked, one_block, rtol=1e-6, atol=1e-6)
     for ours, exact in zip(blocked_grads, exact_grads):
         torch.testing.assert_close(ours, exact, rtol=0.05, atol=2e-3)
+
+
+def test_linear_cross_entropy_with_a_residual_adds_it_at_each_rows_spread_before_the_bias():
+    g = torch.Generator().manual_seed(6)
+    hidden, weight, bias = torch.randn(6, 4, generator=g), torch.randn(9, 4, generator=g), torch.randn(9, generator=g)
+    residual, target = torch.randn(6, 9, generator=g), torch.tensor([0, 8, 2, 2, 5, 1])
+    ours_inputs = [x.clone().requires_grad_() for x in (hidden, weight, bias)]
+    exact_inputs = [x.double().requires_grad_() for x in (hidden, weight, bias)]
+    ours = linear_cross_entropy(*ours_inputs, target, residual=residual, residual_weight=0.7)
+    scores = exact_inputs[0] @ exact_inputs[1].T
+    spread = scores.detach().std(dim=1, correction=0, keepdim=True)  # a scale: no gradient through it
+    exact = F.cross_entropy(scores + 0.7 * spread * residual.double() + exact_inputs[2], target)
+    torch.testing.assert_close(ours.double(), exact, rtol=1e-5, atol=1e-6)
+    for a, b in zip(torch.autograd.grad(ours, ours_inputs), torch.autograd.grad(exact, exact_inputs)):
+        torch.testing.assert_close(a.double(), b, rtol=1e-4, atol=1e-6)
+    plain = linear_cross_entropy(hidden, weight, bias, target)
+    torch.testing.assert_close(linear_cross_entropy(hidden, weight, bias, target, residual=residual), plain)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    rows=st.integers(1, 5),
+    columns=st.integers(1, 300),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+    seed=st.integers(0, 2**16),
+)
+def test_row_spread_is_each_rows_standard_deviation(rows, columns, scale, seed):
+    x = scale * torch.randn(rows, columns, generator=torch.Generator().manual_seed(seed)) + 5 * scale
+    torch.testing.assert_close(row_spread(x), x.double().std(dim=1, correction=0, keepdim=True).float())

@@ -22,11 +22,11 @@ from recbole_mgformer.model.filter_residual import (
     matched_residual,
     residual_filter,
     residual_in_training,
-    softmax_logits,
+    softmax_cross_entropy,
     training_residual,
 )
 from recbole_mgformer.model.graph import graph_with_self_loops, lightgcn_propagate, normalized_adjacency
-from recbole_mgformer.model.loss import directau_loss_of_pairs, softmax_loss_of_pairs
+from recbole_mgformer.model.loss import directau_loss_of_pairs, uniformity_of_pairs
 from recbole_mgformer.model.mgformer.layer import attention_layers
 from recbole_mgformer.model.mgformer.option_names import FILTER_RESIDUAL_OPTIONS, TRAINING_LOSS_OPTIONS
 from recbole_mgformer.model.mgformer.options import MGFormerOptions
@@ -257,12 +257,12 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
         outputs = self.forward(torch.cat([users, every_item]), self.sample_keys())
         user_outputs, item_outputs = outputs.split([len(users), self.n_items])
         residual = self.training_residual[users] if self.residual_in_training else None
-        logits = softmax_logits(
-            user_outputs, item_outputs, self.softmax_temperature, residual, self.filter_residual_weight
-        )
+        scoring = self.softmax_temperature, residual, self.filter_residual_weight, self.matmul_dtype
+        cross_entropy = softmax_cross_entropy(user_outputs, item_outputs, items, *scoring)
         pairs = torch.stack([user_outputs, item_outputs[items]])
-        uniformity = self.uniformity_weight, self.matmul_dtype, self.uniformity_block_rows
-        return softmax_loss_of_pairs(logits, items, pairs, *uniformity)
+        return cross_entropy + self.uniformity_weight * uniformity_of_pairs(
+            pairs, self.matmul_dtype, self.uniformity_block_rows
+        )
 
     def _scoring(self, outputs):
         return nn.functional.normalize(outputs, dim=-1) if self.score == "cosine" else outputs
