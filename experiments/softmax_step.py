@@ -44,22 +44,25 @@ def written_out_cross_entropy(
     return F.cross_entropy(logits, items)
 
 
-def build(dataset, residual, batch_size, embedding_size):
-    """MGFormer's tokens with ``loss: softmax`` (and GF-CF's residual in training), and its first training batches."""
+def build(args, residual):
+    """MGFormer's tokens with ``loss: softmax`` (and GF-CF's residual in training) and its training data."""
     from recbole_mgformer.quick_start import build_config, prepare
 
     settings = {
         "attention": False,
         "loss": "softmax",
         "precision": "fp32",
-        "embedding_size": embedding_size,
-        "train_batch_size": batch_size,
+        "embedding_size": args.embedding_size,
+        "train_batch_size": args.batch_size,
         "show_progress": False,
         "seed": 0,
     }
+    if args.data_path:
+        settings["data_path"] = args.data_path
     if residual:
         settings.update(filter_residual="gfcf", filter_residual_weight=1.0, filter_residual_in_training=True)
-    config, _ = build_config("MGFormer", dataset, None, settings)
+        settings["filter_residual_k"] = args.filter_k
+    config, _ = build_config("MGFormer", args.dataset, None, settings)
     model, _, (train, _, _) = prepare(config)
     return model, train
 
@@ -101,6 +104,8 @@ def main(argv=None):
     parser.add_argument("--dataset", default="amazon-beauty")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--embedding-size", type=int, default=64)
+    parser.add_argument("--filter-k", type=int, default=256, help="GF-CF's singular vectors (filter_residual_k)")
+    parser.add_argument("--data-path", help="the folder holding the dataset's folder (RecBole's data_path)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
@@ -112,7 +117,7 @@ def main(argv=None):
     load = os.getloadavg()
     rows, record = [], {"settings": {}}
     for residual in (False, True):
-        model, train = build(args.dataset, residual, args.batch_size, args.embedding_size)
+        model, train = build(args, residual)
         batches = [batch for batch, _ in zip(train, range(args.steps + 1))]
         medians = time_settings(model, batches, args.repeats, args.steps)
         loss_name = "softmax + GF-CF residual in training (weight 1)" if residual else "softmax"
