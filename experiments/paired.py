@@ -1,4 +1,5 @@
-"""Paired test of one benchmark row against others, over users' test NDCG@20 pooled over seeds.
+"""Paired test of one benchmark row against others, over users' test NDCG@20 (NDCG@10 on sequential data) pooled
+over seeds.
 
 The leaderboard sets each MGFormer row of an equal-budget section against every other model of that section;
 this names any pair (two baselines, an ablation and a baseline):
@@ -20,8 +21,9 @@ RUNS = Path(__file__).resolve().parents[1] / "results" / "runs"
 
 
 def per_user_by_seed(runs_dir, stem, tuned=True):
-    """``{seed: {user: value}}`` of one row: the ``<stem>-seed<k>.json`` records in ``runs_dir`` of one section of
-    the leaderboard (``general.sections``), an equal-budget search's (``tuned``) or the older runs'."""
+    """``({seed: {user: value}}, metric)`` of one row: the per-user test values (NDCG@20 on the general boards,
+    NDCG@10 on the sequential one) of the ``<stem>-seed<k>.json`` records in ``runs_dir`` of one section of the
+    leaderboard (``general.sections``), an equal-budget search's (``tuned``) or the older runs'."""
     name = re.compile(rf"{re.escape(stem)}-seed\d+\.json")
     own = [r for r in read_records(runs_dir) if name.fullmatch(Path(r["_path"]).name)]
     chosen = [(budget, records) for budget, records in general.sections(own) if (budget is not None) == tuned]
@@ -32,13 +34,20 @@ def per_user_by_seed(runs_dir, stem, tuned=True):
             + "): they are separate rows"
         )
     by_seed = stats.per_user_by_seed(chosen[0][1]) if chosen else {}
+    metrics = (
+        {r["per_user"].get("metric", stats.PER_USER_METRIC) for r in chosen[0][1] if r.get("per_user")}
+        if chosen
+        else set()
+    )
+    if len(metrics) > 1:
+        raise SystemExit(f"the records of {stem!r} store different per-user metrics ({', '.join(sorted(metrics))})")
     if not by_seed:
         section = "from an equal-budget search (add --older for the older runs)" if tuned else "of older runs"
         raise SystemExit(
             f"no records {section} with per-user values for {stem!r} in {runs_dir}: name a row by its "
             f"record stem, e.g. 'mgformer' for mgformer-seed0.json"
         )
-    return by_seed
+    return by_seed, metrics.pop()
 
 
 def main(argv=None):
@@ -53,11 +62,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     runs_dir = Path(args.runs) / args.dataset
     tuned = not args.older
-    row = per_user_by_seed(runs_dir, args.row, tuned)
+    row, metric = per_user_by_seed(runs_dir, args.row, tuned)
     lines = []
     for other in args.others:
-        verdict = paired_verdict(row, per_user_by_seed(runs_dir, other, tuned))
-        lines.append(verdict_text(args.row, other, verdict) if verdict else f"{args.row} and {other} share no seed")
+        values, other_metric = per_user_by_seed(runs_dir, other, tuned)
+        if other_metric != metric:
+            raise SystemExit(f"{args.row} stores per-user {metric}, {other} {other_metric}: they cannot be paired")
+        verdict = paired_verdict(row, values)
+        lines.append(
+            verdict_text(args.row, other, verdict, metric) if verdict else f"{args.row} and {other} share no seed"
+        )
     print("\n".join(lines))
     return lines
 

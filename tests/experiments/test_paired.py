@@ -52,15 +52,15 @@ def test_only_the_rows_own_seed_records_count(tmp_path):
     write_row(tmp_path, "mgformer-x", [1], lambda seed, user: 0.2)
     write_record(tmp_path / "mgformer-seed2-copy.json", 2, TUNED)  # matches the glob, not a seed record
     write_per_user(tmp_path / "mgformer-seed2-copy.json", {"u0": 0.3})
-    assert list(per_user_by_seed(tmp_path, "mgformer")) == [0]
+    assert list(per_user_by_seed(tmp_path, "mgformer")[0]) == [0]
 
 
 def test_a_row_is_one_sections_records_as_on_the_leaderboard(tmp_path):
     # a tuned seed 0 beside an older run's seed 2 of the same stem, not yet retired: two rows, never pooled
     write_row(tmp_path, "simgcl", [0], lambda seed, user: 0.3)
     write_row(tmp_path, "simgcl", [2], lambda seed, user: 0.1, record={})
-    assert list(per_user_by_seed(tmp_path, "simgcl")) == [0]
-    assert list(per_user_by_seed(tmp_path, "simgcl", tuned=False)) == [2]
+    assert list(per_user_by_seed(tmp_path, "simgcl")[0]) == [0]
+    assert list(per_user_by_seed(tmp_path, "simgcl", tuned=False)[0]) == [2]
 
 
 def test_an_unknown_row_names_what_to_pass(tmp_path):
@@ -76,3 +76,16 @@ def test_a_stem_searched_under_two_budgets_is_two_rows(tmp_path):
     write_row(tmp_path, "sgl", [1], lambda seed, user: 0.3, record={"tuning": {"text": "random search of 16 trials"}})
     with pytest.raises(SystemExit, match="different budgets"):
         per_user_by_seed(tmp_path, "sgl")
+
+
+def test_the_verdict_names_the_stored_metric_and_rows_of_different_metrics_are_not_paired(tmp_path):
+    runs = tmp_path / "toy"
+    runs.mkdir()
+    sequential = {**TUNED, "per_user": {"file": "x", "metric": "ndcg@10"}}
+    write_row(runs, "seq-a", [0], lambda seed, user: 0.5 + 0.01 * (user % 7), sequential)
+    write_row(runs, "seq-b", [0], lambda seed, user: 0.4, sequential)
+    write_row(runs, "general", [0], lambda seed, user: 0.4)
+    (line,) = main(["toy", "seq-a", "seq-b", "--runs", str(tmp_path)])
+    assert "test ndcg@10 over 40 (seed, user) pairs" in line
+    with pytest.raises(SystemExit, match="seq-a stores per-user ndcg@10, general ndcg@20"):
+        main(["toy", "seq-a", "general", "--runs", str(tmp_path)])
