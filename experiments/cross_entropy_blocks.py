@@ -14,7 +14,6 @@ import argparse
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -92,8 +91,9 @@ def main(argv=None):
                 cells = (name, label, block_label(block) + chosen, f"{seconds * 1e3:.2f}", f"{whole / seconds:.2f}x")
                 rows.append("| " + " | ".join(cells) + " |")
             record["settings"][f"{name} {label}"] = {block_label(b): s for b, s in medians.items()}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    commit = commit.stdout.strip() or "unknown"
+    from recbole_mgformer.records import code_commit
+
+    commit = code_commit()  # the measured code's commit, "-dirty" with uncommitted changes
     from experiments.sequential_step import machine
 
     cpu = machine()

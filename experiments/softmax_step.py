@@ -17,7 +17,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -129,8 +128,9 @@ def main(argv=None):
             record["settings"][f"{loss_name} {form} {label}"] = seconds
         items, width = model.n_items, model.forward(torch.zeros(1, dtype=torch.long)).shape[-1]
         del model, train
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    commit = commit.stdout.strip() or "unknown"
+    from recbole_mgformer.records import code_commit
+
+    commit = code_commit()  # the measured code's commit, "-dirty" with uncommitted changes
     from experiments.sequential_step import machine
 
     cpu = machine()
