@@ -41,8 +41,8 @@ from recbole_mgformer.config.input_checks import (
 )
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.duplicates import apply_duplicate_policy
-from recbole_mgformer.data.sequence_windows import SequenceWindowLoader, check_train_protocol, train_protocol
 from recbole_mgformer.data.sources import ensure_dataset
+from recbole_mgformer.data.train_protocols import check_train_protocol, training_loader
 from recbole_mgformer.integration.compat import init_logger
 from recbole_mgformer.integration.patches import register
 from recbole_mgformer.integration.registry import get_model, get_trainer
@@ -162,8 +162,7 @@ def prepare_data(config):
     getLogger().info(dataset)
     check_against_dataset(config, dataset)  # settings the data make impossible (topk above the item count, ...)
     train_data, valid_data, test_data = data_preparation(config, dataset)
-    if train_protocol(config) == "sequence":  # the same dataset, its window rows drawn (data/sequence_windows.py)
-        train_data = SequenceWindowLoader(config, train_data._dataset, train_data._sampler, shuffle=train_data.shuffle)
+    train_data = training_loader(config, train_data)  # train_protocol's rows of the same dataset
     if is_distributed(config):
         valid_data, test_data = shard_evaluation(valid_data), shard_evaluation(test_data)
     return train_data, valid_data, test_data

@@ -62,7 +62,7 @@ RECBOLE_PACKAGES = ("config", "data", "trainer", "evaluator", "sampler", "utils"
 # Keys of this project's data-parallel runs (distributed.py, run_recommender), and the escape hatch.
 # Read by this project's runner, not by a model: data-parallel settings, a dataset config's benchmark table,
 # results page and the dataset whose files it reads (benchmark/datasets.py, data/sources.py), whether a run
-# flushes subnormal numbers (model/precision.py), and a sequential model's training protocol (data/sequence_windows.py).
+# flushes subnormal numbers (model/precision.py), and a model's training protocol (data/train_protocols.py).
 PROJECT_KEYS = {
     "nproc",
     "world_size",

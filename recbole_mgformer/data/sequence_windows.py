@@ -28,35 +28,24 @@ import numpy as np
 import torch
 from recbole.data.dataloader.general_dataloader import NegSampleDataLoader, TrainDataLoader
 
-from recbole_mgformer.model.abstract_recommender import model_contract
-from recbole_mgformer.model.recbole_sequential import TRAIN_PROTOCOLS, train_protocol, window_stride
+from recbole_mgformer.model.recbole_sequential import window_stride
 
 
 class SequenceProtocolError(ValueError):
     """Training rows the whole-sequence protocol cannot cut into windows."""
 
 
-def check_train_protocol(config, model_class):
-    """``train_protocol`` must be one the model trains under (``prefix``, RecBole's, by default; ``sequence`` where
-    the model declares it in ``TRAIN_PROTOCOLS``)."""
-    protocol = train_protocol(config)
-    if protocol not in TRAIN_PROTOCOLS:
-        raise ValueError(f"train_protocol={protocol!r} must be one of {', '.join(TRAIN_PROTOCOLS)}")
-    supported = model_contract(model_class).TRAIN_PROTOCOLS
-    if protocol not in supported:
-        raise ValueError(
-            f"{model_class.__name__} does not train under train_protocol={protocol!r} (it trains under "
-            f"{', '.join(supported)}); the whole-sequence protocol is offered by this project's sequential models "
-            "SASRec, GRU4Rec and EAGPS"
-        )
+def check_window_stride(config, protocol):
+    """``train_window_stride``: set only with ``train_protocol: sequence``, a whole number of window positions."""
     stride, max_length = config["train_window_stride"], config["MAX_ITEM_LIST_LENGTH"]
-    if stride is not None:
-        if protocol != "sequence":
-            raise ValueError("train_window_stride applies to train_protocol: sequence only; set both, or neither")
-        if isinstance(stride, bool) or not isinstance(stride, int) or not 1 <= stride <= max_length:
-            raise ValueError(
-                f"train_window_stride={stride!r} must be a whole number from 1 to MAX_ITEM_LIST_LENGTH ({max_length})"
-            )
+    if stride is None:
+        return
+    if protocol != "sequence":
+        raise ValueError("train_window_stride applies to train_protocol: sequence only; set both, or neither")
+    if isinstance(stride, bool) or not isinstance(stride, int) or not 1 <= stride <= max_length:
+        raise ValueError(
+            f"train_window_stride={stride!r} must be a whole number from 1 to MAX_ITEM_LIST_LENGTH ({max_length})"
+        )
 
 
 def window_end_rows(users, lengths, max_length, stride=None):

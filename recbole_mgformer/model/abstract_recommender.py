@@ -64,9 +64,10 @@ class ModelContract:
         return []
 
     TRAIN_PROTOCOLS = ("prefix",)
-    """The training protocols a sequential model trains under (``train_protocol``): ``prefix``, RecBole's (a loss at
-    each prefix row's target), and ``sequence`` where the model computes a loss at every position of a window
-    (:mod:`recbole_mgformer.data.sequence_windows`)."""
+    """The training protocols the model trains under (``train_protocol``, :mod:`recbole_mgformer.data.train_protocols`):
+    ``prefix``, RecBole's rows; ``sequence`` where a sequential model computes a loss at every position of a window
+    (:mod:`recbole_mgformer.data.sequence_windows`); ``user`` where a general model's loss shares a user's scores of
+    every item among the user's pairs (:mod:`recbole_mgformer.data.user_batches`)."""
 
     matmul_dtype = None
     """The dtype of the model's large products where it has a ``precision`` option (recorded with a run); None for

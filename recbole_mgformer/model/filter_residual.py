@@ -105,6 +105,19 @@ def residual_in_training(config, loss, fitted, model="MGFormer"):
     return value
 
 
+def user_batches(config, loss, model="MGFormer"):
+    """Whether the run trains under ``train_protocol: user`` (every pair of a batch's users together,
+    :mod:`recbole_mgformer.data.user_batches`), which only ``loss: softmax`` uses: it makes a user's scores of every
+    item once for all of their pairs, where DirectAU's loss has nothing per user to share."""
+    protocol = config["train_protocol"]
+    if protocol == "user" and loss != "softmax":
+        raise ValueError(
+            f"{model}: train_protocol: user batches a user's pairs for loss: softmax, which scores every item once a "
+            f"user; the {loss} loss does not: set --loss=softmax, or leave train_protocol unset"
+        )
+    return protocol == "user"
+
+
 def filter_settings(name, overrides, residual_keys, model="MGFormer"):
     """Filter ``name``'s settings: its YAML defaults with ``overrides`` (``filter_residual_settings``, a mapping of
     its own keys) written over them. The keys the residual sets itself (``residual_keys``, the low-rank part, and
@@ -184,17 +197,21 @@ def training_residual(filter_model, dtype=torch.float16):
     return residual
 
 
-def softmax_cross_entropy(user_outputs, item_outputs, items, temperature, residual_rows=None, weight=0.0, dtype=None):
+def softmax_cross_entropy(
+    user_outputs, item_outputs, items, temperature, residual_rows=None, weight=0.0, dtype=None, rows=None
+):
     """The cross-entropy of ``loss: softmax``: each pair's item ``items`` (b,) against every item, the logits being
     the user's cosine scores of every item plus, for the hybrid trained as one model, ``weight`` times the residual
     ``residual_rows`` (b, items; :func:`training_residual`'s rows of the users) given the spread of the user's cosine
     scores (no gradient), as :func:`matched_residual` gives it the model's spread at test time; all over
     ``temperature``; the padding item never a candidate. Outputs: users (b, w), every item (items, w), the padding
     id's row 0 included. The (b, items) logits are made a cached block of rows at a time, never whole
-    (:func:`~recbole_mgformer.model.loss.linear_cross_entropy`); ``dtype``: its matmuls' input format (None: fp32)."""
+    (:func:`~recbole_mgformer.model.loss.linear_cross_entropy`); ``dtype``: its matmuls' input format (None: fp32).
+    ``rows`` (p,) or None: the p pairs' users are rows of ``user_outputs`` and ``residual_rows`` (u of them, each
+    user once), so a user's logits are made once for all of their pairs; ``items`` (p,)."""
     padding = torch.zeros(len(item_outputs), device=item_outputs.device)
     padding[0] = float("-inf")
     # cos / t = (u / t) . i over unit vectors; the spread of cos / t is that of cos over t, so t scales all alike
     queries = F.normalize(user_outputs, dim=-1) / temperature
     keys = F.normalize(item_outputs, dim=-1)
-    return linear_cross_entropy(queries, keys, padding, items, dtype or torch.float32, residual_rows, weight)
+    return linear_cross_entropy(queries, keys, padding, items, dtype or torch.float32, residual_rows, weight, rows)

@@ -127,10 +127,20 @@ def directau_loss_of_pairs(pairs, uniformity_weight, dtype=None, block_rows=UNIF
     return alignment_loss(normalized[0], normalized[1]) + uniformity_weight * uniform
 
 
-def uniformity_of_pairs(pairs, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
-    """DirectAU's two uniformity terms of pairs (2, b, d), users then items, on L2-normalised rows, summed: what
-    MGFormer's ``loss: softmax`` adds to its cross-entropy, with its weight, in place of DirectAU's alignment."""
-    return uniformity_loss(F.normalize(pairs, dim=-1), dtype=dtype, block_rows=block_rows).sum()
+def uniformity_of_users_and_items(users, items, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
+    """DirectAU's two uniformity terms, of users (u, d) and of items (p, d), on L2-normalised rows, summed: what
+    MGFormer's ``loss: softmax`` adds to its cross-entropy, with its weight, in place of DirectAU's alignment. A
+    side with one row has no pair of rows: its term is 0. Sides of one length are one call."""
+    if len(users) == len(items) > 1:
+        return uniformity_loss(
+            F.normalize(torch.stack([users, items]), dim=-1), dtype=dtype, block_rows=block_rows
+        ).sum()
+    terms = [
+        uniformity_loss(F.normalize(x, dim=-1), dtype=dtype, block_rows=block_rows)
+        for x in (users, items)
+        if len(x) > 1
+    ]
+    return sum(terms, users.new_zeros(()))
 
 
 def bpr_loss(positive_scores, negative_scores):
@@ -218,11 +228,13 @@ class _LinearCrossEntropy(torch.autograd.Function):
     largest cost after the matmuls). With ``dtype`` bf16 the three matmuls take bf16 inputs (fp32 sums); the
     softmax, the loss and the gradients' sums stay fp32. With ``residual`` (b, c), each row of ``hidden @ weight.T``
     gains ``residual_weight`` times its own standard deviation (no gradient) times the residual's row, before the
-    bias: MGFormer's hybrid trained as one model (``model/filter_residual.py``)."""
+    bias: MGFormer's hybrid trained as one model (``model/filter_residual.py``). With ``rows`` (p,), ascending, the
+    p targets are pairs ``(rows[j], target[j])``: a row's logits are made once for all of its targets, and the
+    loss is the mean over the pairs (a row with ``k`` targets: ``k`` times its log-sum-exp, less their logits)."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, target, dtype, wants_grad, residual, residual_weight):
-        b = len(target)
+    def forward(ctx, hidden, weight, bias, target, dtype, wants_grad, residual, residual_weight, rows):
+        b, pairs = len(hidden), len(target)
         hidden_mm, weight_mm = hidden.to(dtype), weight.to(dtype)
         loss = torch.zeros((), device=hidden.device)
         hidden_grad = torch.empty_like(hidden) if wants_grad else None
@@ -233,9 +245,15 @@ class _LinearCrossEntropy(torch.autograd.Function):
         folded = hidden_mm.dtype == torch.float32
         hidden_logits = hidden_mm * LOG2E if folded else hidden_mm
         bias_logits = None if bias is None else bias * LOG2E
-        rows = cross_entropy_block_rows(weight.shape[0])
-        for start in range(0, b, rows):
-            block, block_target = slice(start, start + rows), target[start : start + rows, None]
+        block_rows = cross_entropy_block_rows(weight.shape[0])
+        starts = range(0, b, block_rows)
+        if rows is None:  # one target a row: a block's targets are its rows'
+            bounds = [*starts, b]
+        else:  # each block's pairs, and each row's number of targets; one host sync a step
+            bounds = torch.searchsorted(rows, torch.tensor([*starts, b], device=rows.device)).tolist()
+            targets_per_row = torch.bincount(rows, minlength=b).unsqueeze(1).float()
+        for index, start in enumerate(starts):
+            block = slice(start, start + block_rows)
             logits = hidden_logits[block] @ weight_mm.T  # (r, c), base 2
             if not folded:
                 logits = logits.float().mul_(LOG2E)
@@ -243,15 +261,29 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 logits.addcmul_(residual[block], row_spread(logits).mul_(residual_weight))
             if bias_logits is not None:
                 logits.add_(bias_logits)  # in place: addmm would first copy the bias into every row
-            picked = logits.gather(1, block_target)  # (r, 1)
+            block_pairs = slice(bounds[index], bounds[index + 1])
+            if rows is None:
+                pair_index = (target[block_pairs, None],)  # (r, 1): gather and scatter along the columns
+                picked = logits.gather(1, *pair_index)
+            else:
+                pair_index = (rows[block_pairs] - start, target[block_pairs])
+                picked = logits[pair_index]
             peak = logits.amax(dim=1, keepdim=True)
             probabilities = logits.sub_(peak).exp2_()  # exp(logit - max), in place
             total = probabilities.sum(dim=1, keepdim=True)
-            loss += (total.log() + (peak - picked) * LN2).sum()  # log-sum-exp minus the target's logit
+            log_sum_exp = total.log() + peak * LN2
+            if rows is not None:
+                log_sum_exp = log_sum_exp * targets_per_row[block]
+            loss += log_sum_exp.sum() - picked.sum() * LN2  # log-sum-exp minus the target's logit
             if not wants_grad:
                 continue
-            logits_grad = probabilities.mul_(total.reciprocal_().div_(b))  # softmax / b
-            logits_grad.scatter_add_(1, block_target, logits_grad.new_full(block_target.shape, -1.0 / b))
+            # softmax * targets of the row / pairs, less 1 / pairs at each target
+            scale = total.reciprocal_().div_(pairs)
+            logits_grad = probabilities.mul_(scale if rows is None else scale.mul_(targets_per_row[block]))
+            if rows is None:
+                logits_grad.scatter_add_(1, *pair_index, logits_grad.new_full(picked.shape, -1.0 / pairs))
+            else:
+                logits_grad.index_put_(pair_index, logits_grad.new_full(picked.shape, -1.0 / pairs), accumulate=True)
             if bias_grad is not None:
                 bias_grad += logits_grad.sum(dim=0)
             logits_grad = logits_grad.to(dtype)
@@ -259,7 +291,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
             weight_grad += logits_grad.T @ hidden_mm[block]
         ctx.save_for_backward(hidden_grad, weight_grad, bias_grad)
         ctx.weight_dtype = weight.dtype
-        return loss / b
+        return loss / pairs
 
     @staticmethod
     def backward(ctx, grad):
@@ -275,17 +307,27 @@ class _LinearCrossEntropy(torch.autograd.Function):
             None,
             None,
             None,
+            None,
         )
 
 
-def linear_cross_entropy(hidden, weight, bias, target, dtype=torch.float32, residual=None, residual_weight=0.0):
+def linear_cross_entropy(
+    hidden, weight, bias, target, dtype=torch.float32, residual=None, residual_weight=0.0, rows=None
+):
     """The mean cross-entropy of ``hidden @ weight.T + bias`` against ``target``: hidden (b, k), weight (c, k),
     bias (c,) or None, target (b,) class ids -> scalar; the same function and gradients as ``F.cross_entropy`` of
     ``F.linear`` (no ignored index, no label smoothing), in less memory traffic. ``dtype`` (bf16) is the matmuls'
     input format (:mod:`recbole_mgformer.model.precision`); the softmax, the loss and the gradients' sums are fp32.
     ``residual`` (b, c), any float dtype, or None: the logits ``s = hidden @ weight.T`` become
-    ``s + residual_weight * std(s, per row, no gradient) * residual + bias``. Without gradients (``torch.no_grad``,
-    or no input requiring them) only the loss is computed."""
+    ``s + residual_weight * std(s, per row, no gradient) * residual + bias``. ``rows`` (p,) or None: target (p,)
+    holds ``p`` targets, ``target[j]`` of row ``rows[j]`` (any order), and the loss is the mean over them, the
+    cross-entropy of ``hidden[rows]``'s logits with each row's logits made once. Without gradients
+    (``torch.no_grad``, or no input requiring them) only the loss is computed."""
     wants_grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (hidden, weight, bias))
     residual = residual if residual is not None and residual_weight else None
-    return _LinearCrossEntropy.apply(hidden, weight, bias, target, dtype, wants_grad, residual, float(residual_weight))
+    if rows is not None:  # the pairs in row order, so that a block of rows has a range of them
+        rows, order = torch.sort(rows, stable=True)
+        target = target[order]
+    return _LinearCrossEntropy.apply(
+        hidden, weight, bias, target, dtype, wants_grad, residual, float(residual_weight), rows
+    )

@@ -20,7 +20,7 @@ from recbole_mgformer.model.filter_residual import (
     softmax_cross_entropy,
     training_residual,
 )
-from recbole_mgformer.model.loss import uniformity_loss, uniformity_of_pairs
+from recbole_mgformer.model.loss import uniformity_loss, uniformity_of_users_and_items
 
 RESIDUAL = {"filter_residual": "gfcf", "filter_residual_k": 8, "filter_residual_alpha": 0.3}
 
@@ -336,12 +336,15 @@ def test_the_softmax_cross_entropy_in_bf16_rounds_the_matmul_inputs_only():
     assert not torch.equal(losses[1], losses[0])  # the rounding is real
 
 
-def test_the_uniformity_of_pairs_is_the_sum_of_both_sides_terms():
+@pytest.mark.parametrize("n_users, n_items", [(5, 5), (3, 7), (1, 4), (4, 1), (1, 1)])
+def test_the_uniformity_of_users_and_items_is_the_sum_of_both_sides_terms(n_users, n_items):
+    """Sides of one length or not (the user protocol's distinct users beside its pairs' items); a side of one
+    row has no pair of rows and adds 0."""
     generator = torch.Generator().manual_seed(2)
-    pairs = torch.randn(2, 5, 3, generator=generator)
-    normalized = torch.nn.functional.normalize(pairs, dim=-1)
-    uniform = sum(uniformity_loss(side) for side in normalized)
-    torch.testing.assert_close(uniformity_of_pairs(pairs), uniform)
+    users, items = torch.randn(n_users, 3, generator=generator), torch.randn(n_items, 3, generator=generator)
+    sides = [torch.nn.functional.normalize(side, dim=-1) for side in (users, items)]
+    uniform = sum((uniformity_loss(side) for side in sides if len(side) > 1), torch.zeros(()))
+    torch.testing.assert_close(uniformity_of_users_and_items(users, items), uniform)
 
 
 def test_the_softmax_loss_of_mgformer_written_out(tiny_setup):
@@ -368,6 +371,36 @@ def test_the_softmax_loss_of_mgformer_written_out(tiny_setup):
     for ours, exact in zip(got, want):
         if exact is not None:
             torch.testing.assert_close(ours, exact, rtol=1e-4, atol=1e-6)
+
+
+def test_the_softmax_loss_of_whole_users_written_out(tiny_setup):
+    """``train_protocol: user``: a batch holds all pairs of its users; the loss is the mean cross-entropy over the
+    pairs (each user's logits made once) and the uniformity of the distinct users and of the pairs' items."""
+    _, model, _, (train, _, _) = tiny_setup(
+        attention=False, seed=3, precision="fp32", filter_residual_weight=0.6, train_protocol="user", **TRAINED
+    )
+    batch = next(iter(train))
+    users, items = batch[model.USER_ID], batch[model.ITEM_ID]
+    assert len(torch.unique(users)) < len(users)  # users with several pairs: the case the protocol is for
+    tokens = model.forward()
+    user_tokens, item_tokens = tokens[users], tokens[model.n_users :]
+    cosine = torch.nn.functional.normalize(user_tokens, dim=-1) @ torch.nn.functional.normalize(item_tokens, dim=-1).T
+    spread = cosine.detach().std(dim=1, correction=0, keepdim=True)
+    scores = cosine + 0.6 * spread * model.training_residual[users].float()
+    scores[:, 0] = float("-inf")
+    cross_entropy = torch.nn.functional.cross_entropy(scores / 0.2, items)  # pair by pair
+    normalize = torch.nn.functional.normalize
+    uniform = uniformity_loss(normalize(tokens[torch.unique(users)], dim=-1))
+    uniform = uniform + uniformity_loss(normalize(item_tokens[items], dim=-1))
+    expected = cross_entropy + model.uniformity_weight * uniform
+    loss = model.calculate_loss(batch)
+    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-5)
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    got, want = (torch.autograd.grad(x, parameters, allow_unused=True, retain_graph=True) for x in (loss, expected))
+    for ours, exact in zip(got, want):
+        if exact is not None:
+            torch.testing.assert_close(ours, exact, rtol=1e-4, atol=1e-6)
+    assert model.cuda_graph_blocker() is not None  # batches of whole users change size
 
 
 def test_the_residual_in_training_changes_the_gradient_and_at_weight_zero_nothing(tiny_setup):

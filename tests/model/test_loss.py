@@ -277,6 +277,66 @@ def test_linear_cross_entropy_in_blocks_of_any_size_is_torchs_loss_and_gradients
         torch.testing.assert_close(a.double(), b, rtol=1e-4, atol=1e-5)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 7),
+    pairs=st.integers(1, 20),
+    classes=st.integers(1, 12),
+    block_rows=st.integers(1, 8),
+    with_bias=st.booleans(),
+    with_residual=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_linear_cross_entropy_of_pairs_sharing_rows_is_the_loss_of_the_rows_repeated(
+    rows, pairs, classes, block_rows, with_bias, with_residual, seed
+):
+    """``rows``: each pair's logits are its row's, made once for all of the row's pairs, in any block split and
+    pair order (rows without a pair included): the loss and gradients are torch's cross-entropy of the rows
+    repeated pair by pair, in fp64."""
+    g = torch.Generator().manual_seed(seed)
+    hidden = torch.randn(rows, 3, generator=g)
+    weight = 20 * torch.randn(classes, 3, generator=g)
+    bias = torch.randn(classes, generator=g) if with_bias else None
+    residual = torch.randn(rows, classes, generator=g) if with_residual else None
+    pair_rows = torch.randint(0, rows, (pairs,), generator=g)  # unsorted, repeated, some rows left out
+    target = torch.randint(0, classes, (pairs,), generator=g)
+    inputs = [x for x in (hidden, weight, bias) if x is not None]
+    ours_inputs = [x.clone().requires_grad_() for x in inputs]
+    exact_inputs = [x.double().requires_grad_() for x in inputs]
+    block_bytes = loss_module.CROSS_ENTROPY_BLOCK_BYTES
+    loss_module.CROSS_ENTROPY_BLOCK_BYTES = 4 * classes * block_rows
+    try:
+        ours = linear_cross_entropy(
+            *ours_inputs[:2],
+            ours_inputs[2] if with_bias else None,
+            target,
+            residual=residual,
+            residual_weight=0.6,
+            rows=pair_rows,
+        )
+    finally:
+        loss_module.CROSS_ENTROPY_BLOCK_BYTES = block_bytes
+    scores = exact_inputs[0] @ exact_inputs[1].T
+    if with_residual:
+        scores = scores + 0.6 * scores.detach().std(dim=1, correction=0, keepdim=True) * residual.double()
+    if with_bias:
+        scores = scores + exact_inputs[2]
+    exact = F.cross_entropy(scores[pair_rows], target)
+    torch.testing.assert_close(ours.double(), exact, rtol=1e-5, atol=1e-5)
+    for a, b in zip(torch.autograd.grad(ours, ours_inputs), torch.autograd.grad(exact, exact_inputs)):
+        torch.testing.assert_close(a.double(), b, rtol=1e-4, atol=1e-5)
+
+
+def test_linear_cross_entropy_of_one_pair_a_row_is_the_loss_without_rows():
+    g = torch.Generator().manual_seed(7)
+    hidden, weight = torch.randn(6, 4, generator=g), torch.randn(9, 4, generator=g)
+    target = torch.tensor([0, 8, 2, 2, 5, 1])
+    torch.testing.assert_close(
+        linear_cross_entropy(hidden, weight, None, target, rows=torch.arange(6)),
+        linear_cross_entropy(hidden, weight, None, target),
+    )
+
+
 def test_linear_cross_entropy_without_gradients_is_torchs_loss_with_no_graph():
     g = torch.Generator().manual_seed(3)
     hidden, weight = torch.randn(5, 4, generator=g, requires_grad=True), torch.randn(7, 4, generator=g)

@@ -24,9 +24,10 @@ from recbole_mgformer.model.filter_residual import (
     residual_in_training,
     softmax_cross_entropy,
     training_residual,
+    user_batches,
 )
 from recbole_mgformer.model.graph import graph_with_self_loops, lightgcn_propagate, normalized_adjacency
-from recbole_mgformer.model.loss import directau_loss_of_pairs, uniformity_of_pairs
+from recbole_mgformer.model.loss import directau_loss_of_pairs, uniformity_of_users_and_items
 from recbole_mgformer.model.mgformer.layer import attention_layers
 from recbole_mgformer.model.mgformer.option_names import FILTER_RESIDUAL_OPTIONS, TRAINING_LOSS_OPTIONS
 from recbole_mgformer.model.mgformer.options import MGFormerOptions
@@ -90,6 +91,8 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
     # Its step has static shapes and decides nothing on the host but the redraw clock, which before_step() keeps
     # (recbole_mgformer/training/cuda_graph.py); cuda_graph_blocker() names the options that break this.
     CUDA_GRAPH_SAFE = True
+    # train_protocol: user batches each user's pairs together, for loss: softmax (data/user_batches.py)
+    TRAIN_PROTOCOLS = ("prefix", "user")
     step_hook = False  # True while a trainer calls before_step() before every training step
 
     def __init__(self, config, dataset):
@@ -146,6 +149,7 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
         self.residual_filter, self.filter_residual_weight = residual_filter(config, dataset)
         self.loss, self.softmax_temperature = options.loss, options.softmax_temperature
         self.residual_in_training = residual_in_training(config, options.loss, self.residual_filter)
+        self.user_batches = user_batches(config, options.loss)
         if self.residual_in_training:  # derived from the data, not saved; (users, items) fp16
             self.register_buffer("training_residual", training_residual(self.residual_filter), persistent=False)
 
@@ -222,6 +226,8 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
                 "degree_mask: adjacency gathers the edges leaving each batch, a number that changes from batch "
                 "to batch; use degree_mask: sin or none"
             )
+        if self.user_batches:
+            return "train_protocol: user batches whole users, a number of pairs that changes from batch to batch"
         return None
 
     def before_step(self):
@@ -252,17 +258,22 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
 
     def _softmax_loss(self, users, items):
         """``loss: softmax``: each pair's item against every item (all items' outputs each step), the filter's
-        residual in the scores with ``filter_residual_in_training`` (model/filter_residual.py)."""
+        residual in the scores with ``filter_residual_in_training`` (model/filter_residual.py). Under
+        ``train_protocol: user`` a batch holds all pairs of its users: each user's logits are made once, and the
+        uniformity term sees each user once (a user repeated k times would add k(k-1) pairs at distance 0)."""
+        rows = None
+        if self.user_batches:
+            users, rows = torch.unique(users, return_inverse=True)
         every_item = torch.arange(self.n_users, self.n_nodes, device=users.device)
         outputs = self.forward(torch.cat([users, every_item]), self.sample_keys())
         user_outputs, item_outputs = outputs.split([len(users), self.n_items])
         residual = self.training_residual[users] if self.residual_in_training else None
         scoring = self.softmax_temperature, residual, self.filter_residual_weight, self.matmul_dtype
-        cross_entropy = softmax_cross_entropy(user_outputs, item_outputs, items, *scoring)
-        pairs = torch.stack([user_outputs, item_outputs[items]])
-        return cross_entropy + self.uniformity_weight * uniformity_of_pairs(
-            pairs, self.matmul_dtype, self.uniformity_block_rows
+        cross_entropy = softmax_cross_entropy(user_outputs, item_outputs, items, *scoring, rows=rows)
+        uniformity = uniformity_of_users_and_items(
+            user_outputs, item_outputs[items], self.matmul_dtype, self.uniformity_block_rows
         )
+        return cross_entropy + self.uniformity_weight * uniformity
 
     def _scoring(self, outputs):
         return nn.functional.normalize(outputs, dim=-1) if self.score == "cosine" else outputs
