@@ -127,19 +127,36 @@ def directau_loss_of_pairs(pairs, uniformity_weight, dtype=None, block_rows=UNIF
     return alignment_loss(normalized[0], normalized[1]) + uniformity_weight * uniform
 
 
-def uniformity_of_users_and_items(users, items, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS):
+def uniformity_of_repeated_rows(x, counts, t=2.0):
+    """``log E exp(-t ||h - h'||^2)`` over the pairs of the multiset in which row ``i`` of ``x`` (u, d) appears
+    ``counts[i]`` times (u,), less the pairs of a row with its own copies:
+    ``log(sum_{i != j} c_i c_j K_ij / sum_{i != j} c_i c_j)``. A batch of whole users (``train_protocol: user``)
+    holds user ``i`` once for its ``c_i`` pairs; weighting it ``c_i`` gives its pairs' users the uniformity a batch
+    of RecBole's random pairs gives them, where a user seldom appears twice. The (u, u) kernel is made whole: u is a
+    batch's users. Needs two rows or more."""
+    norms = x.pow(2).sum(dim=-1)
+    squared = (norms[:, None] + norms[None, :] - 2 * x @ x.T).clamp_min(0)
+    weights = (counts[:, None] * counts[None, :]).fill_diagonal_(0)
+    return ((weights * torch.exp(-t * squared)).sum() / weights.sum()).log()
+
+
+def uniformity_of_users_and_items(users, items, dtype=None, block_rows=UNIFORMITY_BLOCK_ROWS, user_counts=None):
     """DirectAU's two uniformity terms, of users (u, d) and of items (p, d), on L2-normalised rows, summed: what
-    MGFormer's ``loss: softmax`` adds to its cross-entropy, with its weight, in place of DirectAU's alignment. A
-    side with one row has no pair of rows: its term is 0. Sides of one length are one call."""
-    if len(users) == len(items) > 1:
-        return uniformity_loss(
-            F.normalize(torch.stack([users, items]), dim=-1), dtype=dtype, block_rows=block_rows
-        ).sum()
-    terms = [
-        uniformity_loss(F.normalize(x, dim=-1), dtype=dtype, block_rows=block_rows)
-        for x in (users, items)
-        if len(x) > 1
-    ]
+    MGFormer's ``loss: softmax`` adds to its cross-entropy, with its weight, in place of DirectAU's alignment. With
+    ``user_counts`` (u,), each user stands for that many pairs (:func:`uniformity_of_repeated_rows`). A side with one
+    row has no pair of rows: its term is 0. Sides of one length are one call."""
+    if user_counts is None and len(users) == len(items) > 1:
+        sides = F.normalize(torch.stack([users, items]), dim=-1)
+        return uniformity_loss(sides, dtype=dtype, block_rows=block_rows).sum()
+    terms = []
+    if len(users) > 1:
+        users = F.normalize(users, dim=-1)
+        if user_counts is None:
+            terms.append(uniformity_loss(users, dtype=dtype, block_rows=block_rows))
+        else:
+            terms.append(uniformity_of_repeated_rows(users, user_counts))
+    if len(items) > 1:
+        terms.append(uniformity_loss(F.normalize(items, dim=-1), dtype=dtype, block_rows=block_rows))
     return sum(terms, users.new_zeros(()))
 
 

@@ -20,7 +20,7 @@ from recbole_mgformer.model.filter_residual import (
     softmax_cross_entropy,
     training_residual,
 )
-from recbole_mgformer.model.loss import uniformity_loss, uniformity_of_users_and_items
+from recbole_mgformer.model.loss import uniformity_loss, uniformity_of_repeated_rows, uniformity_of_users_and_items
 
 RESIDUAL = {"filter_residual": "gfcf", "filter_residual_k": 8, "filter_residual_alpha": 0.3}
 
@@ -337,14 +337,21 @@ def test_the_softmax_cross_entropy_in_bf16_rounds_the_matmul_inputs_only():
 
 
 @pytest.mark.parametrize("n_users, n_items", [(5, 5), (3, 7), (1, 4), (4, 1), (1, 1)])
-def test_the_uniformity_of_users_and_items_is_the_sum_of_both_sides_terms(n_users, n_items):
-    """Sides of one length or not (the user protocol's distinct users beside its pairs' items); a side of one
-    row has no pair of rows and adds 0."""
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_uniformity_of_users_and_items_is_the_sum_of_both_sides_terms(n_users, n_items, weighted):
+    """Sides of one length or not (the user protocol's distinct users beside its pairs' items), the users weighted
+    by their pairs or not; a side of one row has no pair of rows and adds 0."""
     generator = torch.Generator().manual_seed(2)
     users, items = torch.randn(n_users, 3, generator=generator), torch.randn(n_items, 3, generator=generator)
-    sides = [torch.nn.functional.normalize(side, dim=-1) for side in (users, items)]
-    uniform = sum((uniformity_loss(side) for side in sides if len(side) > 1), torch.zeros(()))
-    torch.testing.assert_close(uniformity_of_users_and_items(users, items), uniform)
+    counts = torch.arange(1, n_users + 1).float() if weighted else None
+    users_term, items_term = (torch.nn.functional.normalize(side, dim=-1) for side in (users, items))
+    users_term = (
+        torch.zeros(())
+        if n_users < 2
+        else (uniformity_of_repeated_rows(users_term, counts) if weighted else uniformity_loss(users_term))
+    )
+    items_term = torch.zeros(()) if n_items < 2 else uniformity_loss(items_term)
+    torch.testing.assert_close(uniformity_of_users_and_items(users, items, user_counts=counts), users_term + items_term)
 
 
 def test_the_softmax_loss_of_mgformer_written_out(tiny_setup):
@@ -375,7 +382,8 @@ def test_the_softmax_loss_of_mgformer_written_out(tiny_setup):
 
 def test_the_softmax_loss_of_whole_users_written_out(tiny_setup):
     """``train_protocol: user``: a batch holds all pairs of its users; the loss is the mean cross-entropy over the
-    pairs (each user's logits made once) and the uniformity of the distinct users and of the pairs' items."""
+    pairs (each user's logits made once), the uniformity of the distinct users each weighted by its pairs, and that
+    of the pairs' items."""
     _, model, _, (train, _, _) = tiny_setup(
         attention=False, seed=3, precision="fp32", filter_residual_weight=0.6, train_protocol="user", **TRAINED
     )
@@ -390,7 +398,8 @@ def test_the_softmax_loss_of_whole_users_written_out(tiny_setup):
     scores[:, 0] = float("-inf")
     cross_entropy = torch.nn.functional.cross_entropy(scores / 0.2, items)  # pair by pair
     normalize = torch.nn.functional.normalize
-    uniform = uniformity_loss(normalize(tokens[torch.unique(users)], dim=-1))
+    distinct, pairs_of_user = torch.unique(users, return_counts=True)
+    uniform = uniformity_of_repeated_rows(normalize(tokens[distinct], dim=-1), pairs_of_user.float())
     uniform = uniform + uniformity_loss(normalize(item_tokens[items], dim=-1))
     expected = cross_entropy + model.uniformity_weight * uniform
     loss = model.calculate_loss(batch)

@@ -19,12 +19,35 @@ from recbole_mgformer.model.loss import (
     linear_cross_entropy,
     row_spread,
     uniformity_loss,
+    uniformity_of_repeated_rows,
 )
 
 
 def direct_uniformity(x):
     pairs = list(itertools.combinations(range(len(x)), 2))
     return math.log(sum(math.exp(-2 * float((x[i] - x[j]).pow(2).sum())) for i, j in pairs) / len(pairs))
+
+
+@settings(max_examples=40, deadline=None)
+@given(counts=st.lists(st.integers(1, 4), min_size=2, max_size=6), seed=st.integers(0, 2**16))
+def test_the_uniformity_of_repeated_rows_is_that_of_the_multiset_less_each_rows_own_copies(counts, seed):
+    """Row i stands for counts[i] copies: the mean kernel over the multiset's pairs of copies of different rows,
+    written out pair by pair, and its gradient."""
+    x = torch.nn.functional.normalize(
+        torch.randn(len(counts), 3, generator=torch.Generator().manual_seed(seed)), dim=-1
+    )
+    ours_x, exact_x = x.clone().requires_grad_(), x.double().requires_grad_()
+    ours = uniformity_of_repeated_rows(ours_x, torch.tensor(counts, dtype=torch.float32))
+    copies = [i for i, count in enumerate(counts) for _ in range(count)]
+    pairs = [(a, b) for a, b in itertools.permutations(range(len(copies)), 2) if copies[a] != copies[b]]
+    kernel = [torch.exp(-2 * (exact_x[copies[a]] - exact_x[copies[b]]).pow(2).sum()) for a, b in pairs]
+    exact = torch.log(torch.stack(kernel).mean())
+    torch.testing.assert_close(ours.double(), exact, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(
+        torch.autograd.grad(ours, ours_x)[0].double(), torch.autograd.grad(exact, exact_x)[0], rtol=1e-4, atol=1e-5
+    )
+    ones = uniformity_of_repeated_rows(x, torch.ones(len(counts)))
+    torch.testing.assert_close(ones, uniformity_loss(x), rtol=1e-5, atol=1e-6)  # once each: the plain uniformity
 
 
 def test_directau_loss_equals_eq_13_written_out():

@@ -260,7 +260,8 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
         """``loss: softmax``: each pair's item against every item (all items' outputs each step), the filter's
         residual in the scores with ``filter_residual_in_training`` (model/filter_residual.py). Under
         ``train_protocol: user`` a batch holds all pairs of its users: each user's logits are made once, and the
-        uniformity term sees each user once (a user repeated k times would add k(k-1) pairs at distance 0)."""
+        users' uniformity term weights each user by its pairs (a user repeated k times would add k(k-1) pairs at
+        distance 0; once, it would get a k-th of the uniformity RecBole's random pairs give it)."""
         rows = None
         if self.user_batches:
             users, rows = torch.unique(users, return_inverse=True)
@@ -270,8 +271,9 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
         residual = self.training_residual[users] if self.residual_in_training else None
         scoring = self.softmax_temperature, residual, self.filter_residual_weight, self.matmul_dtype
         cross_entropy = softmax_cross_entropy(user_outputs, item_outputs, items, *scoring, rows=rows)
+        user_counts = None if rows is None else torch.bincount(rows, minlength=len(users)).to(user_outputs.dtype)
         uniformity = uniformity_of_users_and_items(
-            user_outputs, item_outputs[items], self.matmul_dtype, self.uniformity_block_rows
+            user_outputs, item_outputs[items], self.matmul_dtype, self.uniformity_block_rows, user_counts
         )
         return cross_entropy + self.uniformity_weight * uniformity
 
