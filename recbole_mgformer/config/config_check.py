@@ -79,6 +79,7 @@ PROJECT_KEYS = {
     "flush_subnormals",
     "train_protocol",
     "train_window_stride",
+    "train_user_chunk",
     ESCAPE_KEY,
 }
 # config["key"], settings["key"], final_config_dict["key"], config.get("key"), and options.choice(config, "key")

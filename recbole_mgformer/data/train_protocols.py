@@ -35,6 +35,18 @@ def check_train_protocol(config, model_class):
             f"{', '.join(supported)}); train_protocol: {protocol} is offered by {PROTOCOLS[protocol][1]}"
         )
     check_window_stride(config, protocol)
+    check_user_chunk(config, protocol)
+
+
+def check_user_chunk(config, protocol):
+    """``train_user_chunk``: set only with ``train_protocol: user``, a whole number of pairs, 1 or more."""
+    chunk = config["train_user_chunk"]
+    if chunk is None:
+        return
+    if protocol != "user":
+        raise ValueError("train_user_chunk applies to train_protocol: user only; set both, or neither")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"train_user_chunk={chunk!r} must be a whole number of pairs, 1 or more (e.g. 4)")
 
 
 def training_loader(config, train_data):

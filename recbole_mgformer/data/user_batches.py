@@ -10,9 +10,13 @@ same loss of each pair, on Gowalla about 27 times fewer rows of logits.
 A batch holds ``train_batch_size / (mean pairs per user)`` users (at least one), so a step sees as many pairs on
 average and an epoch takes as many steps as under RecBole's protocol: the learning rate and the epoch cap keep
 their meaning. The protocol differs from RecBole's in what a step sees: a user's pairs share one step (one
-gradient, no update between them), and a batch's pairs come from fewer users. Whether that changes accuracy is
-measured, not assumed (results/exploration/trained-hybrid/). Shapes: ``n`` training pairs, ``U`` users with a
-pair, ``B`` users a batch.
+gradient, no update between them), and a batch's pairs come from fewer users. Under Adam, whose step is about the
+learning rate whatever the gradient's size, a user's embedding then takes one step an epoch where RecBole's pairs
+give it one for each pair: it moves less an epoch. ``train_user_chunk: c`` draws a user's pairs in chunks of at
+most ``c`` (its rows in the split's order, cut in consecutive chunks), each chunk a draw of its own: ``c = 1`` is
+RecBole's protocol in distribution, larger ``c`` makes the rows of logits fewer. Whether a protocol changes
+accuracy is measured, not assumed (results/exploration/trained-hybrid/). Shapes: ``n`` training pairs, ``U``
+chunks (users, without ``train_user_chunk``), ``B`` chunks a batch.
 """
 
 import math
@@ -36,6 +40,15 @@ def user_pair_rows(users):
     return order, starts, counts
 
 
+def chunked(starts, counts, chunk):
+    """:func:`user_pair_rows`'s users cut into chunks of at most ``chunk`` consecutive rows -> (starts, counts) of
+    the chunks, each user's in order."""
+    pieces = -(-counts // chunk)  # chunks of each user, ceil
+    first = np.repeat(starts, pieces)
+    within = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces)  # chunk j of its user
+    return first + within * chunk, np.minimum(chunk, np.repeat(counts, pieces) - within * chunk)
+
+
 def rows_of_users(order, starts, counts, index):
     """The training rows of the users at positions ``index`` (B,) of :func:`user_pair_rows`'s lists, each user's
     rows together, in ``index``'s order."""
@@ -47,8 +60,9 @@ def rows_of_users(order, starts, counts, index):
 
 
 class UserBatchLoader(TrainDataLoader):
-    """RecBole's training loader drawing users: an epoch draws every user with a training pair once, ``step``
-    users a batch, and a batch is all of its users' pairs (:func:`rows_of_users`), as RecBole's rows."""
+    """RecBole's training loader drawing users: an epoch draws every user with a training pair once (or each chunk
+    of ``train_user_chunk`` pairs), ``step`` users a batch, and a batch is all of its users' pairs
+    (:func:`rows_of_users`), as RecBole's rows."""
 
     def __init__(self, config, dataset, sampler, shuffle=False):
         self.logger = getLogger()
@@ -61,7 +75,9 @@ class UserBatchLoader(TrainDataLoader):
         self.order, self.starts, self.counts = user_pair_rows(dataset.inter_feat[dataset.uid_field].numpy())
         if not len(self.counts):
             raise UserProtocolError("train_protocol: user: the training split has no interaction to batch")
-        self.sample_size = len(self.counts)  # what RecBole's loader counts and shuffles: users
+        if config["train_user_chunk"] is not None:
+            self.starts, self.counts = chunked(self.starts, self.counts, config["train_user_chunk"])
+        self.sample_size = len(self.counts)  # what RecBole's loader counts and shuffles: users (or chunks)
         self.pairs_per_user = float(self.counts.mean())
         NegSampleDataLoader.__init__(self, config, dataset, sampler, shuffle=shuffle)
 

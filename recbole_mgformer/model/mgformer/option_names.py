@@ -47,4 +47,6 @@ FILTER_RESIDUAL_OPTIONS = frozenset(
 # Options of the training loss beyond Eq. (13) (the hybrid trained as one model, ``model/filter_residual.py``) and of
 # its batches (``train_protocol: user``, ``data/user_batches.py``): they change training, but such an entry takes its
 # tokens' tuned settings (``MGFormer.tuned_as``).
-TRAINING_LOSS_OPTIONS = frozenset({"loss", "softmax_temperature", "filter_residual_in_training", "train_protocol"})
+TRAINING_LOSS_OPTIONS = frozenset(
+    {"loss", "softmax_temperature", "filter_residual_in_training", "train_protocol", "train_user_chunk"}
+)
