@@ -98,20 +98,3 @@ def test_the_loader_draws_users_in_a_new_order_each_epoch_from_the_seed(tiny_set
 def test_the_loader_refuses_negative_sampling(tiny_setup):
     with pytest.raises(UserProtocolError, match="train_neg_sample_args: ~"):
         tiny_setup(**SOFTMAX, train_neg_sample_args={"distribution": "uniform", "sample_num": 1})
-
-
-@pytest.mark.parametrize(
-    "model, overrides, message",
-    [
-        ("MGFormer", {"train_protocol": "user"}, "train_protocol: user batches a user's pairs for loss: softmax"),
-        ("BPR", {"train_protocol": "user"}, "BPR does not train under train_protocol='user'.*MGFormer with loss"),
-        ("MGFormer", {"train_protocol": "users"}, "train_protocol='users' must be one of prefix, sequence, user"),
-        ("MGFormer", {**SOFTMAX, "train_window_stride": 5}, "train_window_stride applies to train_protocol: sequence"),
-        ("MGFormer", {"loss": "softmax", "train_user_chunk": 2}, "train_user_chunk applies to train_protocol: user"),
-        ("MGFormer", {**SOFTMAX, "train_user_chunk": 0}, "train_user_chunk=0 must be a whole number of pairs"),
-        ("MGFormer", {**SOFTMAX, "train_user_chunk": 2.5}, "train_user_chunk=2.5 must be a whole number of pairs"),
-    ],
-)
-def test_a_protocol_a_model_does_not_train_under_is_an_error_naming_the_fix(tiny_setup, model, overrides, message):
-    with pytest.raises(ValueError, match=message):
-        tiny_setup(model, **overrides)
