@@ -3,6 +3,7 @@ per user and scaled to the spread of the model's own scores, added at test time;
 (issue 81: ``loss: softmax`` with ``filter_residual_in_training``)."""
 
 import copy
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -311,12 +312,8 @@ def test_the_softmax_cross_entropy_and_its_gradients_written_out_user_by_user(
     targets = torch.randint(1, n_items, (rows,), generator=generator)
     ours_inputs = [x.clone().requires_grad_() for x in (users, items)]
     exact_inputs = [x.double().requires_grad_() for x in (users, items)]
-    block_bytes = loss_module.CROSS_ENTROPY_BLOCK_BYTES
-    loss_module.CROSS_ENTROPY_BLOCK_BYTES = 4 * n_items * block_rows  # block_rows rows a block
-    try:
+    with patch.object(loss_module, "CROSS_ENTROPY_BLOCK_BYTES", 4 * n_items * block_rows):  # block_rows rows a block
         ours = softmax_cross_entropy(*ours_inputs, targets, 0.3, residual, weight, dtype)
-    finally:
-        loss_module.CROSS_ENTROPY_BLOCK_BYTES = block_bytes
     exact = written_out_cross_entropy(*exact_inputs, targets, 0.3, residual.double(), weight)
     torch.testing.assert_close(ours.double(), exact, rtol=1e-5, atol=1e-5)
     for got, want in zip(torch.autograd.grad(ours, ours_inputs), torch.autograd.grad(exact, exact_inputs)):

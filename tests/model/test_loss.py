@@ -1,5 +1,6 @@
 import itertools
 import math
+from unittest.mock import patch
 
 import pytest
 import torch
@@ -21,6 +22,11 @@ from recbole_mgformer.model.loss import (
     uniformity_loss,
     uniformity_of_repeated_rows,
 )
+
+
+def blocks_of(rows, classes):
+    """``with blocks_of(rows, classes):`` the blocked cross-entropy over ``classes`` makes ``rows`` rows a block."""
+    return patch.object(loss_module, "CROSS_ENTROPY_BLOCK_BYTES", 4 * classes * rows)
 
 
 def direct_uniformity(x):
@@ -287,13 +293,9 @@ def test_linear_cross_entropy_in_blocks_of_any_size_is_torchs_loss_and_gradients
     inputs = [x for x in (hidden, weight, bias) if x is not None]
     ours_inputs = [x.clone().requires_grad_() for x in inputs]
     theirs_inputs = [x.double().requires_grad_() for x in inputs]  # torch's loss in fp64, the reference
-    block_bytes = loss_module.CROSS_ENTROPY_BLOCK_BYTES
-    loss_module.CROSS_ENTROPY_BLOCK_BYTES = 4 * classes * block_rows  # block_rows rows a block
-    try:
+    with blocks_of(block_rows, classes):
         assert loss_module.cross_entropy_block_rows(classes) == block_rows
         ours = linear_cross_entropy(*ours_inputs[:2], ours_inputs[2] if with_bias else None, target)
-    finally:
-        loss_module.CROSS_ENTROPY_BLOCK_BYTES = block_bytes
     theirs = F.cross_entropy(F.linear(*theirs_inputs), target)
     torch.testing.assert_close(ours.double(), theirs, rtol=1e-5, atol=1e-5)
     for a, b in zip(torch.autograd.grad(ours, ours_inputs), torch.autograd.grad(theirs, theirs_inputs)):
@@ -326,9 +328,7 @@ def test_linear_cross_entropy_of_pairs_sharing_rows_is_the_loss_of_the_rows_repe
     inputs = [x for x in (hidden, weight, bias) if x is not None]
     ours_inputs = [x.clone().requires_grad_() for x in inputs]
     exact_inputs = [x.double().requires_grad_() for x in inputs]
-    block_bytes = loss_module.CROSS_ENTROPY_BLOCK_BYTES
-    loss_module.CROSS_ENTROPY_BLOCK_BYTES = 4 * classes * block_rows
-    try:
+    with blocks_of(block_rows, classes):
         ours = linear_cross_entropy(
             *ours_inputs[:2],
             ours_inputs[2] if with_bias else None,
@@ -337,8 +337,6 @@ def test_linear_cross_entropy_of_pairs_sharing_rows_is_the_loss_of_the_rows_repe
             residual_weight=0.6,
             rows=pair_rows,
         )
-    finally:
-        loss_module.CROSS_ENTROPY_BLOCK_BYTES = block_bytes
     scores = exact_inputs[0] @ exact_inputs[1].T
     if with_residual:
         scores = scores + 0.6 * scores.detach().std(dim=1, correction=0, keepdim=True) * residual.double()
@@ -389,16 +387,12 @@ def test_linear_cross_entropy_in_bf16_keeps_bf16s_precision_in_blocks(block_rows
     g = torch.Generator().manual_seed(5)
     hidden, weight = torch.randn(64, 16, generator=g), torch.randn(300, 16, generator=g)
     target = torch.randint(0, 300, (64,), generator=g)
-    block_bytes = loss_module.CROSS_ENTROPY_BLOCK_BYTES
     losses = []
     for rows, dtype in ((64, torch.bfloat16), (block_rows, torch.bfloat16), (64, torch.float32)):
-        loss_module.CROSS_ENTROPY_BLOCK_BYTES = 4 * 300 * rows
-        try:
+        with blocks_of(rows, 300):
             inputs = [x.clone().requires_grad_() for x in (hidden, weight)]
             loss = linear_cross_entropy(*inputs, None, target, dtype)
             losses.append((loss, *torch.autograd.grad(loss, inputs)))
-        finally:
-            loss_module.CROSS_ENTROPY_BLOCK_BYTES = block_bytes
     (one_block, *_), (blocked, *blocked_grads), (_, *exact_grads) = losses
     torch.testing.assert_close(blocked, one_block, rtol=1e-6, atol=1e-6)
     for ours, exact in zip(blocked_grads, exact_grads):
