@@ -10,7 +10,8 @@
 #   difference between the families is the residual's place in training, not the loss.
 #
 # Both take the tokens' tuned settings ($BASE's file: MGFormer.tuned_as). BASE="attention=False; train_protocol=user"
-# trains both families on batches of whole users, each user's full-item logits made once (data/user_batches.py).
+# trains both families on batches of whole users, each user's full-item logits made once (data/user_batches.py), and
+# "...; train_user_chunk=2" on users' chunks of 2 pairs (level with RecBole's pairs on amazon-beauty; whole users not).
 # The filter is at its settings from the dataset's own search (recbole_mgformer/benchmark/hybrid.py), or $FILTER_ARGS. The grid goes to $GRID's records
 # (choice_made_on: none), the chosen entries to $RESULTS (choice_made_on: validation). Compare them with
 # experiments/paired.py (the post-hoc hybrid of hybrid_grid.sh and the filter alone are the other rows).
