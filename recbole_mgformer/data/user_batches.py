@@ -78,13 +78,13 @@ class UserBatchLoader(TrainDataLoader):
         if config["train_user_chunk"] is not None:
             self.starts, self.counts = chunked(self.starts, self.counts, config["train_user_chunk"])
         self.sample_size = len(self.counts)  # what RecBole's loader counts and shuffles: users (or chunks)
-        self.pairs_per_user = float(self.counts.mean())
+        self.pairs_per_draw = float(self.counts.mean())  # a user's pairs, or a chunk's
         NegSampleDataLoader.__init__(self, config, dataset, sampler, shuffle=shuffle)
 
     def _init_batch_size_and_step(self):
-        users = max(1, math.floor(self.config["train_batch_size"] / self.pairs_per_user + 0.5))
-        self.step = users
-        self.set_batch_size(users)
+        draws = max(1, math.floor(self.config["train_batch_size"] / self.pairs_per_draw + 0.5))
+        self.step = draws
+        self.set_batch_size(draws)
 
     def collate_fn(self, index):
         return super().collate_fn(rows_of_users(self.order, self.starts, self.counts, index))
