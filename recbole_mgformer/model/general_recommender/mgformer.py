@@ -227,7 +227,7 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
                 "to batch; use degree_mask: sin or none"
             )
         if self.user_batches:
-            return "train_protocol: user batches whole users, a number of pairs that changes from batch to batch"
+            return "train_protocol: user batches users' pairs, a number that changes from batch to batch"
         return None
 
     def before_step(self):
@@ -262,16 +262,16 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
         ``train_protocol: user`` a batch holds all pairs of its users: each user's logits are made once, and the
         users' uniformity term weights each user by its pairs (a user repeated k times would add k(k-1) pairs at
         distance 0; once, it would get a k-th of the uniformity RecBole's random pairs give it)."""
-        rows = None
-        if self.user_batches:
-            users, rows = torch.unique(users, return_inverse=True)
+        rows = user_counts = None
+        if self.user_batches:  # each distinct user once: its row of every pair, its number of pairs
+            users, rows, user_counts = torch.unique(users, return_inverse=True, return_counts=True)
         every_item = torch.arange(self.n_users, self.n_nodes, device=users.device)
         outputs = self.forward(torch.cat([users, every_item]), self.sample_keys())
         user_outputs, item_outputs = outputs.split([len(users), self.n_items])
         residual = self.training_residual[users] if self.residual_in_training else None
         scoring = self.softmax_temperature, residual, self.filter_residual_weight, self.matmul_dtype
         cross_entropy = softmax_cross_entropy(user_outputs, item_outputs, items, *scoring, rows=rows)
-        user_counts = None if rows is None else torch.bincount(rows, minlength=len(users)).to(user_outputs.dtype)
+        user_counts = None if user_counts is None else user_counts.to(user_outputs.dtype)
         uniformity = uniformity_of_users_and_items(
             user_outputs, item_outputs[items], self.matmul_dtype, self.uniformity_block_rows, user_counts
         )
