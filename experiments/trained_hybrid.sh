@@ -13,7 +13,8 @@
 # trains both families on batches of whole users, each user's full-item logits made once (data/user_batches.py), and
 # "...; train_user_chunk=2" on users' chunks of 2 pairs (level with RecBole's pairs on amazon-beauty; whole users not).
 # The filter is at its settings from the dataset's own search (recbole_mgformer/benchmark/hybrid.py), or $FILTER_ARGS. The grid goes to $GRID's records
-# (choice_made_on: none), the chosen entries to $RESULTS (choice_made_on: validation). Compare them with
+# (choice_made_on: none), the chosen entries to $RESULTS (choice_made_on: validation), the control's other seeds to
+# $GRID (the post-hoc hybrid's trained entry: seed 0's is the grid's). Compare them with
 # experiments/paired.py (the post-hoc hybrid of hybrid_grid.sh and the filter alone are the other rows).
 #
 # Usage: DATASET=ml-100k bash experiments/trained_hybrid.sh [--key=value ...] (PYTHON, RESULTS, GRID, CHECKPOINTS,
@@ -59,4 +60,5 @@ best() {  # the entry of "$@" with the highest validation NDCG@20 at seed 0 in $
 CHOSEN_TRAINED=$(best "${TRAINED[@]}")
 CHOSEN_POST_HOC=$(best "${POST_HOC[@]}")
 echo "chosen on $DATASET's validation NDCG@20 at seed 0: $CHOSEN_TRAINED; $CHOSEN_POST_HOC"
-bench "$CHOSEN_TRAINED,$CHOSEN_POST_HOC" "$SEEDS" "$RESULTS" --choice-made-on validation "$@"
+# the post-hoc hybrid is scored from the control in $GRID: seed 0's is the grid's, not trained a second time
+bench "$CHOSEN_TRAINED,$CHOSEN_POST_HOC" "$SEEDS" "$RESULTS" --trained-results "$GRID" --choice-made-on validation "$@"

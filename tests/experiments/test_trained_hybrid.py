@@ -54,9 +54,13 @@ def test_both_hybrids_are_chosen_on_validation_and_run_at_every_seed(run_script,
     chosen = [max((kind(0.2, w) for w in ("0.5", "2")), key=valid.get) for kind in (trained, post_hoc)]
     board = tmp_path / "results" / "runs" / "tiny"
     assert sorted(p.name for p in board.glob("*.json")) == sorted(
-        f"{slug(v)}-seed{s}.json" for v in (*chosen, control(0.2)) for s in range(2)
+        f"{slug(v)}-seed{s}.json" for v in chosen for s in range(2)
     )
+    # the control stays in the grid: its seed 0 trained once, its seed 1 beside it
+    assert (grid / f"{slug(control(0.2))}-seed1.json").exists()
     for seed in range(2):
         for variant in chosen:
             record = json.loads((board / f"{slug(variant)}-seed{seed}.json").read_text())
             assert record["choice_made_on"] == "validation"
+    on_board = json.loads((board / f"{slug(chosen[1])}-seed0.json").read_text())
+    assert on_board["scored_from"]["sha256"] == records[chosen[1]]["scored_from"]["sha256"]
