@@ -13,8 +13,8 @@
 # trains both families on batches of whole users, each user's full-item logits made once (data/user_batches.py), and
 # "...; train_user_chunk=2" on users' chunks of 2 pairs (level with RecBole's pairs on amazon-beauty; whole users not).
 # The filter is at its settings from the dataset's own search (recbole_mgformer/benchmark/hybrid.py), or $FILTER_ARGS. The grid goes to $GRID's records
-# (choice_made_on: none), the chosen entries to $RESULTS (choice_made_on: validation), the control's other seeds to
-# $GRID (the post-hoc hybrid's trained entry: seed 0's is the grid's). Compare them with
+# (choice_made_on: none), the chosen entries to $RESULTS (choice_made_on: validation; the trained one's seed 0 is the
+# grid's run, copied), the control's other seeds to $GRID (the post-hoc hybrid's trained entry). Compare them with
 # experiments/paired.py (the post-hoc hybrid of hybrid_grid.sh and the filter alone are the other rows).
 #
 # Usage: DATASET=ml-100k bash experiments/trained_hybrid.sh [--key=value ...] (PYTHON, RESULTS, GRID, CHECKPOINTS,
@@ -60,5 +60,9 @@ best() {  # the entry of "$@" with the highest validation NDCG@20 at seed 0 in $
 CHOSEN_TRAINED=$(best "${TRAINED[@]}")
 CHOSEN_POST_HOC=$(best "${POST_HOC[@]}")
 echo "chosen on $DATASET's validation NDCG@20 at seed 0: $CHOSEN_TRAINED; $CHOSEN_POST_HOC"
-# the post-hoc hybrid is scored from the control in $GRID: seed 0's is the grid's, not trained a second time
+# neither seed 0 trains a second time: the chosen trained run of the grid goes on the board as it is, and the post-hoc
+# hybrid is scored from the control in $GRID
+case ",$SEEDS," in
+  *,0,*) $PY -m recbole_mgformer.benchmark.hybrid --promote "$GRID/runs" "$RESULTS/runs" "$DATASET" "$CHOSEN_TRAINED" ;;
+esac
 bench "$CHOSEN_TRAINED,$CHOSEN_POST_HOC" "$SEEDS" "$RESULTS" --trained-results "$GRID" --choice-made-on validation "$@"

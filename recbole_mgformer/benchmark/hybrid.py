@@ -4,10 +4,13 @@ page shows), and the entry of a grid that validation chooses.
 
 Usage: ``python -m recbole_mgformer.benchmark.hybrid DATASET FILTER`` prints the arguments on one line (the source on
 stderr); ``python -m recbole_mgformer.benchmark.hybrid --best-on-validation RUNS DATASET ENTRY...`` prints the entry
-whose seed-0 record in ``RUNS/DATASET/`` has the highest validation NDCG@20.
+whose seed-0 record in ``RUNS/DATASET/`` has the highest validation NDCG@20;
+``python -m recbole_mgformer.benchmark.hybrid --promote GRID_RUNS BOARD_RUNS DATASET ENTRY`` puts the chosen trained
+entry's seed-0 run of the grid on the board (:func:`promote_chosen`).
 """
 
 import json
+import shutil
 import sys
 
 from recbole_mgformer.benchmark.tuning import read_settings
@@ -63,6 +66,35 @@ def best_on_validation(runs, dataset, entries, seed=0):
     return max(entries, key=score)
 
 
+def promote_chosen(grid_runs, board_runs, dataset, entry, seed=0):
+    """Copy the grid's record of ``entry`` at ``seed`` (and its per-user values) to the board's runs, now saying its
+    weight was chosen on validation: the grid's run is the run validation chose from, so the board's would train it
+    a second time from the same seed. Returns the board's record path, or None where the board has one already.
+    Only a run that trained itself moves (a scored record names its trained entry's paths in the grid's folder)."""
+    from recbole_mgformer.benchmark.entries import parse_entry, variant_name
+    from recbole_mgformer.benchmark.run_record import record_path
+    from recbole_mgformer.benchmark.stats import per_user_path
+    from recbole_mgformer.records import write_record
+
+    variant = variant_name(*parse_entry(entry))
+    source, target = record_path(grid_runs, dataset, variant, seed), record_path(board_runs, dataset, variant, seed)
+    if target.exists():
+        return None
+    if not source.exists():
+        raise FileNotFoundError(f"{entry} has no record at seed {seed} ({source}): run the grid before promoting")
+    record = json.loads(source.read_text())
+    if "scored_from" in record:
+        raise ValueError(f"{source} is scored from {record['scored_from']['variant']}: score it on the board instead")
+    if record.get("choice_made_on") != "none":
+        raise ValueError(f"{source} says choice_made_on {record.get('choice_made_on')!r}, not 'none': not a grid's run")
+    record.update(choice_made_on="validation", promoted_from=str(source))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if per_user_path(source).exists():  # first: the record, written last, says the run is there
+        shutil.copyfile(per_user_path(source), per_user_path(target))
+    write_record(target, record, overwrite=False)
+    return target
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--best-on-validation"]:
@@ -70,6 +102,12 @@ def main(argv=None):
             sys.exit("usage: --best-on-validation RUNS DATASET ENTRY [ENTRY ...]")
         runs, dataset, *entries = argv[1:]
         print(best_on_validation(runs, dataset, entries))
+        return
+    if argv[:1] == ["--promote"]:
+        if len(argv) != 5:
+            sys.exit("usage: --promote GRID_RUNS BOARD_RUNS DATASET ENTRY")
+        target = promote_chosen(*argv[1:])
+        print(f"{argv[4]} at seed 0: {f'copied to {target}' if target else 'on the board already'}", file=sys.stderr)
         return
     dataset, kind = argv
     if kind not in FILTERS:

@@ -70,3 +70,39 @@ def test_validation_chooses_the_best_entry_of_a_grid_and_the_first_of_equal_scor
         best_on_validation(tmp_path, "tiny", [*entries, entries[0].replace("0.5", "4")])
     main(["--best-on-validation", str(tmp_path), "tiny", *entries])
     assert capsys.readouterr().out == entries[1] + "\n"
+
+
+def test_the_chosen_grid_run_goes_on_the_board_once_as_chosen_on_validation(tmp_path, capsys):
+    import json
+
+    from recbole_mgformer.benchmark.entries import parse_entry, variant_name
+    from recbole_mgformer.benchmark.hybrid import main, promote_chosen
+    from recbole_mgformer.benchmark.runs import record_path
+    from recbole_mgformer.benchmark.stats import per_user_path
+
+    entry = (
+        "MGFormer[attention=False; filter_residual=gfcf; filter_residual_weight=0.5; filter_residual_in_training=True]"
+    )
+    grid, board = tmp_path / "grid", tmp_path / "board"
+    source = record_path(grid, "tiny", variant_name(*parse_entry(entry)), 0)
+    source.parent.mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="run the grid before promoting"):
+        promote_chosen(grid, board, "tiny", entry)
+    source.write_text(json.dumps({"choice_made_on": "none", "test": {"ndcg@20": 0.3}}))
+    per_user_path(source).write_bytes(b"per-user values")
+    target = promote_chosen(grid, board, "tiny", entry)
+    promoted = json.loads(target.read_text())
+    assert promoted == {"choice_made_on": "validation", "test": {"ndcg@20": 0.3}, "promoted_from": str(source)}
+    assert per_user_path(target).read_bytes() == b"per-user values"
+    assert json.loads(source.read_text())["choice_made_on"] == "none"  # the grid keeps its own
+    main(["--promote", str(grid), str(board), "tiny", entry])  # the board has it: left as it is
+    assert "on the board already" in capsys.readouterr().err and json.loads(target.read_text()) == promoted
+    # a scored record names its trained entry's paths in the grid; a chosen record came from no grid
+    for refused, match in (
+        ({"choice_made_on": "none", "scored_from": {"variant": "x"}}, "score it on the board"),
+        ({"choice_made_on": "validation"}, "not a grid's run"),
+    ):
+        target.unlink(missing_ok=True)
+        source.write_text(json.dumps(refused))
+        with pytest.raises(ValueError, match=match):
+            promote_chosen(grid, board, "tiny", entry)
