@@ -12,8 +12,9 @@ entry's seed-0 run of the grid on the board (:func:`promote_chosen`).
 import json
 import shutil
 import sys
+from pathlib import Path
 
-from recbole_mgformer.benchmark.tuning import read_settings
+from recbole_mgformer.benchmark.tuning import read_settings, search_info, tuned_file_for
 from recbole_mgformer.config.defaults import benchmark_config_file, model_config_file
 from recbole_mgformer.model.filter_residual import FILTERS, TRAINING_KEYS, filter_defaults
 
@@ -74,7 +75,7 @@ def promote_chosen(grid_runs, board_runs, dataset, entry, seed=0):
     from recbole_mgformer.benchmark.entries import parse_entry, variant_name
     from recbole_mgformer.benchmark.run_record import record_path
     from recbole_mgformer.benchmark.stats import per_user_path
-    from recbole_mgformer.records import write_record
+    from recbole_mgformer.records import shown_path, write_record
 
     variant = variant_name(*parse_entry(entry))
     source, target = record_path(grid_runs, dataset, variant, seed), record_path(board_runs, dataset, variant, seed)
@@ -87,7 +88,14 @@ def promote_chosen(grid_runs, board_runs, dataset, entry, seed=0):
         raise ValueError(f"{source} is scored from {record['scored_from']['variant']}: score it on the board instead")
     if record.get("choice_made_on") != "none":
         raise ValueError(f"{source} says choice_made_on {record.get('choice_made_on')!r}, not 'none': not a grid's run")
-    record.update(choice_made_on="validation", promoted_from=str(source))
+    board_results = Path(board_runs).parent
+    record.update(choice_made_on="validation", promoted_from=shown_path(source, board_results))
+    # the same tuned file trained it; the board's folder may also hold the search that chose the file, which a run
+    # there records (without it, the board would move the record aside as trained before that search)
+    record.pop("tuning", None)
+    tuning = search_info(tuned_file_for(*parse_entry(entry), dataset), board_results)
+    if tuning:
+        record["tuning"] = tuning
     target.parent.mkdir(parents=True, exist_ok=True)
     if per_user_path(source).exists():  # first: the record, written last, says the run is there
         shutil.copyfile(per_user_path(source), per_user_path(target))

@@ -72,7 +72,7 @@ def test_validation_chooses_the_best_entry_of_a_grid_and_the_first_of_equal_scor
     assert capsys.readouterr().out == entries[1] + "\n"
 
 
-def test_the_chosen_grid_run_goes_on_the_board_once_as_chosen_on_validation(tmp_path, capsys):
+def test_the_chosen_grid_run_goes_on_the_board_once_as_chosen_on_validation(tmp_path, capsys, monkeypatch):
     import json
 
     from recbole_mgformer.benchmark.entries import parse_entry, variant_name
@@ -83,7 +83,7 @@ def test_the_chosen_grid_run_goes_on_the_board_once_as_chosen_on_validation(tmp_
     entry = (
         "MGFormer[attention=False; filter_residual=gfcf; filter_residual_weight=0.5; filter_residual_in_training=True]"
     )
-    grid, board = tmp_path / "grid", tmp_path / "board"
+    grid, board = tmp_path / "results" / "exploration" / "grid" / "runs", tmp_path / "results" / "runs"
     source = record_path(grid, "tiny", variant_name(*parse_entry(entry)), 0)
     source.parent.mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="run the grid before promoting"):
@@ -92,7 +92,24 @@ def test_the_chosen_grid_run_goes_on_the_board_once_as_chosen_on_validation(tmp_
     per_user_path(source).write_bytes(b"per-user values")
     target = promote_chosen(grid, board, "tiny", entry)
     promoted = json.loads(target.read_text())
-    assert promoted == {"choice_made_on": "validation", "test": {"ndcg@20": 0.3}, "promoted_from": str(source)}
+    assert promoted == {
+        "choice_made_on": "validation",
+        "test": {"ndcg@20": 0.3},
+        "promoted_from": f"results/exploration/grid/runs/tiny/{source.name}",
+    }
+    # where the board's folder holds the search that chose the tuned file, the record names it as a run there would
+    searched = {"search": "tuning/tiny/MGFormer.md"}
+    monkeypatch.setattr(
+        "recbole_mgformer.benchmark.hybrid.search_info", lambda file, results: {**searched, "in": str(results)}
+    )
+    target.unlink()
+    assert json.loads(promote_chosen(grid, board, "tiny", entry).read_text())["tuning"] == {
+        **searched,
+        "in": str(tmp_path / "results"),
+    }
+    monkeypatch.undo()
+    target.unlink()
+    promote_chosen(grid, board, "tiny", entry)
     assert per_user_path(target).read_bytes() == b"per-user values"
     assert json.loads(source.read_text())["choice_made_on"] == "none"  # the grid keeps its own
     main(["--promote", str(grid), str(board), "tiny", entry])  # the board has it: left as it is

@@ -64,8 +64,8 @@ def test_both_hybrids_are_chosen_on_validation_and_run_at_every_seed(run_script,
             assert record["choice_made_on"] == "validation"
     # neither seed 0 trained a second time: the trained one is the grid's run, the post-hoc one its control's
     promoted = json.loads((board / f"{slug(chosen[0])}-seed0.json").read_text())
-    assert promoted["test"] == records[chosen[0]]["test"] and promoted["promoted_from"].endswith(
-        f"{slug(chosen[0])}-seed0.json"
+    assert promoted["test"] == records[chosen[0]]["test"] and promoted["promoted_from"] == (
+        f"results/exploration/trained-hybrid/runs/tiny/{slug(chosen[0])}-seed0.json"
     )
     on_board = json.loads((board / f"{slug(chosen[1])}-seed0.json").read_text())
     assert on_board["scored_from"]["sha256"] == records[chosen[1]]["scored_from"]["sha256"]
