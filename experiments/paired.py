@@ -7,6 +7,12 @@ this names any pair (two baselines, an ablation and a baseline):
 compares the first row with each of the others (rows by their record stem, ``<stem>-seed<k>.json``). As on the
 leaderboard, a row is the records of one section: those from the equal-budget searches by default, the older runs
 of the same stem (still beside them until each tuned seed retires its namesake) with ``--older``.
+
+A row may also be named with its own runs folder, ``<runs folder>/<stem>`` (a grid's records beside the board's):
+    python experiments/paired.py amazon-beauty <trained hybrid> results/exploration/trained-hybrid/runs/<control>
+takes the one section of that folder's records (a grid outside the board's results has no equal-budget search of
+its own, though it trained with the same tuned file), the equal-budget one where it has both, the older with
+``--older``.
 """
 
 import argparse
@@ -23,10 +29,14 @@ RUNS = Path(__file__).resolve().parents[1] / "results" / "runs"
 def per_user_by_seed(runs_dir, stem, tuned=True):
     """``({seed: {user: value}}, metric)`` of one row: the per-user test values (NDCG@20 on the general boards,
     NDCG@10 on the sequential one) of the ``<stem>-seed<k>.json`` records in ``runs_dir`` of one section of the
-    leaderboard (``general.sections``), an equal-budget search's (``tuned``) or the older runs'."""
+    leaderboard (``general.sections``), an equal-budget search's (``tuned``), the older runs', or (``tuned`` None)
+    the one section there is, the equal-budget one of two."""
     name = re.compile(rf"{re.escape(stem)}-seed\d+\.json")
     own = [r for r in read_records(runs_dir) if name.fullmatch(Path(r["_path"]).name)]
-    chosen = [(budget, records) for budget, records in general.sections(own) if (budget is not None) == tuned]
+    sections = general.sections(own)
+    if tuned is None:
+        tuned = any(budget is not None for budget, _ in sections) or not sections
+    chosen = [(budget, records) for budget, records in sections if (budget is not None) == tuned]
     if len(chosen) > 1:
         raise SystemExit(
             f"the records of {stem!r} come from searches of different budgets ("
@@ -50,22 +60,29 @@ def per_user_by_seed(runs_dir, stem, tuned=True):
     return by_seed, metrics.pop()
 
 
+def row_source(argument, runs, dataset, older):
+    """``(records folder, stem, tuned)`` of a row argument: a stem from ``runs``, or ``<runs folder>/<stem>`` from
+    that folder, whose one section counts (:func:`per_user_by_seed` with ``tuned`` None) unless ``older``."""
+    folder, slash, stem = argument.rpartition("/")
+    if not slash:
+        return Path(runs) / dataset, argument, not older
+    return Path(folder) / dataset, stem, False if older else None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset")
-    parser.add_argument("row", help="record stem of the row to test, e.g. mgformer")
-    parser.add_argument("others", nargs="+", help="record stems to compare it with")
+    parser.add_argument("row", help="record stem of the row to test, e.g. mgformer (or <runs folder>/<stem>)")
+    parser.add_argument("others", nargs="+", help="record stems to compare it with (or <runs folder>/<stem>)")
     parser.add_argument("--runs", default=str(RUNS), help="folder holding <dataset>/<stem>-seed<k>.json")
     parser.add_argument(
         "--older", action="store_true", help="compare the older runs' rows, not those of the equal-budget searches"
     )
     args = parser.parse_args(argv)
-    runs_dir = Path(args.runs) / args.dataset
-    tuned = not args.older
-    row, metric = per_user_by_seed(runs_dir, args.row, tuned)
+    row, metric = per_user_by_seed(*row_source(args.row, args.runs, args.dataset, args.older))
     lines = []
     for other in args.others:
-        values, other_metric = per_user_by_seed(runs_dir, other, tuned)
+        values, other_metric = per_user_by_seed(*row_source(other, args.runs, args.dataset, args.older))
         if other_metric != metric:
             raise SystemExit(f"{args.row} stores per-user {metric}, {other} {other_metric}: they cannot be paired")
         verdict = paired_verdict(row, values)

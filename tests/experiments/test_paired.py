@@ -89,3 +89,21 @@ def test_the_verdict_names_the_stored_metric_and_rows_of_different_metrics_are_n
     assert "test ndcg@10 over 40 (seed, user) pairs" in line
     with pytest.raises(SystemExit, match="seq-a stores per-user ndcg@10, general ndcg@20"):
         main(["toy", "seq-a", "general", "--runs", str(tmp_path)])
+
+
+def test_a_row_named_with_its_folder_is_read_there_in_that_folders_one_section(tmp_path):
+    # the board's row from an equal-budget search, a grid's control beside it without one (same tuned file)
+    board, grid = tmp_path / "runs", tmp_path / "grid" / "runs"
+    (board / "toy").mkdir(parents=True)
+    (grid / "toy").mkdir(parents=True)
+    write_row(board / "toy", "hybrid", [0, 1], lambda seed, user: 0.5 + 0.01 * (user % 7))
+    write_row(grid / "toy", "control", [0, 1], lambda seed, user: 0.4, record={})
+    (line,) = main(["toy", "hybrid", f"{grid}/control", "--runs", str(board)])
+    assert line.startswith(f"hybrid is **ahead** of {grid}/control") and "from 2 seed(s)" in line
+    with pytest.raises(SystemExit, match="no records from an equal-budget search"):
+        main(["toy", "hybrid", "control", "--runs", str(board)])  # not on the board
+    # where the folder holds both sections, the equal-budget one, or the older with --older
+    write_row(grid / "toy", "control", [2], lambda seed, user: 0.6)
+    assert list(per_user_by_seed(grid / "toy", "control", tuned=None)[0]) == [2]
+    (line,) = main(["toy", f"{grid}/control", f"{grid}/control", "--older", "--runs", str(board)])
+    assert "from 2 seed(s)" in line
