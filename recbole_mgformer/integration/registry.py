@@ -2,6 +2,7 @@
 built-ins. A pure lookup: importing or calling it patches nothing in RecBole (:func:`recbole_mgformer.register`
 does, and every entry point calls it)."""
 
+import difflib
 import importlib
 import importlib.util
 import pkgutil
@@ -96,7 +97,11 @@ def get_model(name):
         cls = None if module is None else model_class(module, name)
         if cls is not None:
             return cls
-    raise ValueError(f"unknown model {name!r}; available models: {', '.join(available_models())}")
+    available = available_models()
+    by_lower = {model.lower(): model for model in available}  # the lookup is case-insensitive, so is the hint
+    close = [by_lower[match] for match in difflib.get_close_matches(name.lower(), by_lower, n=3, cutoff=0.75)]
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise ValueError(f"unknown model {name!r}; {hint}available models: {', '.join(available)}")
 
 
 # RecBole's traditional models that draw random numbers (Random scores at random; ADMMSLIM adds noise to its scores)

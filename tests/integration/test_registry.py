@@ -37,6 +37,21 @@ def test_unknown_model_lists_the_available_ones():
     assert {"MGFormer", "LightGCN", "SGL", "BPR"} <= set(available_models())
 
 
+@pytest.mark.parametrize(
+    ("typo", "suggested"),
+    [("MGFormr", "MGFormer"), ("lightgnc", "LightGCN"), ("SimGLC", "SimGCL"), ("sasrec4", "SASRec")],
+)
+def test_a_misspelt_model_gets_the_close_names(typo, suggested):
+    with pytest.raises(ValueError, match=r"did you mean [^?]*\b" + suggested + r"\b[^?]*\? available models: "):
+        get_model(typo)
+
+
+def test_a_name_like_no_model_gets_no_suggestion():
+    with pytest.raises(ValueError) as raised:
+        get_model("NoSuchNet")
+    assert "did you mean" not in str(raised.value)
+
+
 def test_every_trainer_writes_safe_checkpoints():
     from recbole.utils import ModelType
 
