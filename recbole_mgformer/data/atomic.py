@@ -13,6 +13,7 @@ Each is an error naming file, line, column and fix, so that the rows validated a
 
 import codecs
 import collections
+import difflib
 import os
 from logging import getLogger
 
@@ -382,14 +383,27 @@ def check_header_fields(config, path, suffix, fields):
             )
 
 
+def _dataset_names_near(data_path):
+    """The datasets a misspelt name may have meant: the folders beside ``data_path`` and the datasets this project
+    ships a protocol for (``properties/dataset/``, imported or copied on first use)."""
+    from recbole_mgformer.config.defaults import properties_dir
+
+    parent = os.path.dirname(os.path.normpath(data_path))
+    beside = [entry.name for entry in os.scandir(parent) if entry.is_dir()] if os.path.isdir(parent) else []
+    shipped = [path.stem for path in (properties_dir() / "dataset").glob("*.yaml")]
+    return sorted(set(beside) | set(shipped))
+
+
 def validate_dataset_files(config):
     """Check every atomic file RecBole will read for ``config``'s dataset; returns the number of repeated
     (user, item) interactions over its interaction files."""
     data_path, dataset = config["data_path"], config["dataset"]
     if not os.path.isdir(data_path):
+        close = difflib.get_close_matches(dataset, _dataset_names_near(data_path), n=3, cutoff=0.75)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
         raise FileNotFoundError(
             f"dataset folder {data_path!r} does not exist: put the atomic files of {dataset!r} "
-            f"({dataset}.inter, ...) there, or set data_path to the folder that holds the '{dataset}' folder"
+            f"({dataset}.inter, ...) there, or set data_path to the folder that holds the '{dataset}' folder{hint}"
         )
     separator, seq_separator = config["field_separator"], config["seq_separator"]
     check_separators(separator, seq_separator)

@@ -59,6 +59,21 @@ def test_the_runner_explains_a_missing_dataset(tmp_path):
         run_recommender("MGFormer", "nowhere", config_dict={"data_path": str(tmp_path)})
 
 
+@pytest.mark.parametrize(
+    ("typo", "meant"), [("ml-100", "ml-100k"), ("gowala", "gowalla"), ("yelp-2018", "yelp2018"), ("mine_", "mine")]
+)
+def test_a_misspelt_dataset_gets_the_close_names(tmp_path, typo, meant):
+    (tmp_path / "mine").mkdir()  # a user's own dataset beside the one asked for
+    with pytest.raises(FileNotFoundError, match=rf"does not exist: .*; did you mean [^?]*\b{meant}\b"):
+        validate_dataset_files(settings(tmp_path, name=typo))
+
+
+def test_a_dataset_like_none_gets_no_suggestion(tmp_path):
+    with pytest.raises(FileNotFoundError) as raised:
+        validate_dataset_files(settings(tmp_path, name="nowhere"))
+    assert "did you mean" not in str(raised.value)
+
+
 def latin1_dataset(folder, name="latin"):
     """A dataset whose item names are latin-1 bytes (``café``), not UTF-8."""
     (folder / name).mkdir(parents=True)
