@@ -321,9 +321,9 @@ def check_valid_metric(config):
         return
     name, _, k = valid_metric.partition("@")
     if name.lower() not in (str(m).lower() for m in config["metrics"]):
-        fix = f"add {name} to metrics (e.g. --metrics=[{', '.join(map(str, config['metrics']))},{name}])"
+        fix = f"add {name} to metrics (e.g. --metrics=[{','.join(map(str, [*config['metrics'], name]))}])"
     else:
-        fix = f"add {k} to topk (e.g. --topk=[{', '.join(map(str, config['topk']))},{k}])"
+        fix = f"add {k} to topk (e.g. --topk=[{','.join(map(str, [*config['topk'], k]))}])"
     raise ValueError(
         f"valid_metric {valid_metric} is not among the results the run computes (metrics "
         f"{list(config['metrics'])} at topk {list(config['topk'])}: {', '.join(computed)}), so the first validation "

@@ -270,9 +270,13 @@ def tiny_config(tiny_data, model="BPR", **settings):
     [
         (
             {"valid_metric": "Recall@50", "topk": [20]},
-            r"Recall@50 is not among .*topk \[20\].*add 50 to topk",
+            r"Recall@50 is not among .*topk \[20\].*add 50 to topk \(e\.g\. --topk=\[20,50\]\)",
         ),
-        ({"valid_metric": "MRR@20"}, r"valid_metric MRR@20 .*metrics \['Recall', 'NDCG'\].*add MRR to metrics"),
+        (
+            {"valid_metric": "MRR@20"},
+            r"valid_metric MRR@20 .*metrics \['Recall', 'NDCG'\]"
+            r".*add MRR to metrics \(e\.g\. --metrics=\[Recall,NDCG,MRR\]\)",
+        ),
         ({"valid_metric": "ndcg@5", "topk": [20]}, r"ndcg@5 is not among .*recall@20|Recall@20, NDCG@20"),
     ],
 )
