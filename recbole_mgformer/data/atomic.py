@@ -17,6 +17,7 @@ import difflib
 import os
 from logging import getLogger
 
+from recbole_mgformer.config.defaults import properties_dir
 from recbole_mgformer.data.tokens import NA_VALUES, PADDING_TOKEN
 
 ATOMIC_TYPES = ("token", "token_seq", "float", "float_seq")
@@ -386,8 +387,6 @@ def check_header_fields(config, path, suffix, fields):
 def _dataset_names_near(data_path):
     """The datasets a misspelt name may have meant: the folders beside ``data_path`` and the datasets this project
     ships a protocol for (``properties/dataset/``, imported or copied on first use)."""
-    from recbole_mgformer.config.defaults import properties_dir
-
     parent = os.path.dirname(os.path.normpath(data_path))
     beside = [entry.name for entry in os.scandir(parent) if entry.is_dir()] if os.path.isdir(parent) else []
     shipped = [path.stem for path in (properties_dir() / "dataset").glob("*.yaml")]
