@@ -386,7 +386,7 @@ def table_plan(
     targets = [f"{name}.inter"] + [f"{name}.{suffix}" for suffix in sides] + ([f"{name}.yaml"] if write_config else [])
 
     def build():
-        table = read_table(source, fmt, encoding)
+        table = read_table(source, fmt, encoding, options.separator)
         inter = interaction_columns(table, options)
         users, items = inter.columns[0], inter.columns[1]
         pairs = list(zip(users, items))
@@ -395,7 +395,7 @@ def table_plan(
         files, load_col, seen = [(targets[0], inter.write)], {"inter": inter.names}, set(table.header)
         taken = set(inter.names)  # RecBole joins the side tables' columns to the interactions: one name, one column
         for suffix, path in sides.items():
-            side_table = read_table(path, fmt, encoding)
+            side_table = read_table(path, fmt, encoding, options.separator)
             seen |= set(side_table.header)
             side = side_columns(side_table, options, suffix, set(users if suffix == "user" else items), taken)
             taken |= set(side.names)
@@ -469,6 +469,11 @@ def _parser():
         ("time", "timestamp, time, ts, ..."),
     ):
         table.add_argument(f"--{role}", metavar="COLUMN", help=f"the {role} column (default: {default}, any case)")
+    table.add_argument(
+        "--separator",
+        metavar="SEP",
+        help="csv, tsv: the field separator, one character (default ',' for csv, a tab for tsv; e.g. ';')",
+    )
     table.add_argument("--seq-separator", metavar="SEP", help="columns holding SEP are token sequences (token_seq)")
     table.add_argument(
         "--column-type",
@@ -493,6 +498,7 @@ TABLE_ONLY = (
     "item",
     "rating",
     "time",
+    "separator",
     "seq_separator",
     "column_type",
     "strip_spaces",
@@ -520,6 +526,7 @@ def _plan(parser, args):
             time=args.time,
             rating=args.rating,
             seq_separator=args.seq_separator,
+            separator=args.separator,
             column_types=_column_types(parser, args.column_type),
             strip_spaces=args.strip_spaces,
         )

@@ -57,6 +57,7 @@ class TableOptions:
     time: str = None
     rating: str = None
     seq_separator: str = None
+    separator: str = None  # the field separator of csv / tsv (``--separator``; default ',' and tab)
     column_types: dict = dataclasses.field(default_factory=dict)  # header name -> token, token_seq or float
     strip_spaces: bool = False
 
@@ -110,18 +111,34 @@ class AtomicColumns:
 # ------------------------------------------------------------------------------------------------ reading
 
 
-def read_table(path, fmt, encoding="utf-8"):
-    """The :class:`Table` of ``path`` in format ``fmt`` (csv, tsv or parquet)."""
+def read_table(path, fmt, encoding="utf-8", separator=None):
+    """The :class:`Table` of ``path`` in format ``fmt`` (csv, tsv or parquet); ``separator`` replaces the field
+    separator of csv (',') and tsv (tab), e.g. ';' for a CSV saved by a spreadsheet in a comma-decimal locale."""
     if fmt not in TABULAR_FORMATS:
         raise ValueError(f"unknown tabular format {fmt!r}; choose one of {', '.join(TABULAR_FORMATS)}")
+    check_separator(separator, fmt)
     if not os.path.isfile(path):
         raise TabularError(f"{path}: no such file")
-    table = _read_parquet(path) if fmt == "parquet" else _read_delimited(path, DELIMITERS[fmt], encoding)
-    _check_header(table, fmt)
+    delimiter = separator or DELIMITERS.get(fmt)
+    table = _read_parquet(path) if fmt == "parquet" else _read_delimited(path, fmt, delimiter, encoding)
+    _check_header(table, fmt, delimiter)
     return table
 
 
-def _read_delimited(path, delimiter, encoding):
+def check_separator(separator, fmt):
+    """A field separator must be one character the CSV reader can split on, and only csv / tsv have one."""
+    if separator is None:
+        return
+    if fmt not in DELIMITERS:
+        raise TabularError(f"--separator applies to --format csv or tsv, not --format {fmt}")
+    if len(separator) != 1 or separator in '"\r\n' or separator.isalnum() or separator == " ":
+        raise TabularError(
+            f"--separator {separator!r}: give one character that is not a letter, digit, space, quote or line "
+            "break, such as ';' or '|' (a tab: --format tsv)"
+        )
+
+
+def _read_delimited(path, fmt, delimiter, encoding):
     reader = csv.reader((text for _, text in decoded_lines(path, encoding)), delimiter=delimiter, strict=True)
     header, header_line, rows, starts, start = None, 1, [], [], 1
     while True:
@@ -138,6 +155,8 @@ def _read_delimited(path, delimiter, encoding):
             if header is None:
                 header, header_line = record, start
             elif len(record) != len(header):
+                # a header of one column: the file's separator is another character; say which, not "quote a field"
+                _check_columns_separated(Table(str(path), header, [[]], [], header_line), fmt, delimiter)
                 raise TabularError(
                     f"{path}:{start}: {len(record)} fields where the header (line {header_line}) has {len(header)}; "
                     f"quote a field that holds the separator {delimiter!r}, and give every row all the columns"
@@ -200,7 +219,7 @@ def _parquet_text(value, path, name):
     return str(value)
 
 
-def _check_header(table, fmt):
+def _check_header(table, fmt, delimiter):
     seen = {}
     for column, name in enumerate(table.header):
         if not name.strip():
@@ -214,14 +233,21 @@ def _check_header(table, fmt):
                 "name each column once (rename one of them)"
             )
         seen[name] = column
-    if len(table.header) == 1 and fmt in DELIMITERS:
-        other = next((d for d in (",", "\t", ";", "|") if d in table.header[0] and d != DELIMITERS[fmt]), None)
-        hint = f" it holds {other!r}: is that the file's separator?" if other else ""
-        raise TabularError(
-            f"{table.header_where()}: the header has one column, {table.header[0][:60]!r}; a table needs a user and "
-            f"an item column, separated by {DELIMITERS[fmt]!r} (--format {fmt});{hint} --format csv reads commas, "
-            "--format tsv tabs"
-        )
+    if fmt in DELIMITERS:
+        _check_columns_separated(table, fmt, delimiter)
+
+
+def _check_columns_separated(table, fmt, delimiter):
+    """A header of one column means the file is not separated by ``delimiter``: name the separator it holds."""
+    if len(table.header) != 1:
+        return
+    other = next((d for d in (",", "\t", ";", "|") if d in table.header[0] and d != delimiter), None)
+    hint = f" it holds {other!r}: is that the file's separator (--separator {other!r})?" if other else ""
+    raise TabularError(
+        f"{table.header_where()}: the header has one column, {table.header[0][:60]!r}; a table needs a user and "
+        f"an item column, separated by {delimiter!r} (--format {fmt});{hint} --format csv reads commas, "
+        "--format tsv tabs, --separator any other character"
+    )
 
 
 def strip_spaces(table):

@@ -183,11 +183,42 @@ def test_a_file_in_another_encoding_names_line_and_byte_and_imports_with_its_enc
     assert atomic_rows(tmp_path / "data" / "t" / "t.inter")[1] == [["u1", "i1", "café"]]
 
 
-def test_a_file_with_another_separator_is_named_as_such(tmp_path):
+@pytest.mark.parametrize("rows", ["u1;i1\n", "u1;i1;4,5\n"])  # a row that a comma splits, or not
+def test_a_file_with_another_separator_is_named_as_such(tmp_path, rows):
     source = tmp_path / "t.csv"
-    source.write_text("user;item\nu1;i1\n")
-    with pytest.raises(TabularError, match=r"t\.csv:1: the header has one column.*it holds ';'"):
+    source.write_text("user;item" + (";rating" if rows.count(";") == 2 else "") + "\n" + rows)
+    with pytest.raises(TabularError, match=r"t\.csv:1: the header has one column.*it holds ';'.*--separator ';'"):
         import_table("csv", source, "t", tmp_path / "data")
+
+
+def import_argv(tmp_path, source, *options, fmt="csv"):
+    return ["--format", fmt, "--name", "t", "--output", str(tmp_path / "data"), *options, str(source)]
+
+
+@pytest.mark.parametrize(("fmt", "separator"), [("csv", ";"), ("csv", "|"), ("tsv", ",")])
+def test_separator_reads_a_table_split_by_another_character(tmp_path, fmt, separator):
+    source = tmp_path / f"t.{fmt}"
+    source.write_text(separator.join(["user", "item", "note"]) + "\n" + separator.join(["u1", "i1", "a b"]) + "\n")
+    assert main(import_argv(tmp_path, source, "--separator", separator, fmt=fmt)) == 0
+    assert atomic_rows(tmp_path / "data" / "t" / "t.inter") == (
+        ["user_id:token", "item_id:token", "note:token"],
+        [["u1", "i1", "a b"]],
+    )
+
+
+@pytest.mark.parametrize("separator", [";;", "", "a", "7", " ", '"', "\n"])
+def test_separator_that_cannot_split_a_table_is_refused(tmp_path, separator, capsys):
+    source = tmp_path / "t.csv"
+    source.write_text("user,item\nu1,i1\n")
+    assert main(import_argv(tmp_path, source, "--separator", separator)) == 2
+    assert re.search(r"--separator .*: give one character", capsys.readouterr().err)
+    assert not (tmp_path / "data" / "t").exists()
+
+
+def test_separator_is_for_delimited_tables_only(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--format", "lightgcn", "--name", "t", "--output", str(tmp_path), "--separator", ";", "x.txt"])
+    assert "--separator apply to tables" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
