@@ -30,7 +30,6 @@ metrics under full ranking, filters that leave no interaction) into messages nam
 
 import collections
 import contextlib
-import difflib
 import functools
 import inspect
 import logging
@@ -53,7 +52,7 @@ from recbole.utils import (
 )
 
 from recbole_mgformer.config.defaults import dataset_config_file, model_config_file
-from recbole_mgformer.config.input_checks import metric_at_k, setting_type_error
+from recbole_mgformer.config.input_checks import did_you_mean, metric_at_k, setting_type_error
 from recbole_mgformer.safety import SafeLoader, refuse_pickle_settings
 
 ESCAPE_KEY = "extra_config_keys"
@@ -182,8 +181,8 @@ def check_known_keys(config, model_class, trainer_class=None, config_files=None)
     if not unknown:
         return
     key = unknown[0]
-    close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.75)
-    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    hint = did_you_mean(key, known)
+    hint += " " if hint else ""
     raise ConfigKeyError(
         f"unknown config key {key!r} (from {_origin(key, config_files)}): {hint}neither {model_class.__name__}, "
         f"the dataset {config['dataset']!r} nor RecBole reads it, so it would be ignored"

@@ -4,6 +4,7 @@ output paths (never silently replacing a file or a non-empty folder). Each failu
 and the fix."""
 
 import contextlib
+import difflib
 import errno
 import math
 import numbers
@@ -18,6 +19,21 @@ from pathlib import Path
 import yaml
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the whole package, not this folder
+
+
+def close_names(name, known, cutoff=0.75):
+    """Up to three of ``known`` spelled close to ``name``, closest first, case aside (the lookups that use it are
+    forgiving of case), each as ``known`` spells it."""
+    by_lower = {}
+    for candidate in sorted(map(str, known)):
+        by_lower.setdefault(candidate.lower(), candidate)
+    return [by_lower[match] for match in difflib.get_close_matches(str(name).lower(), by_lower, n=3, cutoff=cutoff)]
+
+
+def did_you_mean(name, known, cutoff=0.75):
+    """``"did you mean A or B?"`` for the :func:`close_names`, else ``""``."""
+    close = close_names(name, known, cutoff)
+    return f"did you mean {' or '.join(close)}?" if close else ""
 
 
 class ConfigFileError(ValueError):

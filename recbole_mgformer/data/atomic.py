@@ -13,11 +13,11 @@ Each is an error naming file, line, column and fix, so that the rows validated a
 
 import codecs
 import collections
-import difflib
 import os
 from logging import getLogger
 
 from recbole_mgformer.config.defaults import properties_dir
+from recbole_mgformer.config.input_checks import did_you_mean
 from recbole_mgformer.data.tokens import NA_VALUES, PADDING_TOKEN
 
 ATOMIC_TYPES = ("token", "token_seq", "float", "float_seq")
@@ -398,8 +398,8 @@ def validate_dataset_files(config):
     (user, item) interactions over its interaction files."""
     data_path, dataset = config["data_path"], config["dataset"]
     if not os.path.isdir(data_path):
-        close = difflib.get_close_matches(dataset, _dataset_names_near(data_path), n=3, cutoff=0.75)
-        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        hint = did_you_mean(dataset, _dataset_names_near(data_path))
+        hint = f"; {hint}" if hint else ""
         raise FileNotFoundError(
             f"dataset folder {data_path!r} does not exist: put the atomic files of {dataset!r} "
             f"({dataset}.inter, ...) there, or set data_path to the folder that holds the '{dataset}' folder{hint}"

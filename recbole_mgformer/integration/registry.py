@@ -2,7 +2,6 @@
 built-ins. A pure lookup: importing or calling it patches nothing in RecBole (:func:`recbole_mgformer.register`
 does, and every entry point calls it)."""
 
-import difflib
 import importlib
 import importlib.util
 import pkgutil
@@ -10,6 +9,7 @@ import pkgutil
 from recbole.utils import ModelType
 from recbole.utils import get_trainer as recbole_get_trainer
 
+from recbole_mgformer.config.input_checks import did_you_mean
 from recbole_mgformer.model.abstract_recommender import model_contract
 from recbole_mgformer.safety.models import anomaly_mode_kept
 from recbole_mgformer.training import trainer as trainers
@@ -98,9 +98,8 @@ def get_model(name):
         if cls is not None:
             return cls
     available = available_models()
-    by_lower = {model.lower(): model for model in available}  # the lookup is case-insensitive, so is the hint
-    close = [by_lower[match] for match in difflib.get_close_matches(name.lower(), by_lower, n=3, cutoff=0.75)]
-    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    hint = did_you_mean(name, available)
+    hint += " " if hint else ""
     raise ValueError(f"unknown model {name!r}; {hint}available models: {', '.join(available)}")
 
 

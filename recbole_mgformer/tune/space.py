@@ -1,7 +1,6 @@
 """Search spaces: a YAML mapping of config keys to one distribution each, checked before any trial starts,
 and turned into Ray Tune's ``param_space``."""
 
-import difflib
 import math
 import numbers
 from pathlib import Path
@@ -10,6 +9,7 @@ import yaml
 
 from recbole_mgformer.config.config_check import known_keys
 from recbole_mgformer.config.defaults import properties_dir
+from recbole_mgformer.config.input_checks import did_you_mean
 from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
 
@@ -146,11 +146,8 @@ def check_keys(parsed, config, model, source="the space"):
     known = known_keys(config, get_model(model))  # as build_config checks the fixed settings
     for key in parsed:
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=3)
-            hint = (
-                f"did you mean {', '.join(close)}?"
-                if close
-                else f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"
+            hint = did_you_mean(key, known, cutoff=0.6) or (
+                f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"
             )
             raise TuneSetupError(f"{source}: {model} has no config key {key!r}; {hint}")
 

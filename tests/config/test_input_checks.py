@@ -7,10 +7,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from recbole_mgformer.config.input_checks import (
     ConfigFileError,
     check_dataset_name,
+    close_names,
+    did_you_mean,
     main_file_hidden_when_unreadable,
     read_config_file,
     refuse_existing,
@@ -298,3 +302,28 @@ def test_every_project_yaml_reader_is_bounded(tmp_path, monkeypatch, reader):
     with pytest.raises((yaml.YAMLError, ValueError), match="100,000 values"):
         calls[reader]()
     assert time.perf_counter() - started < 30
+
+
+@pytest.mark.parametrize(
+    "name, known, hint",
+    [
+        ("lightgnc", ["BPR", "LightGCN", "SGL"], "did you mean LightGCN?"),
+        ("ML-100K", ["ml-100k", "ml-1m"], "did you mean ml-100k?"),  # case aside, spelled as known spells it
+        ("embeding_size", ["embedding_size", "hidden_size"], "did you mean embedding_size?"),
+        ("mgformer", ["MGFormer", "mgformer"], "did you mean MGFormer?"),  # one suggestion per spelling
+        ("zzz", ["BPR", "LightGCN"], ""),
+        ("ml-1m", [], ""),
+    ],
+)
+def test_did_you_mean_names_close_known_names(name, known, hint):
+    assert did_you_mean(name, known) == hint
+
+
+@given(st.text(max_size=12), st.lists(st.text(max_size=12), max_size=8))
+def test_close_names_are_known_names(name, known):
+    close = close_names(name, known)
+    assert len(close) <= 3 and len(set(close)) == len(close)
+    assert set(close) <= set(known)
+    if name in known:
+        assert close_names(name, known)[0].lower() == name.lower()  # a known name is its own closest match
+    assert did_you_mean(name, known) == (f"did you mean {' or '.join(close)}?" if close else "")
