@@ -286,8 +286,9 @@ def render_page(by_dataset, runs_shown):
         "seed), at the epoch with the best validation NDCG@20 (early stopping); best in bold. A verdict compares "
         "an MGFormer row with the best other model (of its embedding size, except in an equal-budget search, "
         "which tunes it) by a paired Wilcoxon signed-rank test over users' test NDCG@20 (p < 0.05: ahead or "
-        'behind; else level), and an "Against each model:" line (equal-budget searches) sets it against '
-        'every other model by the same test (mean difference, p); an "Attention:" line compares an MGFormer '
+        'behind; else level), and an "Against each model:" line sets it against every other model of the '
+        "section by the same test (mean difference, p): each MGFormer row in an equal-budget search, the best "
+        'MGFormer row at fixed settings; an "Attention:" line compares an MGFormer '
         'row with the same entry without attention, an "Ablation:" line a Table 3 ablation with the MGFormer '
         'it changes, a "Filter:" line a row with a filter residual with the same entry without it. '
         "Protocols: `properties/dataset/<dataset>.yaml`. Paper or published columns: "

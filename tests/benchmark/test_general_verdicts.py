@@ -49,3 +49,18 @@ def test_every_verdict_on_a_hybrid_chosen_on_its_scored_items_says_so(tmp_path, 
     assert all(line.endswith(TEST_PICKED_NOTE) == said for line in about_hybrid)
     others = [line for line in lines if line not in about_hybrid]
     assert others and not any(TEST_PICKED_NOTE in line for line in others)
+
+
+def test_at_fixed_settings_the_leading_mgformer_row_is_set_against_every_other_model(tmp_path):
+    lines = verdict_lines(rows(tmp_path, "validation", False), same_size=True)
+    every = [line for line in lines if line.startswith("Against each model:")]
+    assert len(every) == 1  # the lead only: the tokens alone (behind it) get no such line
+    assert every[0].startswith("Against each model: MGFormer tokens + BSPM is **ahead** of BSPM (")
+    assert "**ahead** of EASE (" in every[0] and "MGFormer tokens (" not in every[0]
+
+
+def test_a_fixed_section_with_one_other_model_needs_no_line_beside_its_verdict(tmp_path):
+    section = [row for row in rows(tmp_path, "validation", False) if row["variant"] != "EASE"]
+    lines = verdict_lines(section, same_size=True)
+    assert not [line for line in lines if line.startswith("Against each model:")]
+    assert [line for line in lines if line.startswith("Verdict: MGFormer tokens + BSPM is **ahead** of BSPM")]
