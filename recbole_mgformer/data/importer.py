@@ -515,7 +515,8 @@ def _plan(parser, args):
         given = [f"--{o.replace('_', '-')}" for o in TABLE_ONLY if getattr(args, o) not in (None, False, [])]
         if given:
             parser.error(
-                f"{', '.join(given)} apply to tables (--format csv, tsv or parquet), not --format {args.format}"
+                f"{' and '.join(given)} {'applies' if len(given) == 1 else 'apply'} to tables (--format csv, tsv or "
+                f"parquet), not --format {args.format}: drop {'it' if len(given) == 1 else 'them'}"
             )
     if args.format in TABULAR_FORMATS:
         if len(args.inputs) != 1 or any(splits.values()):

@@ -442,7 +442,11 @@ def test_write_config_beside_a_merged_import_names_its_columns_and_the_time_orde
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--format", "pairs", "--user", "u"], "--user apply to tables"),
+        (
+            ["--format", "pairs", "--user", "u"],
+            "--user applies to tables (--format csv, tsv or parquet), not --format pairs: drop it",
+        ),
+        (["--format", "pairs", "--user", "u", "--item", "i"], "--user and --item apply to tables"),
         (["--format", "npz", "--train", "a", "--test", "b", "--write-config"], "no --write-config"),
         (["--format", "csv", "a.csv", "b.csv"], "imports one table"),
         (["--format", "csv", "--column-type", "price", "a.csv"], "--column-type 'price': give COLUMN=TYPE"),

@@ -218,7 +218,7 @@ def test_separator_that_cannot_split_a_table_is_refused(tmp_path, separator, cap
 def test_separator_is_for_delimited_tables_only(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--format", "lightgcn", "--name", "t", "--output", str(tmp_path), "--separator", ";", "x.txt"])
-    assert "--separator apply to tables" in capsys.readouterr().err
+    assert "--separator applies to tables" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
