@@ -36,6 +36,7 @@ from recbole_mgformer.config.input_checks import (
     check_dataset_name,
     check_setting_types,
     check_user_settings,
+    check_writable_folder,
     read_config_file,
     recbole_defaults,
 )
@@ -315,6 +316,8 @@ def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
             "--no-tuned or tuned=False leaves them out)"
         )
     logger.info(config)
+    if saved and writes_checkpoints(config):  # before the dataset and model are built, not after
+        check_writable_folder(config["checkpoint_dir"], "checkpoint_dir")
     _, trainer, (train_data, valid_data, test_data) = prepare(config)
     checkpoint = epochs = best_epoch = None
     if saved and hasattr(trainer, "_train_epoch"):  # every trainer with epochs

@@ -187,6 +187,16 @@ def test_a_resume_file_that_does_not_exist_is_named(tiny_data, tmp_path):
         )
 
 
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_a_checkpoint_dir_that_cannot_be_a_folder_stops_the_run_before_the_dataset_is_built(tiny_data, tmp_path, where):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    folder = afile if where == "a file" else afile / "checkpoints"
+    with pytest.raises(FileExistsError, match=rf"checkpoint_dir {folder}: {afile} is a file, not a folder"):
+        run_recommender("BPR", "tiny", config_dict={"data_path": str(tiny_data), "checkpoint_dir": str(folder)})
+    assert not (tmp_path / "saved").exists()
+
+
 TINY_RUN = {
     "epochs": 1,
     "show_progress": False,

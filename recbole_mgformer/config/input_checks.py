@@ -440,6 +440,27 @@ def check_writable(path, option):
     return Path(path)
 
 
+def check_writable_folder(folder, option):
+    """Stop before the work starts when ``option``'s ``folder`` (to be created if missing, then written in) could
+    not take a new file: it, or the first existing folder above it, must be a folder that accepts one."""
+    folder = Path(folder)
+    for candidate in (folder.absolute(), *folder.absolute().parents):
+        if not candidate.exists():
+            continue
+        if not candidate.is_dir():
+            raise FileExistsError(f"{option} {folder}: {candidate} is a file, not a folder; name a folder")
+        try:
+            with tempfile.TemporaryFile(dir=candidate):
+                pass
+        except OSError as error:
+            raise PermissionError(
+                f"{option} {folder}: cannot write in {candidate} ({error.strerror or error}); choose a folder you "
+                "can write to"
+            ) from None
+        return folder
+    return folder
+
+
 def temporary_beside(path):
     """A name beside ``path`` that no other process (on this machine or one sharing the folder) will choose."""
     path = Path(path)

@@ -1,5 +1,6 @@
 """Config files, dataset names and output paths checked before RecBole or the filesystem meets them."""
 
+import os
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from recbole_mgformer.config.input_checks import (
     ConfigFileError,
     check_dataset_name,
+    check_writable_folder,
     close_names,
     did_you_mean,
     main_file_hidden_when_unreadable,
@@ -327,3 +329,29 @@ def test_close_names_are_known_names(name, known):
     if name in known:
         assert close_names(name, known)[0].lower() == name.lower()  # a known name is its own closest match
     assert did_you_mean(name, known) == (f"did you mean {' or '.join(close)}?" if close else "")
+
+
+def test_a_writable_folder_may_exist_or_be_made_later(tmp_path):
+    assert check_writable_folder(tmp_path, "--out") == tmp_path
+    assert check_writable_folder(tmp_path / "new" / "deeper", "--out") == tmp_path / "new" / "deeper"
+    assert not (tmp_path / "new").exists()  # checked, not made
+
+
+@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0, reason="root writes in a read-only folder")
+def test_a_folder_that_cannot_take_a_file_is_named_with_the_option(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(PermissionError, match=rf"--out {locked / 'x'}: cannot write in {locked}"):
+        check_writable_folder(locked / "x", "--out")
+
+
+def test_a_folder_that_is_a_file_is_named_with_the_option(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(FileExistsError, match=r"--out .*f: .*f is a file, not a folder"):
+        check_writable_folder(tmp_path / "f", "--out")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc, where no one can make a file")
+def test_a_folder_no_one_can_write_in_is_named_even_for_root():
+    with pytest.raises(PermissionError, match=r"checkpoint_dir /proc/recbole-x: cannot write in /proc \("):
+        check_writable_folder("/proc/recbole-x", "checkpoint_dir")
