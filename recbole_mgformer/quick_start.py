@@ -42,7 +42,7 @@ from recbole_mgformer.config.input_checks import (
 )
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.duplicates import apply_duplicate_policy
-from recbole_mgformer.data.sources import ensure_dataset
+from recbole_mgformer.data.sources import bundled_ml_100k, ensure_dataset, source_folder
 from recbole_mgformer.data.train_protocols import check_train_protocol, training_loader
 from recbole_mgformer.integration.compat import init_logger
 from recbole_mgformer.integration.patches import register
@@ -84,16 +84,30 @@ def _argv_hidden():
 GENERAL_KINDS = (ModelType.GENERAL, ModelType.TRADITIONAL, ModelType.KNOWLEDGE)
 
 
-def configured_data_path(config_files, config_dict):
+def configured_data_path(config_files, config_dict, default=True):
     """The ``data_path`` a Config of ``config_files`` and ``config_dict`` will read (the last setting wins; RecBole's
-    ``dataset/`` without one), before RecBole appends the dataset's name to it."""
+    ``dataset/`` without one, or None when ``default`` is False), before RecBole appends the dataset's name to it."""
     if "data_path" in (config_dict or {}):
         return str(config_dict["data_path"])
     for path in reversed(list(config_files)):
         settings = read_config_file(path)
         if "data_path" in settings:
             return str(settings["data_path"])
-    return str(recbole_defaults()["data_path"])
+    return str(recbole_defaults()["data_path"]) if default else None
+
+
+def ml_100k_data_path(config, user_files, config_dict):
+    """RecBole's Config points ml-100k at its own copy whatever ``data_path`` says; a ``data_path`` the user set
+    whose ``ml-100k/`` holds ``ml-100k.inter`` is read instead, as it is for every other dataset. Returns the log
+    line that says which copy is read where the user set one, else ''."""
+    data_path = configured_data_path(user_files, config_dict, default=False)
+    if data_path is None:
+        return ""
+    folder = source_folder("ml-100k", data_path)
+    config["data_path"] = str(folder)
+    if folder == bundled_ml_100k():
+        return f"; {Path(data_path) / 'ml-100k'} holds no ml-100k.inter, so RecBole's own copy is read ({folder})"
+    return f"; ml-100k read from {folder}"
 
 
 def dataset_settings_file(dataset, model_class, config_files, config_dict):
@@ -147,6 +161,8 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     check_config(config, model_class, get_trainer(config["MODEL_TYPE"], model_class.__name__), own_files)
     check_train_protocol(config, model_class)
     check_setting_types(config, read_config_file(model_file) if model_file else None)
+    if dataset == "ml-100k":
+        settings_line += ml_100k_data_path(config, user_files, config_dict)
     config.dataset_settings = settings_line
     return config, model_class
 

@@ -7,7 +7,7 @@ import yaml
 from conftest import TINY_RUN_CONFIG
 
 from recbole_mgformer import run_recommender
-from recbole_mgformer.quick_start import build_config
+from recbole_mgformer.quick_start import build_config, prepare_data
 
 ML100K_FAST = {"epochs": 6, "stopping_step": 6, "show_progress": False, "state": "WARNING"}
 
@@ -195,6 +195,33 @@ def test_a_checkpoint_dir_that_cannot_be_a_folder_stops_the_run_before_the_datas
     with pytest.raises(FileExistsError, match=rf"checkpoint_dir {folder}: {afile} is a file, not a folder"):
         run_recommender("BPR", "tiny", config_dict={"data_path": str(tiny_data), "checkpoint_dir": str(folder)})
     assert not (tmp_path / "saved").exists()
+
+
+def test_a_data_path_that_holds_ml_100k_is_read_as_for_any_other_dataset(tmp_path):
+    from recbole_mgformer.data.sources import bundled_ml_100k
+
+    own = tmp_path / "ml-100k"
+    own.mkdir()
+    lines = (bundled_ml_100k() / "ml-100k.inter").read_text().splitlines()
+    (own / "ml-100k.inter").write_text("\n".join(lines[:301]) + "\n")
+    config, _ = build_config("BPR", "ml-100k", config_dict={"data_path": str(tmp_path)})
+    assert config["data_path"] == str(own)  # RecBole's Config alone would take its own copy
+    assert config.dataset_settings.endswith(f"; ml-100k read from {own}")
+    train, valid, test = prepare_data(config)
+    assert sum(len(part.dataset) for part in (train, valid, test)) == 300  # the 300 rows of the user's file
+
+
+def test_a_data_path_without_ml_100k_reads_recboles_copy_and_says_so(tmp_path):
+    from recbole_mgformer.data.sources import bundled_ml_100k
+
+    config, _ = build_config("BPR", "ml-100k", config_dict={"data_path": str(tmp_path)})
+    assert config["data_path"] == str(bundled_ml_100k())
+    assert f"{tmp_path / 'ml-100k'} holds no ml-100k.inter, so RecBole's own copy is read" in config.dataset_settings
+    plain, _ = build_config("BPR", "ml-100k")
+    assert (
+        Path(plain["data_path"]).resolve() == bundled_ml_100k().resolve()
+        and "RecBole's own" not in plain.dataset_settings
+    )
 
 
 TINY_RUN = {

@@ -50,13 +50,20 @@ def dataset_source(name):
     return source
 
 
-def source_folder(name, data_path):
-    """Where RecBole reads ``name``: its own copy for ml-100k, ``<data_path>/<name>`` otherwise."""
-    if name == "ml-100k":  # as RecBole's Config does
-        import recbole
+def bundled_ml_100k():
+    """RecBole's own copy of ml-100k, which its Config reads whatever ``data_path`` says."""
+    import recbole
 
-        return Path(recbole.__file__).parent / "dataset_example" / "ml-100k"
-    return Path(data_path) / name
+    return Path(recbole.__file__).parent / "dataset_example" / "ml-100k"
+
+
+def source_folder(name, data_path):
+    """Where ``name`` is read: ``<data_path>/<name>``, except ml-100k where that folder holds no ``ml-100k.inter``:
+    RecBole's own copy then (:func:`bundled_ml_100k`)."""
+    folder = Path(data_path) / name
+    if name == "ml-100k" and not (folder / "ml-100k.inter").is_file():
+        return bundled_ml_100k()
+    return folder
 
 
 def copy_source(name, source, data_path):
