@@ -23,6 +23,7 @@ from recbole_mgformer.config.config_check import (
     check_against_dataset,
     check_config,
     dataset_build_errors,
+    model_build_errors,
     recbole_config_errors,
 )
 from recbole_mgformer.config.defaults import (
@@ -191,7 +192,8 @@ def prepare(config):
     train_data, valid_data, test_data = prepare_data(config)
     init_seed(config["seed"] + config["local_rank"], config["reproducibility"])
     started = time.perf_counter()
-    model = model_class(config, train_data._dataset).to(config["device"])
+    with model_build_errors(config):
+        model = model_class(config, train_data._dataset).to(config["device"])
     # part of the time to fit: a closed-form model fits here (RecBole's traditional path), MGFormer takes its SVD
     model.build_seconds = round(time.perf_counter() - started, 3)
     getLogger().info(model)

@@ -466,6 +466,31 @@ def dataset_build_errors(config):
         raise ValueError(_no_data_message(config)) from None
 
 
+# settings that size a model's tensors, named in an out-of-memory error where the model reads them
+SIZE_SETTINGS = ("embedding_size", "structural_size", "hidden_size", "n_features", "n_layers", "memory_size")
+
+
+@contextlib.contextmanager
+def model_build_errors(config):
+    """Around building ``config``'s model: an allocation the machine cannot make (sizes far beyond the data, such
+    as ``structural_size=100000``) becomes a MemoryError naming the model, the size asked for and the settings that
+    set it, not a traceback from the allocator."""
+    try:
+        yield
+    except (RuntimeError, MemoryError) as error:
+        text = str(error)
+        if not isinstance(error, MemoryError) and "allocate" not in text:
+            raise
+        asked = re.search(r"allocate (\d+) bytes", text)
+        size = f" (one tensor of {int(asked.group(1)) / 2**30:.1f} GiB)" if asked else ""
+        sizes = ", ".join(f"{key}={config[key]}" for key in SIZE_SETTINGS if config[key] is not None)
+        raise MemoryError(
+            f"building {config['model']} on {config['dataset']} needs more memory than this machine can give{size}"
+            + (f", at {sizes}" if sizes else "")
+            + "; lower those sizes, or run where more memory is free"
+        ) from None
+
+
 def _no_data_message(config):
     filters = ", ".join(f"{key}: {config[key]}" for key in FILTER_SETTINGS if config[key] not in (None, False))
     return (

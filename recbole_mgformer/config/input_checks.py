@@ -267,7 +267,18 @@ def eval_args_problem(value):
     return problem
 
 
+LOG_STATES = ("INFO", "DEBUG", "WARNING", "ERROR", "CRITICAL")
+
+
+def _state_problem(value):
+    """RecBole's ``init_logger`` takes any other ``state`` as INFO without a word."""
+    if not (isinstance(value, str) and value.upper() in LOG_STATES):
+        return f"takes one of {', '.join(LOG_STATES)} (the log's level), not {value!r}"
+    return None
+
+
 SHAPE_CHECKS = {
+    "state": _state_problem,
     "topk": _topk_problem,
     "metrics": _metrics_problem,
     "valid_metric": _valid_metric_problem,
@@ -527,7 +538,7 @@ def _raised_here(error):
 
 
 @contextlib.contextmanager
-def user_errors(errors=(ValueError, OSError)):
+def user_errors(errors=(ValueError, OSError, MemoryError)):
     """In a command's ``main``: an error this package raised on bad input ends the command with ``error: <message>``
     on stderr and exit status 2, without a traceback; any other error keeps its traceback."""
     try:

@@ -497,3 +497,41 @@ def test_a_labeled_evaluation_without_labels_is_an_error(tiny_data):
     settings = {"metrics": ["AUC"], "valid_metric": "AUC", **split({"RS": [0.8, 0.1, 0.1]}, mode="labeled")}
     with pytest.raises(ValueError, match=r"mode labeled scores each pair against its label, but .* no 'label' column"):
         check_against_dataset(*built(tiny_data, **settings))
+
+
+class _Config(dict):
+    def __getitem__(self, key):  # as RecBole's Config: None for a key it does not hold
+        return self.get(key)
+
+
+MGFORMER_SIZES = _Config(model="MGFormer", dataset="ml-100k", embedding_size=64, structural_size=100000, n_layers=1)
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+            "allocate 40102465536 bytes. Error code 12 (Cannot allocate memory)"
+        ),
+        MemoryError(),
+    ],
+)
+def test_a_model_too_large_to_build_names_its_sizes(raised):
+    from recbole_mgformer.config.config_check import model_build_errors
+
+    with pytest.raises(MemoryError) as caught:
+        with model_build_errors(MGFORMER_SIZES):
+            raise raised
+    message = str(caught.value)
+    assert message.startswith("building MGFormer on ml-100k needs more memory than this machine can give")
+    assert "embedding_size=64, structural_size=100000, n_layers=1; lower those sizes" in message
+    assert ("37.3 GiB" in message) == isinstance(raised, RuntimeError)
+
+
+def test_other_errors_building_a_model_pass_through():
+    from recbole_mgformer.config.config_check import model_build_errors
+
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        with model_build_errors(MGFORMER_SIZES):
+            raise RuntimeError("shapes cannot be multiplied")

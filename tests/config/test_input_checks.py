@@ -241,7 +241,15 @@ def test_the_runner_refuses_a_bomb_config_before_any_check_walks_it(tmp_path, ca
 
 @pytest.mark.parametrize(
     "config_dict",
-    [{"topk": "20"}, {"topk": "[10, 20]"}, {"metrics": "Recall"}, {"seed": "7"}, {"valid_metric": "NDCG@20"}],
+    [
+        {"topk": "20"},
+        {"topk": "[10, 20]"},
+        {"metrics": "Recall"},
+        {"seed": "7"},
+        {"valid_metric": "NDCG@20"},
+        {"state": "warning"},
+        {"state": "INFO"},
+    ],
 )
 def test_a_python_api_value_recbole_reads_is_accepted(config_dict):
     from recbole_mgformer.config.input_checks import check_user_settings
@@ -255,6 +263,8 @@ def test_a_python_api_value_recbole_reads_is_accepted(config_dict):
         ({"topk": "twenty"}, r"setting topk takes whole numbers above 0 .*'twenty'"),
         ({"metrics": {"Recall": 1}}, r"setting metrics takes a list of RecBole's metric names"),
         ({"seed": "1.5"}, r"setting seed takes a whole number"),
+        ({"state": "LOUD"}, r"setting state takes one of INFO, DEBUG, WARNING, ERROR, CRITICAL .*'LOUD'"),
+        ({"state": 3}, r"setting state takes one of INFO, .*not 3"),
         ({"eval_args": "RS"}, r"setting eval_args takes a mapping"),
         (
             {"metrics": ["RMSE"], "eval_args": {"mode": "full"}},
