@@ -18,7 +18,7 @@ from recbole_mgformer.benchmark.entries import (
 )
 from recbole_mgformer.benchmark.names import CHOICES, recorded_choice
 from recbole_mgformer.benchmark.render import render_results, required_metrics
-from recbole_mgformer.config.input_checks import user_errors
+from recbole_mgformer.config.input_checks import check_writable_folder, user_errors
 
 # What runs, tunes or parses a setting (torch, RecBole, the runner) is imported in the functions that do it, so
 # ``--render-only`` imports neither torch nor RecBole.
@@ -302,6 +302,7 @@ def _main(argv):
         "--tuned-dir", default=None, help="where the chosen settings go and are read (default properties/benchmark)"
     )
     args, rest = parser.parse_known_args(argv)
+    check_writable_folder(args.results, "--results")  # records and pages go there: a file or locked folder fails now
     extra = setting_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
     if not args.render_only:
         from recbole_mgformer.integration.patches import register  # rendering imports neither torch nor RecBole

@@ -21,3 +21,14 @@ def test_a_dataset_outside_data_path_is_refused(tmp_path, capsys, dataset):
     with pytest.raises(SystemExit):
         main(["--models", "BPR", "--datasets", dataset, "--results", str(tmp_path / "results")])
     assert f"dataset {dataset!r} is not a dataset name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("render_only", [True, False])
+def test_a_results_folder_that_is_a_file_is_named_before_any_run(tiny_data, tmp_path, capsys, render_only):
+    results = tmp_path / "results"
+    results.write_text("")
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1")  # its --results is tmp_path / "results"
+    with pytest.raises(SystemExit):
+        main(["--render-only", "--results", str(results)] if render_only else args)
+    assert f"error: --results {results}: {results} is a file, not a folder; name a folder" in capsys.readouterr().err
+    assert not (tmp_path / "saved").exists()
