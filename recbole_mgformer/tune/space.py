@@ -27,6 +27,12 @@ class TuneSetupError(ValueError):
     """A search that cannot start: a bad space, search algorithm, resource request or experiment folder."""
 
 
+def _shortened(value, limit=80):
+    """``repr(value)``, cut to ``limit`` characters: a file that is not a space can be long."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def space_file(model, dataset=None):
     """The space shipped for ``model``: the dataset's own (``properties/hyper/<dataset>/<Model>.yaml``, where a
     dataset needs a region the common space does not reach), else ``properties/hyper/<Model>.yaml``."""
@@ -76,7 +82,7 @@ def parse_space(raw, source="the space"):
     if not isinstance(raw, dict) or not raw:
         raise TuneSetupError(
             f"{source} must be a non-empty mapping of config keys to distributions, "
-            f"e.g. `embedding_size: {{choice: [32, 64]}}`; got {raw!r}"
+            f"e.g. `embedding_size: {{choice: [32, 64]}}`; got {_shortened(raw)}"
         )
     parsed = {}
     for key, spec in raw.items():

@@ -61,6 +61,7 @@ def test_space_distributions_become_ray_domains():
         ({"embedding_size": {"choice": [32], "grid": [64]}}, "must be one distribution"),
         ({}, "must be a non-empty mapping"),
         ([1, 2], "must be a non-empty mapping"),
+        ("x" * 500, "got '" + "x" * 79 + "... (502 characters)"),  # a long file that is no space, shortened
     ],
 )
 def test_malformed_spaces_are_rejected_with_what_is_allowed(raw, message):
