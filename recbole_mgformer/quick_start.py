@@ -38,6 +38,7 @@ from recbole_mgformer.config.input_checks import (
     check_setting_types,
     check_user_settings,
     check_writable_folder,
+    checked_run_inputs,
     read_config_file,
     recbole_defaults,
 )
@@ -146,6 +147,7 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     line that names it."""
     register()  # every run builds its Config here: its processes and a search's trials register too
     check_dataset_name(dataset)
+    config_file_list, config_dict = checked_run_inputs(config_file_list, config_dict)
     check_user_settings(config_file_list, config_dict)  # config files named by file and line, then topk, metrics
     model_class = get_model(model)
     model_file = model_config_file(model_class.__name__)
@@ -238,6 +240,8 @@ def run_recommender(
     and ``dist_timeout`` (seconds) tune it. The result is local rank 0's.
     """
     register()
+    check_dataset_name(dataset)
+    config_file_list, config_dict = checked_run_inputs(config_file_list, config_dict)
     world_size = check_sizes(nproc, world_size, offset)
     if resume_file:
         check_resumable(resume_file)  # before anything trains: a finished run's result is never replaced

@@ -224,6 +224,28 @@ def test_a_data_path_without_ml_100k_reads_recboles_copy_and_says_so(tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    "dataset, options, message",
+    [
+        (5, {}, r"dataset 5 is not a dataset name: give the name of a folder under data_path as text"),
+        ("tiny", {"config_dict": "epochs=1"}, r"config_dict takes a mapping .*not 'epochs=1' \(on the command line"),
+        ("tiny", {"config_dict": [("epochs", 1)]}, r"config_dict takes a mapping of settings"),
+        ("tiny", {"config_file_list": [3]}, r"config_file_list takes paths of YAML files, e\.g\. \['my.yaml'\], not 3"),
+    ],
+)
+def test_python_arguments_of_the_wrong_kind_are_named(dataset, options, message):
+    with pytest.raises(ValueError, match=message):
+        run_recommender("BPR", dataset, **options)
+
+
+def test_one_config_file_may_be_given_alone(tiny_data, tmp_path):
+    settings = tmp_path / "mine.yaml"
+    settings.write_text("learning_rate: 0.0123\n")
+    for given in (str(settings), settings):
+        config, _ = build_config("BPR", "tiny", given, {"data_path": str(tiny_data)})
+        assert config["learning_rate"] == 0.0123
+
+
 TINY_RUN = {
     "epochs": 1,
     "show_progress": False,

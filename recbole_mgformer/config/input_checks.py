@@ -14,6 +14,7 @@ import secrets
 import socket
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -334,6 +335,27 @@ def combination_problem(settings):
     return None
 
 
+def checked_run_inputs(config_file_list=None, config_dict=None):
+    """``(config_file_list, config_dict)`` of a Python call as lists and mappings: one file may be given alone (a
+    path, not a list of its characters); a ``config_dict`` that is no mapping (``"epochs=1"``) is named."""
+    if isinstance(config_file_list, (str, os.PathLike)):
+        config_file_list = [config_file_list]
+    elif config_file_list is not None:
+        try:
+            config_file_list = list(config_file_list)
+        except TypeError:
+            config_file_list = [config_file_list]
+        strays = [f for f in config_file_list if not isinstance(f, (str, os.PathLike))]
+        if strays:
+            raise ValueError(f"config_file_list takes paths of YAML files, e.g. ['my.yaml'], not {strays[0]!r}")
+    if config_dict is not None and not isinstance(config_dict, Mapping):
+        raise ValueError(
+            f"config_dict takes a mapping of settings, e.g. {{'epochs': 10}}, not {config_dict!r}"
+            + (" (on the command line: --key=value)" if isinstance(config_dict, str) else "")
+        )
+    return config_file_list, config_dict
+
+
 def check_user_settings(config_file_list=None, config_dict=None):
     """The settings whose wrong shape RecBole's Config itself fails on (topk, metrics, valid_metric, seed,
     eval_args), checked before it is built, as RecBole will read them (a string of ``config_dict`` as a literal),
@@ -376,7 +398,12 @@ def check_setting_types(config, model_defaults=None):
 def check_dataset_name(dataset):
     """A dataset is a folder name under ``data_path``; a name with a path in it would read (and log to) files
     outside it."""
-    name = str(dataset)
+    if not isinstance(dataset, str):
+        raise ValueError(
+            f"dataset {dataset!r} is not a dataset name: give the name of a folder under data_path as text, "
+            "e.g. 'ml-100k'"
+        )
+    name = dataset
     if (
         not name.strip()
         or name in (".", "..")
