@@ -15,6 +15,7 @@ from recbole_mgformer.config.input_checks import (
     ConfigFileError,
     check_dataset_name,
     check_writable_folder,
+    checked_run_inputs,
     close_names,
     did_you_mean,
     main_file_hidden_when_unreadable,
@@ -365,3 +366,23 @@ def test_a_folder_that_is_a_file_is_named_with_the_option(tmp_path):
 def test_a_folder_no_one_can_write_in_is_named_even_for_root():
     with pytest.raises(PermissionError, match=r"checkpoint_dir /proc/recbole-x: cannot write in /proc \("):
         check_writable_folder("/proc/recbole-x", "checkpoint_dir")
+
+
+_ANY = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@given(_ANY, _ANY)
+def test_any_python_arguments_are_lists_and_mappings_or_a_named_error(files, settings):
+    try:
+        checked_files, checked_settings = checked_run_inputs(files, settings)
+    except ValueError as error:
+        assert str(error).startswith(("config_file_list takes", "config_dict takes"))
+        return
+    assert checked_files is None or all(isinstance(f, (str, os.PathLike)) for f in checked_files)
+    assert checked_settings is None or isinstance(checked_settings, dict)
+    if isinstance(files, str):
+        assert checked_files == [files]  # one file, not a list of its characters
