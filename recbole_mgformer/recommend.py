@@ -403,6 +403,12 @@ def main(argv=None):
     warnings.filterwarnings("ignore", category=FutureWarning, module="recbole")  # pandas 2's notes on RecBole's code
     if not args.users and not args.export_embeddings:
         parser.error("give --users, --export-embeddings, or both")
+    users = [token.strip() for token in args.users.split(",")] if args.users else []
+    if args.users and not all(users):
+        parser.error(
+            f"--users {args.users!r} holds an empty token; give comma-separated user tokens without empty ones, "
+            "e.g. --users 196,186"
+        )
     if not (args.checkpoint or args.model or args.dataset):
         parser.error(
             "give --checkpoint FILE, or --model and --dataset (the newest such checkpoint in --checkpoint_dir)"
@@ -418,7 +424,7 @@ def main(argv=None):
                 f"{args.export_embeddings}; dot product reproduces the scores: {meta['dot_product_scores']}"
             )
         if args.users:
-            result = rank(model, dataset, train_data, args.users.split(","), args.k, args.exclude)
+            result = rank(model, dataset, train_data, users, args.k, args.exclude)
             if args.output:
                 write(result, args.output, args.overwrite)
                 print(f"wrote {sum(map(len, result.values()))} recommendations to {args.output}")

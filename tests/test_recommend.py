@@ -105,6 +105,19 @@ def test_the_command_reports_unknown_users_and_exits_2(checkpoints, capsys):
     assert "'ghost'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("users", [",,", "u1,", ",u1", "u1, ,u2"])
+def test_an_empty_user_token_is_a_usage_error_before_the_checkpoint_loads(tmp_path, capsys, users):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--checkpoint", str(tmp_path / "absent.pth"), "--users", users])
+    assert exit_.value.code == 2 and f"--users {users!r} holds an empty token" in capsys.readouterr().err
+
+
+def test_spaces_around_user_tokens_are_dropped(checkpoints, capsys):
+    assert main(["--checkpoint", str(checkpoints["BPR"]), "--users", "u1, u2", "--k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "u1" in out and "u2" in out
+
+
 @pytest.mark.parametrize("model_name", ["MGFormer", "BPR"])
 def test_exported_embeddings_rank_as_the_model(checkpoints, tmp_path, model_name):
     _, model, dataset, *_ = load(checkpoints[model_name])

@@ -43,6 +43,11 @@ def load_checkpoint(path, device="cpu"):
     """Load a checkpoint of this project safely; a file that needs pickled objects is refused."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no checkpoint at {path}; check the file name and checkpoint_dir")
+    if not is_archive_start(path):
+        raise ValueError(
+            f"{path} is not a checkpoint: torch.save writes a zip archive, and this file does not begin as one; pass "
+            "the .pth file a run saved (saved/<Model>-<time>.pth, or the checkpoint_dir it used)"
+        )
     damaged = checkpoint_damage(path)
     if damaged:
         raise ValueError(
@@ -57,6 +62,14 @@ def load_checkpoint(path, device="cpu"):
             "Checkpoints written by recbole_mgformer hold only tensors and plain values; "
             "a checkpoint written by RecBole's own trainer pickles its Config and must be retrained."
         ) from error
+
+
+def is_archive_start(path):
+    """Whether ``path`` begins as a zip archive (as every torch.save file does) or is empty: a file that does not is
+    some other file, not a damaged checkpoint (whose advice, to delete it, would be wrong)."""
+    with open(path, "rb") as file:
+        head = file.read(4)
+    return not head or head == b"PK\x03\x04"
 
 
 def checkpoint_damage(path):

@@ -93,6 +93,15 @@ def test_a_damaged_checkpoint_is_called_damaged(tmp_path, damage, reason):
     assert load_checkpoint(whole)["epoch"] == 3
 
 
+@pytest.mark.parametrize("content", [b"root:x:0:0:root:/root:/bin/bash\n", b"\x89PNG\r\n", b"x"])
+def test_a_file_that_is_no_checkpoint_is_not_called_damaged(tmp_path, content):
+    path = tmp_path / "passwd"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=r"passwd is not a checkpoint: torch.save writes a zip archive") as raised:
+        load_checkpoint(path)
+    assert "Delete" not in str(raised.value) and path.read_bytes() == content  # no advice to delete someone's file
+
+
 def test_a_missing_checkpoint_is_named_as_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint at .*absent.pth"):
         load_checkpoint(tmp_path / "absent.pth")
