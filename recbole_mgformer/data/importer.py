@@ -114,6 +114,7 @@ class ImportPlan:
 
     targets: list
     build: object
+    sources: tuple = ()  # the input files, named when they hold nothing to import
 
 
 # ------------------------------------------------------------------------------------------------ the one path
@@ -124,6 +125,12 @@ def import_dataset(name, output, plan, overwrite=False):
     claimed together (:func:`write_dataset`)."""
     folder = guard_import(name, output, plan.targets, overwrite)
     files, summary = plan.build()
+    if not summary.interactions:  # RecBole would fail on it later, far from the cause
+        named = ", ".join(map(str, plan.sources)) or "the input"
+        raise SourceFormatError(
+            f"{named}: no interaction to import (a header or blank lines only, or users listed without items); "
+            "check that you passed the right file"
+        )
     if [file for file, _ in files] != list(plan.targets):
         raise AssertionError(f"an import planned {plan.targets} but built {[file for file, _ in files]}")
     summary.files = write_dataset(folder, files, overwrite)
@@ -299,7 +306,7 @@ def merged_plan(fmt, inputs, name, encoding="utf-8", write_config=False):
             files.append((targets[1], _text_writer(text)))
         return files, summary
 
-    return ImportPlan(targets, build)
+    return ImportPlan(targets, build, tuple(inputs))
 
 
 def import_merged(fmt, inputs, name, output, encoding="utf-8", overwrite=False, write_config=False):
@@ -337,7 +344,7 @@ def presplit_plan(fmt, splits, name, encoding="utf-8"):
 
         return _split_files(name, [(s, pairs_of(s)) for s in SPLITS], summary)
 
-    return ImportPlan([f"{name}.{s}.inter" for s in SPLITS], build)
+    return ImportPlan([f"{name}.{s}.inter" for s in SPLITS], build, tuple(splits[s] for s in SPLITS))
 
 
 def import_presplit(fmt, splits, name, output, encoding="utf-8", overwrite=False):
@@ -366,7 +373,7 @@ def npz_plan(train, test, name, valid_share=0.1, valid_seed=0):
             matrices["train"], matrices["valid"] = carve_validation(train_matrix, float(valid_share), valid_seed)
         return _split_files(name, [(s, pairs_of(matrices[s])) for s in splits], ImportSummary())
 
-    return ImportPlan([f"{name}.{s}.inter" for s in splits], build)
+    return ImportPlan([f"{name}.{s}.inter" for s in splits], build, (train, test))
 
 
 def import_npz(train, test, name, output, valid_share=0.1, valid_seed=0, overwrite=False):
@@ -409,7 +416,7 @@ def table_plan(
             files.append((f"{name}.yaml", _text_writer(text)))
         return files, summary
 
-    return ImportPlan(targets, build)
+    return ImportPlan(targets, build, (source,))
 
 
 def _check_column_types(options, seen):

@@ -492,3 +492,24 @@ def test_any_line_file_imports_to_exactly_its_pairs_or_stops_at_the_first_bad_li
     assert bad is None
     frame = pandas.read_csv(folder / "data" / "x" / "x.inter", delimiter="\t", dtype=str, engine="python")
     assert list(zip(frame["user_id:token"], frame["item_id:token"])) == expected
+
+
+@pytest.mark.parametrize(
+    "fmt, content",
+    [
+        ("csv", "user,item\n"),
+        ("csv", "user,item\n\n\n"),
+        ("tsv", "user\titem\n"),
+        ("pairs", ""),
+        ("pairs", "\n\n"),
+        ("lightgcn", ""),
+        ("lightgcn", "7\n8\n"),  # users listed without items
+        ("selfrec", ""),
+    ],
+)
+def test_an_input_with_no_interaction_is_named_and_nothing_is_written(tmp_path, capsys, fmt, content):
+    source = tmp_path / f"in.{fmt}"
+    source.write_text(content)
+    assert main(["--format", fmt, str(source), "--name", "x", "--output", str(tmp_path / "out")]) == 2
+    assert f"{source}: no interaction to import" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
