@@ -2,6 +2,7 @@
 
 import hashlib
 import importlib.util
+import math
 import os
 from pathlib import Path
 
@@ -176,6 +177,24 @@ def check_dataset_files(request):
         validate_dataset_files(config)
     except (OSError, ValueError) as error:
         raise TuneSetupError(str(error)) from None
+
+
+def check_trial_resources(cpus_per_trial, gpus_per_trial, num_cpus=None, num_gpus=None):
+    """Each trial's share of CPUs (above 0) and GPUs (0 or more, fractions share one), and the caps of a Ray started
+    here (whole numbers: at least 1 CPU, 0 or more GPUs), else a TuneSetupError: Ray's own errors come late, as a
+    traceback ("Cannot initialize a ResourceRequest with an empty head")."""
+    for value, option, positive in (
+        (cpus_per_trial, "--cpus-per-trial", True),
+        (gpus_per_trial, "--gpus-per-trial", False),
+    ):
+        number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if not number or value < 0 or (positive and value == 0):
+            floor = "above 0" if positive else "of 0 or more"
+            raise TuneSetupError(f"{option} {value!r}: give a number {floor} (fractions share a core or a GPU)")
+    if num_cpus is not None:
+        _whole_number(num_cpus, "--num-cpus", 1)
+    if num_gpus is not None:
+        _whole_number(num_gpus, "--num-gpus", 0)
 
 
 def check_address(address):

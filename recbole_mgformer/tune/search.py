@@ -23,7 +23,7 @@ from recbole_mgformer.tune.records import (
     search_locks,
 )
 from recbole_mgformer.tune.report import best_config_yaml, ranked, render_markdown, sort_rows
-from recbole_mgformer.tune.request import check_address, check_dataset_files, make_request
+from recbole_mgformer.tune.request import check_address, check_dataset_files, check_trial_resources, make_request
 from recbole_mgformer.tune.resume import prepare_experiment
 from recbole_mgformer.tune.retrain import retrain_on_ray
 from recbole_mgformer.tune.space import TuneSetupError
@@ -161,6 +161,7 @@ def tune_recommender(
     ``retrained`` (``run_recommender``'s dict or None), ``interrupted``, ``markdown`` (the page's path).
     """
     check_address(address)
+    check_trial_resources(cpus_per_trial, gpus_per_trial, num_cpus, num_gpus)
     settings = {key: value for key, value in (config_dict or {}).items() if key != "data_path"}
     given = {
         field

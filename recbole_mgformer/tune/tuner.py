@@ -27,7 +27,13 @@ def init_ray(address, num_cpus, num_gpus, temp_dir):
     if ray.is_initialized():
         return False
     if address:
-        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
+        try:
+            ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
+        except ConnectionError as error:
+            raise TuneSetupError(
+                f"--address {address}: no Ray cluster answered there ({error}); start one with `ray start --head` "
+                "(its output names the address), check the host and port, or leave --address out to start Ray here"
+            ) from None
     else:
         Path(temp_dir).mkdir(parents=True, exist_ok=True)
         ray.init(

@@ -273,6 +273,41 @@ def test_a_bad_address_or_data_path_is_an_error_before_any_trial(tiny_data, tiny
         check_address(address)
 
 
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--cpus-per-trial", "0", r"--cpus-per-trial 0.0: give a number above 0"),
+        ("--cpus-per-trial", "nan", r"--cpus-per-trial nan: give a number above 0"),
+        ("--gpus-per-trial", "-1", r"--gpus-per-trial -1.0: give a number of 0 or more"),
+        ("--num-cpus", "0", r"--num-cpus 0: give a whole number of 1 or more"),
+        ("--num-gpus", "-2", r"--num-gpus -2: give a whole number of 0 or more"),
+    ],
+)
+def test_trial_resources_ray_cannot_take_are_errors_before_any_trial(
+    tiny_data, tiny_yaml, tmp_path, capsys, option, value, message
+):
+    # Ray's own error for --cpus-per-trial 0 was a traceback: "Cannot initialize a ResourceRequest with an empty head"
+    arguments = tune_args("BPR", tmp_path, f"--config_files={tiny_yaml}", f"--data_path={tiny_data}")
+    assert main([*arguments, option, value]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and "Traceback" not in err
+    assert not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
+
+
+def test_an_address_where_no_ray_answers_is_named(monkeypatch):
+    import ray
+
+    from recbole_mgformer.tune.tuner import init_ray
+
+    def unreachable(**_):
+        raise ConnectionError("Could not read 'session_name' from GCS. Did GCS start successfully?")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", unreachable)
+    with pytest.raises(TuneSetupError, match=r"--address 10.0.0.5:6379: no Ray cluster answered there .*ray start"):
+        init_ray("10.0.0.5:6379", None, None, "unused")
+
+
 def test_a_name_that_is_a_path_is_an_error(tiny_data, tmp_path):
     with pytest.raises(TuneSetupError, match=r"--name '\.\./x': give a plain folder name"):
         make_request("BPR", "tiny", {"learning_rate": {"choice": [0.01]}}, data_path=str(tiny_data), name="../x")
