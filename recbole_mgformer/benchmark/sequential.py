@@ -111,10 +111,15 @@ def verdict_lines(groups):
     """Each row of the paper's model (``ORDER[0]``) against the best other model by mean test NDCG@10, then
     against every other model, by the paired test over (seed, user) test NDCG@10; each ablation against the tuned
     model; each ``train_protocol: sequence`` row against its row under RecBole's protocol and each ``precision:
-    bf16`` row against its fp32 row (:data:`DEPARTURES`; such rows take no part in the comparison of models)."""
+    bf16`` row against its fp32 row (:data:`DEPARTURES`). Ablations and departures are judged only against the row
+    they depart from: they take no part in the comparison of models."""
     mean = {name: statistics.mean(r["test"][PAIRED_METRIC] for r in group) for name, group in groups.items()}
     values = {name: per_user_by_seed(group) for name, group in groups.items()}
-    compared = {name for name, group in groups.items() if not is_departure(group)}
+    # rows are matched by their records' own names (``full_variant``), as the table may show a short one
+    # (results/names.yaml)
+    full = {name: group[0].get("full_variant", name) for name, group in groups.items()}
+    ablations = set(ablation_variants(ORDER[0])) - {ORDER[0]}
+    compared = {name for name, group in groups.items() if not is_departure(group) and full[name] not in ablations}
     others = sorted((n for n in compared if groups[n][0]["model"] != ORDER[0]), key=lambda n: -mean[n])
     lines = []
     for name in _ordered(groups):
@@ -126,12 +131,10 @@ def verdict_lines(groups):
         parts = [short_verdict(other, v) for other, v in verdicts.items() if v is not None]
         if len(others) > 1 and parts:
             lines.append(f"Against each model: {name} is " + "; ".join(parts) + ".")
-    # the paper's model as tuned, which its ablations depart from; rows are matched by their records' own names
-    # (``full_variant``), as the table may show a short one (results/names.yaml)
-    full = {name: group[0].get("full_variant", name) for name, group in groups.items()}
+    # the paper's model as tuned, which its ablations depart from
     base = next((name for name in groups if full[name] == ORDER[0]), None)
     for name in _ordered(groups):
-        if base is not None and name != base and full[name] in ablation_variants(ORDER[0]):
+        if base is not None and name != base and full[name] in ablations:
             verdict = paired_verdict(values[name], values[base])
             if verdict is not None:
                 lines.append("Ablation: " + verdict_text(name, base, verdict, metric=PAIRED_METRIC))
@@ -165,9 +168,10 @@ def render_dataset(dataset, records):
 
 
 def searches_line(records):
-    """``Searches: EAGPS `results/tuning/...md`; ...``: the page of each row's search."""
-    searches = sorted({(r["variant"], r["tuning"]["search"]) for r in records if r.get("tuning")})
-    return "Searches: " + "; ".join(f"{variant} `{page}`" for variant, page in searches) + "."
+    """``Searches: EAGPS `results/tuning/...md`; ...``: the page of each model's search (its ablations and other
+    departures were trained from the same search, so it is listed once)."""
+    searches = sorted({(r["model"], r["tuning"]["search"]) for r in records if r.get("tuning")})
+    return "Searches: " + "; ".join(f"{model} `{page}`" for model, page in searches) + "."
 
 
 def render_page(by_dataset, runs_shown):

@@ -35,7 +35,7 @@ def test_the_papers_model_leads_each_section_and_seeds_are_averaged():
     assert "Runs: commit abc, m, torch t, recbole r; seeds [2020, 2021]." in page
 
 
-def test_each_eagps_ablation_is_judged_against_the_tuned_eagps_and_every_model_against_the_others(tmp_path):
+def test_each_eagps_ablation_is_judged_against_the_tuned_eagps_alone(tmp_path):
     from recbole_mgformer.benchmark.entries import ablation_variants
     from recbole_mgformer.benchmark.sequential import verdict_lines
     from recbole_mgformer.benchmark.stats import write_per_user
@@ -55,7 +55,10 @@ def test_each_eagps_ablation_is_judged_against_the_tuned_eagps_and_every_model_a
         "Ablation: EAGPS mask_ratio=0.0",
     ]
     assert "**behind** EAGPS" in ablations[0] and "**level** with EAGPS" in ablations[1]
-    assert sum(line.startswith("Verdict: ") for line in lines) == 3  # every EAGPS row against SASRec
+    # only the tuned EAGPS competes with the other models: an ablation is judged against EAGPS alone
+    assert [line.split(" is ")[0] for line in lines if line.startswith(("Verdict: ", "Against each model: "))] == [
+        "Verdict: EAGPS"
+    ]
     assert "EAGPS decoder=max_pool" in ablation_variants("EAGPS")
     # a row shown by a short name (results/names.yaml) is matched by its record's own name
     groups["EAGPS no mask"] = [{**r, "variant": "EAGPS no mask"} for r in groups.pop("EAGPS mask_ratio=0.0")]
@@ -97,3 +100,21 @@ def test_a_whole_sequence_or_bf16_row_is_judged_against_the_row_it_departs_from_
     verdicts = [line for line in lines if line.startswith(("Verdict: ", "Against each model: "))]
     assert verdicts and all("train_protocol" not in line and "bf16" not in line for line in verdicts)  # EAGPS, SASRec
     assert verdicts[0].startswith("Verdict: EAGPS is **ahead** of SASRec")
+
+
+def test_each_search_is_listed_once_under_its_model_however_many_rows_were_trained_from_it():
+    from recbole_mgformer.benchmark.sequential import searches_line
+
+    def tuned(variant, model, page):
+        return {**record(variant, model, "ml-100k-seq", 0.05), "tuning": {"search": page}}
+
+    line = searches_line(
+        [
+            tuned("EAGPS", "EAGPS", "results/tuning/s/EAGPS.md"),
+            tuned("EAGPS decoder=max_pool", "EAGPS", "results/tuning/s/EAGPS.md"),
+            tuned("EAGPS precision=bf16", "EAGPS", "results/tuning/s/EAGPS.md"),
+            tuned("SASRec", "SASRec", "results/tuning/s/SASRec.md"),
+            record("GRU4Rec", "GRU4Rec", "ml-100k-seq", 0.05),  # not searched: no page to name
+        ]
+    )
+    assert line == "Searches: EAGPS `results/tuning/s/EAGPS.md`; SASRec `results/tuning/s/SASRec.md`."
