@@ -421,13 +421,27 @@ def check_dataset_name(dataset):
     return name
 
 
+def _nearest_existing(path):
+    """``path`` itself or the nearest of its parents that exists (None: none does)."""
+    return next((candidate for candidate in (path, *path.parents) if candidate.exists()), None)
+
+
 def _check_parents(path, option):
     """The first existing folder above ``path`` must be a folder, not a file."""
-    for parent in Path(path).absolute().parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise FileExistsError(f"{option} {path}: {parent} is a file, not a folder; name a path in a folder")
-            return
+    parent = _nearest_existing(Path(path).absolute().parent)
+    if parent is not None and not parent.is_dir():
+        raise FileExistsError(f"{option} {path}: {parent} is a file, not a folder; name a path in a folder")
+
+
+def _check_can_create_in(folder, option, shown):
+    """``folder`` (an existing folder) must accept a new file; ``shown`` is the user's path, for the message."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise PermissionError(
+            f"{option} {shown}: cannot write in {folder} ({error.strerror or error}); choose a folder you can write to"
+        ) from None
 
 
 def refuse_existing(path, option, overwrite=False):
@@ -464,17 +478,9 @@ def check_writable(path, option):
     created: the first existing folder above it must accept a new file (a read-only or foreign folder fails
     here, not after a whole run)."""
     _check_parents(path, option)
-    for parent in Path(path).absolute().parents:
-        if parent.is_dir():
-            try:
-                with tempfile.TemporaryFile(dir=parent):
-                    pass
-            except OSError as error:
-                raise PermissionError(
-                    f"{option} {path}: cannot write in {parent} ({error.strerror or error}); choose a folder you "
-                    "can write to"
-                ) from None
-            return Path(path)
+    parent = _nearest_existing(Path(path).absolute().parent)
+    if parent is not None:
+        _check_can_create_in(parent, option, path)
     return Path(path)
 
 
@@ -482,20 +488,11 @@ def check_writable_folder(folder, option):
     """Stop before the work starts when ``option``'s ``folder`` (to be created if missing, then written in) could
     not take a new file: it, or the first existing folder above it, must be a folder that accepts one."""
     folder = Path(folder)
-    for candidate in (folder.absolute(), *folder.absolute().parents):
-        if not candidate.exists():
-            continue
-        if not candidate.is_dir():
-            raise FileExistsError(f"{option} {folder}: {candidate} is a file, not a folder; name a folder")
-        try:
-            with tempfile.TemporaryFile(dir=candidate):
-                pass
-        except OSError as error:
-            raise PermissionError(
-                f"{option} {folder}: cannot write in {candidate} ({error.strerror or error}); choose a folder you "
-                "can write to"
-            ) from None
-        return folder
+    nearest = _nearest_existing(folder.absolute())
+    if nearest is not None:
+        if not nearest.is_dir():
+            raise FileExistsError(f"{option} {folder}: {nearest} is a file, not a folder; name a folder")
+        _check_can_create_in(nearest, option, folder)
     return folder
 
 
