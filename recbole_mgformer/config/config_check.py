@@ -192,9 +192,13 @@ def check_known_keys(config, model_class, trainer_class=None, config_files=None)
     )
 
 
+# settings where infinity means something: torch's max norm (``clip_grad_norm_``'s norm_type)
+MAY_BE_INFINITE = frozenset({"clip_grad_norm['norm_type']"})
+
+
 def _non_finite(value, where):
     """The path of the first NaN or infinite number in ``value`` (numbers, numeric strings, lists, dicts)."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (where in MAY_BE_INFINITE and value in (math.inf, "inf")):
         return None
     if isinstance(value, (int, float)):
         return None if math.isfinite(value) else where
@@ -221,10 +225,8 @@ def check_finite(config):
     for key, value in config.final_config_dict.items():
         where = _non_finite(value, key)
         if where:
-            raise ValueError(
-                f"config value {where} is {value!r}: not a finite number; give a finite value "
-                f"(e.g. --{key}=0.5 or `{key}: 0.5` in a config file)"
-            )
+            example = f" (e.g. --{key}=0.5 or `{key}: 0.5` in a config file)" if where == key else ""
+            raise ValueError(f"config value {where} is {value!r}: not a finite number; give a finite value{example}")
 
 
 # Settings that count something a run cannot do zero times or with zero width.

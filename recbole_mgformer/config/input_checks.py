@@ -122,6 +122,11 @@ def read_config_file(path):
     return settings
 
 
+def _is_flag(value):
+    """True, False, or a number or numpy scalar equal to one of them (a tuning draw of a flag)."""
+    return not isinstance(value, (str, bytes, list, tuple, dict, set)) and value in (0, 1)
+
+
 def _is_number(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool)  # numpy's scalars too (a tuning draw)
 
@@ -278,8 +283,45 @@ def _state_problem(value):
     return None
 
 
+# RecBole's Trainer takes any other ``learner`` as Adam without weight decay, with one log line
+LEARNERS = ("adam", "adamw", "sgd", "adagrad", "rmsprop", "sparse_adam")
+
+
+def _learner_problem(value):
+    if isinstance(value, str) and value.lower() in LEARNERS:
+        return None
+    hint = did_you_mean(value, LEARNERS) if isinstance(value, str) else ""
+    return f"takes one of {', '.join(LEARNERS)} (the optimizer), not {value!r}" + (f" ({hint})" if hint else "")
+
+
+# ``clip_grad_norm`` is passed as keyword arguments to torch's ``clip_grad_norm_``
+CLIP_KEYS = ("max_norm", "norm_type", "error_if_nonfinite", "foreach")
+
+
+def _clip_grad_norm_problem(value):
+    if value is None or value == {}:
+        return None  # no clipping
+    example = "{max_norm: 5.0} (or leave it unset for no clipping)"
+    if not isinstance(value, dict):
+        return f"takes a mapping like {example}, not {value!r}"
+    extra = [key for key in value if key not in CLIP_KEYS]
+    if extra:
+        return f"has no setting {extra[0]!r}; its settings are {', '.join(CLIP_KEYS)}"
+    max_norm, norm_type = value.get("max_norm"), value.get("norm_type", 2.0)
+    if not (_is_number(max_norm) and math.isfinite(max_norm) and max_norm > 0):
+        return f"max_norm takes a number above 0 (0 would zero every gradient), as in {example}, not {max_norm!r}"
+    if not (norm_type == "inf" or (_is_number(norm_type) and norm_type > 0)):
+        return f"norm_type takes a number above 0 or inf (default 2.0), not {norm_type!r}"
+    bad = [key for key in ("error_if_nonfinite", "foreach") if value.get(key) not in (True, False, None)]
+    if bad:
+        return f"{bad[0]} takes True or False, not {value[bad[0]]!r}"
+    return None
+
+
 SHAPE_CHECKS = {
     "state": _state_problem,
+    "learner": _learner_problem,
+    "clip_grad_norm": _clip_grad_norm_problem,
     "topk": _topk_problem,
     "metrics": _metrics_problem,
     "valid_metric": _valid_metric_problem,
@@ -298,6 +340,8 @@ def setting_type_error(key, value, default):
     if key in SHAPE_CHECKS:
         return SHAPE_CHECKS[key](value)
     default = SHAPES.get(key, default)
+    if isinstance(default, bool) and not _is_flag(value):
+        return f"takes True or False (default {default}), not {value!r}"  # RecBole would read any text as True
     if _is_number(default) and not _is_number(value):
         return f"takes a number (default {default}), not {value!r}"
     if isinstance(default, dict) and not isinstance(value, dict):

@@ -143,6 +143,20 @@ def test_a_file_error_on_a_users_path_is_a_message(tmp_path, capsys):
         ({"topk": [10, 0]}, "setting topk takes whole numbers above 0"),
         ({"metrics": ["Recall", "Recal"]}, "setting metrics names 'Recal', not among RecBole's metrics"),
         ({"eval_args": "abc"}, "setting eval_args takes a mapping"),
+        # RecBole would train with Adam and no weight decay, with one log line
+        ({"learner": "sgdx"}, r"setting learner takes one of adam, .*not 'sgdx' \(did you mean sgd\?\)"),
+        ({"learner": 3}, r"setting learner takes one of adam, .*not 3"),
+        # RecBole would read any text as True
+        ({"shuffle": "maybe"}, r"setting shuffle takes True or False \(default True\), not 'maybe'"),
+        ({"repeatable": [True]}, r"setting repeatable takes True or False \(default False\)"),
+        # torch's clip_grad_norm_ would fail at the first step, or (max_norm 0) zero every gradient
+        ({"clip_grad_norm": 5}, r"setting clip_grad_norm takes a mapping like \{max_norm: 5.0\}"),
+        ({"clip_grad_norm": {"max_norm": "x"}}, r"clip_grad_norm max_norm takes a number above 0 .*not 'x'"),
+        ({"clip_grad_norm": {"max_norm": 0}}, r"clip_grad_norm max_norm takes a number above 0 \(0 would zero"),
+        ({"clip_grad_norm": {"max_norm": float("nan")}}, r"clip_grad_norm max_norm takes a number above 0"),
+        ({"clip_grad_norm": {"max_norm": 1, "norm": 2}}, r"clip_grad_norm has no setting 'norm'; its settings are"),
+        ({"clip_grad_norm": {"max_norm": 1, "norm_type": -1}}, r"clip_grad_norm norm_type takes a number above 0"),
+        ({"clip_grad_norm": {"max_norm": 1, "foreach": "y"}}, r"clip_grad_norm foreach takes True or False"),
     ],
 )
 def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting, message):
@@ -150,6 +164,26 @@ def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting
 
     with pytest.raises(ValueError, match=message):
         build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data), **setting})
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"learner": "AdamW"},  # RecBole reads it case aside
+        {"learner": "sparse_adam"},
+        {"shuffle": False},
+        {"shuffle": 0},  # RecBole reads a flag by its truth
+        {"clip_grad_norm": None},
+        {"clip_grad_norm": {}},
+        {"clip_grad_norm": {"max_norm": 5.0, "norm_type": "inf", "error_if_nonfinite": True}},
+    ],
+)
+def test_a_setting_recbole_reads_as_meant_is_accepted(tiny_data, setting):
+    from recbole_mgformer.quick_start import build_config
+
+    config, _ = build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data), **setting})
+    key, value = next(iter(setting.items()))
+    assert config[key] == value
 
 
 def test_a_models_own_option_may_take_a_word_where_its_default_is_a_number(tiny_data):
