@@ -60,6 +60,7 @@ def residual_filter(config, dataset, model="MGFormer"):
     key."""
     kind = choice(config, "filter_residual", FILTER_RESIDUALS, model)
     if kind == "none":
+        _check_weight_unused(config, model)
         return None, 0.0
     weight = non_negative_float(config, "filter_residual_weight", model)
     k = positive_int(config, "filter_residual_k", model)
@@ -87,6 +88,20 @@ def residual_filter(config, dataset, model="MGFormer"):
         raise ValueError(f"{model}: filter_residual_settings: {error}") from error
     fitted.fake_loss.requires_grad_(False)  # RecBole's trainer needs it in the filter alone; here nothing trains it
     return fitted, weight
+
+
+def _check_weight_unused(config, model):
+    """A ``filter_residual_weight`` set without a filter would leave the model's scores as they are, with no word:
+    the user meant a hybrid. (The filter's other options are passed to every run of a benchmark, so they may stand
+    unused.)"""
+    weight = config["filter_residual_weight"]
+    with open(model_config_file(model)) as file:
+        default = load_yaml(file).get("filter_residual_weight")
+    if weight is not None and weight != default:
+        raise ValueError(
+            f"{model}: filter_residual_weight={weight} has no effect while filter_residual is none: set "
+            "--filter_residual=gfcf (or chebycf, bspm) for the hybrid, or leave filter_residual_weight unset"
+        )
 
 
 def residual_in_training(config, loss, fitted, model="MGFormer"):

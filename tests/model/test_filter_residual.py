@@ -196,11 +196,25 @@ def test_the_scores_cache_is_cleared_by_a_training_step(tiny_setup):
             {**RESIDUAL, "filter_residual": "bspm", "filter_residual_settings": {"solver_sharpen": "heun"}},
             r"MGFormer: filter_residual_settings: BSPM: unknown solver_sharpen 'heun'; choose one of euler, rk4",
         ),
+        (  # the plain model's scores, where the user asked for a hybrid
+            {"filter_residual_weight": 0.5},
+            r"MGFormer: filter_residual_weight=0.5 has no effect while filter_residual is none: set "
+            r"--filter_residual=gfcf",
+        ),
     ],
 )
 def test_bad_values_raise_clear_errors(tiny_setup, overrides, message):
     with pytest.raises(ValueError, match=message):
         tiny_setup(attention=False, **overrides)
+
+
+def test_without_a_filter_its_default_weight_and_the_filters_other_options_may_stand(tiny_setup):
+    """A benchmark passes the filter's options to every run (``--filter_residual_k=256``); a weight at its default
+    changes nothing either."""
+    _, model, *_ = tiny_setup(
+        attention=False, filter_residual_weight=1.0, filter_residual_k=4, filter_residual_alpha=0.5
+    )
+    assert model.residual_filter is None and model.filter_residual_weight == 0.0
 
 
 def test_chebycf_takes_its_papers_settings_but_its_low_rank_part_from_the_residual_options(tiny_setup):
