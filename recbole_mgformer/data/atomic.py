@@ -14,6 +14,7 @@ Each is an error naming file, line, column and fix, so that the rows validated a
 import codecs
 import collections
 import os
+import re
 from logging import getLogger
 
 from recbole_mgformer.config.defaults import properties_dir
@@ -102,9 +103,40 @@ def _check_invisible(path, number, line, separator):
             )
 
 
+# how files that are not text begin, and how to get the text out: a byte error would name only a byte
+BINARY_STARTS = (  # (pattern of the first bytes, what the file is, the fix)
+    (rb"\x1f\x8b", "a gzip-compressed file", "decompress it first (gunzip -k {path})"),
+    (rb"BZh[1-9]1AY&SY", "a bzip2-compressed file", "decompress it first (bunzip2 -k {path})"),
+    (rb"\xfd7zXZ\x00", "an xz-compressed file", "decompress it first (unxz -k {path})"),
+    (rb"\x28\xb5\x2f\xfd", "a zstd-compressed file", "decompress it first (unzstd {path})"),
+    (rb"PK\x03\x04", "a zip archive (an .xlsx workbook is one)", "unzip it, or save the sheet as CSV"),
+    (rb"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Office file (.xls)", "save the sheet as CSV"),
+)
+
+
+def _check_text(path):
+    """A compressed file, an archive, a workbook or a Parquet file is named as such, with the way to its text (a
+    pipe is not read ahead: its bytes would be gone)."""
+    if not os.path.isfile(path):
+        return
+    with open(path, "rb") as handle:
+        start = handle.read(16)
+        handle.seek(max(handle.seek(0, os.SEEK_END) - 4, 0))
+        end = handle.read()
+    for pattern, what, fix in BINARY_STARTS:
+        if re.match(pattern, start, re.DOTALL):
+            raise AtomicFileError(f"{path}: {what}, not a text file; {fix.format(path=path)}")
+    if start.startswith(b"PAR1") and end == b"PAR1":  # Parquet: the magic at both ends
+        raise AtomicFileError(
+            f"{path}: a Parquet file, not a text file; import it with the importer's --format parquet "
+            "(docs/your-data.md)"
+        )
+
+
 def decoded_lines(path, encoding=None):
     """``(number, text)`` of each line of ``path`` read as ``encoding`` (RecBole's ``encoding`` option; UTF-8
     when unset, as RecBole's pandas reader), with file, line and fix on a byte that does not decode."""
+    _check_text(path)
     encoding = encoding or "utf-8"
     try:
         codec = codecs.lookup(encoding).name
@@ -118,7 +150,7 @@ def decoded_lines(path, encoding=None):
                 yield from enumerate(handle, start=1)
         except UnicodeDecodeError as error:
             raise AtomicFileError(
-                f"{path}: not {encoding} ({error.reason}); set RecBole's encoding option to "
+                f"{path}: not {encoding} ({error.reason}); set the encoding option to "
                 "the file's encoding or convert the file to UTF-8"
             ) from None
         return
@@ -129,7 +161,7 @@ def decoded_lines(path, encoding=None):
             except UnicodeDecodeError as error:
                 raise AtomicFileError(
                     f"{path}:{number}: byte {error.start + 1} of the line ({raw[error.start : error.start + 1]!r}) "
-                    f"is not {encoding}; set RecBole's encoding option to the file's encoding (e.g. "
+                    f"is not {encoding}; set the encoding option to the file's encoding (e.g. "
                     f"--encoding=latin-1 or `encoding: latin-1` in a config file) or convert the file to UTF-8"
                 ) from None
 

@@ -124,6 +124,8 @@ def import_dataset(name, output, plan, overwrite=False):
     """Every import: :func:`guard_import` before any input is read, then the plan's files written whole and
     claimed together (:func:`write_dataset`)."""
     folder = guard_import(name, output, plan.targets, overwrite)
+    for source in plan.sources:
+        check_input(source)
     files, summary = plan.build()
     if not summary.interactions:  # RecBole would fail on it later, far from the cause
         named = ", ".join(map(str, plan.sources)) or "the input"
@@ -147,6 +149,15 @@ def _settings_note(name, output, path):
             f"pass --config_files={path} to apply these"
         )
     return f"settings: {path}, read by the runner for --dataset={name} --data_path={output} (edit it to change them)"
+
+
+def check_input(path):
+    """An input is a file, or a pipe (``/dev/stdin``) that the line formats and tables read once; a missing path or
+    a folder is named before any input is read."""
+    if Path(path).is_dir():
+        raise SourceFormatError(f"{path}: a folder, not a file; name the file or files in it")
+    if not Path(path).exists():
+        raise SourceFormatError(f"{path}: no such file")
 
 
 def guard_import(name, output, targets, overwrite=False):

@@ -117,8 +117,12 @@ def read_table(path, fmt, encoding="utf-8", separator=None):
     if fmt not in TABULAR_FORMATS:
         raise ValueError(f"unknown tabular format {fmt!r}; choose one of {', '.join(TABULAR_FORMATS)}")
     check_separator(separator, fmt)
-    if not os.path.isfile(path):
+    if os.path.isdir(path):
+        raise TabularError(f"{path}: a folder, not a file; name the file in it")
+    if not os.path.exists(path):
         raise TabularError(f"{path}: no such file")
+    if fmt == "parquet" and not os.path.isfile(path):  # pyarrow reads the footer first: a pipe cannot seek
+        raise TabularError(f"{path}: not a file (a pipe?); --format parquet reads a saved file: save it, then import")
     delimiter = separator or DELIMITERS.get(fmt)
     table = _read_parquet(path) if fmt == "parquet" else _read_delimited(path, fmt, delimiter, encoding)
     _check_header(table, fmt, delimiter)

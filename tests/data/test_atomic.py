@@ -89,7 +89,7 @@ def test_a_file_in_another_encoding_is_named_by_file_and_line(tmp_path):
     with pytest.raises(
         AtomicFileError,
         match=r"latin.inter:2: byte 7 of the line \(b'\\xe9'\) is not utf-8; set "
-        r"RecBole's encoding option .*--encoding=latin-1",
+        r"the encoding option .*--encoding=latin-1",
     ):
         validate_atomic_file(path)
     assert validate_atomic_file(path, encoding="latin-1").rows == 120

@@ -513,3 +513,58 @@ def test_an_input_with_no_interaction_is_named_and_nothing_is_written(tmp_path, 
     assert main(["--format", fmt, str(source), "--name", "x", "--output", str(tmp_path / "out")]) == 2
     assert f"{source}: no interaction to import" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("label", FORMAT_LABELS)
+@pytest.mark.parametrize("kind", ["folder", "missing"])
+def test_every_format_names_an_input_that_is_a_folder_or_missing_and_writes_nothing(tmp_path, capsys, label, kind):
+    sources = tmp_path / "src"
+    argv = format_sources(sources)[label]
+    first = next(i for i, arg in enumerate(argv) if arg.startswith(str(sources)))
+    wrong = sources / "wrong"
+    if kind == "folder":
+        wrong.mkdir()
+    argv[first] = str(wrong)
+    assert main([*argv, "--name", "x", "--output", str(tmp_path / "out")]) == 2
+    expected = "a folder, not a file; name the file" if kind == "folder" else "no such file"
+    assert f"{wrong}: {expected}" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "selfrec", "lightgcn", "pairs"])
+@pytest.mark.parametrize(
+    "content, named",
+    [
+        (b"\x1f\x8b\x08\x00", "a gzip-compressed file, not a text file; decompress it first (gunzip -k"),
+        (b"BZh91AY&SY", "a bzip2-compressed file, not a text file; decompress it first (bunzip2 -k"),
+        (b"PK\x03\x04\x14\x00", "a zip archive (an .xlsx workbook is one), not a text file"),
+        (b"PAR1\x15\x04\x00PAR1", "a Parquet file, not a text file; import it with the importer's --format parquet"),
+    ],
+)
+def test_a_compressed_or_binary_input_is_named_with_the_way_to_its_text(tmp_path, capsys, fmt, content, named):
+    source = tmp_path / f"in.{fmt}"
+    source.write_bytes(content if content.endswith(b"PAR1") else content + b"\x00\xff" * 8)
+    assert main(["--format", fmt, str(source), "--name", "x", "--output", str(tmp_path / "out")]) == 2
+    assert f"{source}: {named}" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_text_that_begins_like_a_binary_magic_is_still_text(tmp_path):
+    source = write(tmp_path / "in.csv", "PAR1,BZh\nu1,i1\nu2,i2\n")  # Parquet also ends with PAR1; bzip2 goes on
+    argv = ["--format", "csv", str(source), "--user", "PAR1", "--item", "BZh", "--name", "x"]
+    assert main([*argv, "--output", str(tmp_path / "out")]) == 0
+    assert rows(tmp_path / "out" / "x" / "x.inter")[1] == [["u1", "i1"], ["u2", "i2"]]
+
+
+@pytest.mark.parametrize("fmt, text", [("csv", "user,item\nu1,i1\nu2,i2\n"), ("selfrec", "u1:i1\nu2:i2\n")])
+def test_a_table_or_line_file_streams_from_stdin(tmp_path, fmt, text):
+    completed = subprocess.run(
+        [sys.executable, "-m", "recbole_mgformer.data.importer", "--format", fmt, "--name", "x", "/dev/stdin"],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert [row[:2] for row in rows(tmp_path / "dataset" / "x" / "x.inter")[1]] == [["u1", "i1"], ["u2", "i2"]]
