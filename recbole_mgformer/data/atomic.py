@@ -15,6 +15,7 @@ import codecs
 import collections
 import os
 import re
+import shlex
 from logging import getLogger
 
 from recbole_mgformer.config.defaults import properties_dir
@@ -104,14 +105,25 @@ def _check_invisible(path, number, line, separator):
 
 
 # how files that are not text begin, and how to get the text out: a byte error would name only a byte
-BINARY_STARTS = (  # (pattern of the first bytes, what the file is, the fix)
-    (rb"\x1f\x8b", "a gzip-compressed file", "decompress it first (gunzip -k {path})"),
-    (rb"BZh[1-9]1AY&SY", "a bzip2-compressed file", "decompress it first (bunzip2 -k {path})"),
-    (rb"\xfd7zXZ\x00", "an xz-compressed file", "decompress it first (unxz -k {path})"),
-    (rb"\x28\xb5\x2f\xfd", "a zstd-compressed file", "decompress it first (unzstd {path})"),
+COMPRESSED_STARTS = (  # (pattern of the first bytes, the format, its suffix, the command that decompresses it)
+    (rb"\x1f\x8b", "gzip", ".gz", "gunzip -k"),
+    (rb"BZh[1-9]1AY&SY", "bzip2", ".bz2", "bunzip2 -k"),
+    (rb"\xfd7zXZ\x00", "xz", ".xz", "unxz -k"),
+    (rb"\x28\xb5\x2f\xfd", "zstd", ".zst", "unzstd"),
+)
+OTHER_BINARY_STARTS = (  # (pattern, what the file is, the fix)
     (rb"PK\x03\x04", "a zip archive (an .xlsx workbook is one)", "unzip it, or save the sheet as CSV"),
     (rb"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Office file (.xls)", "save the sheet as CSV"),
 )
+
+
+def _decompress_command(path, suffix, command):
+    """The command that leaves ``path``'s text beside it (its name less the suffix) or, without the suffix, at
+    ``path`` itself (the tools take only names with it)."""
+    name, renamed = shlex.quote(str(path)), shlex.quote(f"{path}{suffix}")
+    if str(path).endswith(suffix):
+        return f"{command} {name}"
+    return f"mv {name} {renamed} && {command} {renamed}"
 
 
 def _check_text(path):
@@ -123,9 +135,15 @@ def _check_text(path):
         start = handle.read(16)
         handle.seek(max(handle.seek(0, os.SEEK_END) - 4, 0))
         end = handle.read()
-    for pattern, what, fix in BINARY_STARTS:
+    for pattern, kind, suffix, command in COMPRESSED_STARTS:
         if re.match(pattern, start, re.DOTALL):
-            raise AtomicFileError(f"{path}: {what}, not a text file; {fix.format(path=path)}")
+            raise AtomicFileError(
+                f"{path}: a {kind}-compressed file, not a text file; decompress it first "
+                f"({_decompress_command(path, suffix, command)})"
+            )
+    for pattern, what, fix in OTHER_BINARY_STARTS:
+        if re.match(pattern, start, re.DOTALL):
+            raise AtomicFileError(f"{path}: {what}, not a text file; {fix}")
     if start.startswith(b"PAR1") and end == b"PAR1":  # Parquet: the magic at both ends
         raise AtomicFileError(
             f"{path}: a Parquet file, not a text file; import it with the importer's --format parquet "
