@@ -9,7 +9,7 @@ import yaml
 
 from recbole_mgformer.config.config_check import known_keys
 from recbole_mgformer.config.defaults import properties_dir
-from recbole_mgformer.config.input_checks import did_you_mean
+from recbole_mgformer.config.input_checks import did_you_mean, recbole_defaults, setting_type_error
 from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
 
@@ -147,15 +147,22 @@ def _check_values(key, values, source):
 
 
 def check_keys(parsed, config, model, source="the space"):
-    """Every searched key must be a key the run reads (or one of ``extra_config_keys``): a typo fails before any
-    trial starts."""
+    """Every searched key must be a key the run reads (or one of ``extra_config_keys``), and every listed value one
+    the run takes (:func:`setting_type_error`, as for a setting given on the command line): a typo fails before any
+    trial starts, not in each trial that draws it."""
     known = known_keys(config, get_model(model))  # as build_config checks the fixed settings
-    for key in parsed:
+    defaults = recbole_defaults()
+    for key, (name, args) in parsed.items():
         if key not in known:
             hint = did_you_mean(key, known, cutoff=0.6) or (
                 f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"
             )
             raise TuneSetupError(f"{source}: {model} has no config key {key!r}; {hint}")
+        for value in args if name in ("choice", "grid") else ():
+            read = literal_setting(key, value) if isinstance(value, str) else value  # as a trial's config reads it
+            problem = setting_type_error(key, read, defaults.get(key))
+            if problem:
+                raise TuneSetupError(f"{source}: {key}: the listed value {value!r}: setting {key} {problem}")
 
 
 def ray_space(parsed, search):

@@ -107,6 +107,23 @@ def test_a_key_the_model_lacks_fails_before_any_trial_with_close_matches(tiny_da
         make_request("BPR", "tiny", {"uniformity_weight": {"choice": [1.0]}}, data_path=str(tiny_data))
 
 
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("learner: {choice: [adam, sgdx]}\n", r"learner: the listed value 'sgdx': setting learner takes one of adam"),
+        ("shuffle: {grid: [maybe, true]}\n", r"shuffle: the listed value 'maybe': setting shuffle takes True or False"),
+        ("topk: {choice: [[10], [0]]}\n", r"topk: the listed value \[0\]: setting topk takes whole numbers above 0"),
+        ("learning_rate: {choice: [0.01, fast]}\n", r"learning_rate: the listed value 'fast': .*takes a number"),
+    ],
+)
+def test_a_listed_value_no_run_takes_fails_before_any_trial(tiny_data, tmp_path, text, message):
+    """Each trial that drew it would fail alone, and the search would spend its budget on them."""
+    space = write_space(tmp_path, text)
+    with pytest.raises(TuneSetupError, match=message):
+        make_request("BPR", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
+    assert make_request("BPR", "tiny", {"learner": {"choice": ["adam", "SGD"]}}, data_path=str(tiny_data))
+
+
 def test_the_command_reports_an_invalid_space_and_starts_nothing(tiny_data, tmp_path, capsys):
     space = write_space(tmp_path, "embedding_size: {normal: [64, 8]}\n")
     code = main(tune_args("MGFormer", tmp_path, "--space", str(space), f"--data_path={tiny_data}"))
