@@ -64,8 +64,13 @@ def parse_entry(entry):
     name, inside = match.groups()
     overrides = {}
     if inside:
+        if not _balanced(inside):  # 'BPR[epochs=1]]' would set epochs to '1]'
+            raise ValueError(
+                f"model entry {entry!r}: its brackets do not pair up; write NAME[key=value; key=value], with a "
+                "list value in brackets of its own (e.g. BPR[topk=[10, 20]])"
+            )
         pairs = [p.strip() for p in inside.split(";") if p.strip()]
-        bad = [p for p in pairs if "=" not in p]
+        bad = [p for p in pairs if "=" not in p or not p.split("=", 1)[0].strip()]
         if bad:
             raise ValueError(f"model entry {entry!r}: {bad[0]!r} is not key=value")
         comma_joined = [p for p in pairs if re.search(r",\s*[A-Za-z_]\w*\s*=", p)]
@@ -80,6 +85,16 @@ def parse_entry(entry):
         if "seed" in overrides:
             raise ValueError(seed_conflict(f"model entry {entry!r} sets seed={overrides['seed']}"))
     return name, overrides
+
+
+def _balanced(text):
+    """Whether every ``]`` of ``text`` closes a ``[`` before it and every ``[`` is closed."""
+    depth = 0
+    for char in text:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 SEED_BOUND = 2**32  # numpy's seeding takes 0 <= seed < 2**32

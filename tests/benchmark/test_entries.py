@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS, ABLATIONS, parse_entry, parse_seeds, split_models
@@ -18,6 +20,21 @@ def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
     with pytest.raises(ValueError, match="separate them with ';'"):
         parse_entry("BSPM[solver_sharpen=euler,T_s=1.2]")
     assert parse_entry("MGFormer[topk=[10,20]]") == ("MGFormer", {"topk": [10, 20]})
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ("BPR[epochs=1]]", "its brackets do not pair up"),  # would set epochs to '1]'
+        ("BPR[topk=[10, 20]", "its brackets do not pair up"),
+        ("BPR[epochs=[1]", "its brackets do not pair up"),
+        ("BPR[=1]", "'=1' is not key=value"),
+        ("BPR[ =1; epochs=2]", "'=1' is not key=value"),
+    ],
+)
+def test_an_entry_with_unpaired_brackets_or_no_key_is_named(entry, message):
+    with pytest.raises(ValueError, match=rf"model entry '{re.escape(entry)}': .*{re.escape(message)}"):
+        parse_entry(entry)
 
 
 def test_the_ablated_options_are_the_keys_parse_entry_reads_from_the_ablations():
