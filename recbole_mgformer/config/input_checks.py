@@ -397,7 +397,21 @@ def checked_run_inputs(config_file_list=None, config_dict=None):
             f"config_dict takes a mapping of settings, e.g. {{'epochs': 10}}, not {config_dict!r}"
             + (" (on the command line: --key=value)" if isinstance(config_dict, str) else "")
         )
-    return config_file_list, config_dict
+    return config_file_list, None if config_dict is None else plain_values(config_dict)
+
+
+def plain_values(value):
+    """``value`` with numpy's scalars as Python's and tuples as lists, all the way down: RecBole's settings are
+    what YAML gives (``embedding_size: np.int64(8)`` failed the size check as "is 8", and no record could hold it)."""
+    if isinstance(value, Mapping):
+        return {key: plain_values(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_values(item) for item in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # a scalar or an array
+        if getattr(value, "ndim", None) == 0 and value.dtype.kind == "f" and value.dtype.itemsize < 8:
+            return float(str(value))  # np.float32(0.01) is 0.01 as written, not 0.009999999776
+        return value.tolist()
+    return value
 
 
 def check_user_settings(config_file_list=None, config_dict=None):

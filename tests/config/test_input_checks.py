@@ -420,3 +420,32 @@ def test_any_python_arguments_are_lists_and_mappings_or_a_named_error(files, set
     assert checked_settings is None or isinstance(checked_settings, dict)
     if isinstance(files, str):
         assert checked_files == [files]  # one file, not a list of its characters
+
+
+def test_numpy_values_and_tuples_in_config_dict_become_what_yaml_gives(tiny_data):
+    """A setting computed with numpy (np.int64(8)) failed the size check as 'embedding_size is 8'."""
+    import numpy as np
+
+    from recbole_mgformer.quick_start import build_config
+
+    given = {
+        "embedding_size": np.int64(8),
+        "learning_rate": np.float32(0.01),
+        "shuffle": np.bool_(False),
+        "topk": np.array([10, 20]),
+        "metrics": ("Recall", "NDCG"),
+        "eval_args": {"split": {"RS": (np.float64(0.8), 0.1, 0.1)}},
+    }
+    _, settings = checked_run_inputs(None, given)
+    assert settings == {
+        "embedding_size": 8,
+        "learning_rate": 0.01,  # as written, not float32's 0.009999999776
+        "shuffle": False,
+        "topk": [10, 20],
+        "metrics": ["Recall", "NDCG"],
+        "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}},
+    }
+    assert [type(settings[key]) for key in ("embedding_size", "learning_rate", "shuffle")] == [int, float, bool]
+    assert type(settings["eval_args"]["split"]["RS"][0]) is float
+    config, _ = build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data), **given})
+    assert config["embedding_size"] == 8 and config["topk"] == [10, 20] and config["learning_rate"] == 0.01
