@@ -124,7 +124,9 @@ def read_config_file(path):
 
 def _is_flag(value):
     """True, False, or a number or numpy scalar equal to one of them (a tuning draw of a flag)."""
-    return not isinstance(value, (str, bytes, list, tuple, dict, set)) and value in (0, 1)
+    if isinstance(value, (str, bytes, list, tuple, dict, set)) or getattr(value, "ndim", 0) != 0:
+        return False
+    return value in (0, 1)
 
 
 def _is_number(value):
