@@ -307,10 +307,9 @@ def test_run_py_rejects_a_validation_metric_it_does_not_compute_before_training(
         ({"valid_metric": None}, r"valid_metric must be set"),
         ({"valid_metric": 20}, r"valid_metric takes the name of one of the run's metrics"),
         ({"metrics": []}, r"metrics takes a list of RecBole's metric names"),
-        ({"metrics": ("Recall", "NDCG")}, r"metrics takes a list of RecBole's metric names"),
         ({"metrics": ["Recall", "AUC"]}, r"metrics mixes ranking metrics \(Recall\) and value metrics \(AUC\)"),
-        ({"topk": (10, 20)}, r"topk takes whole numbers above 0"),
         ({"topk": None}, r"topk must be set"),
+        ({"topk": ((10,), 20)}, r"topk takes whole numbers above 0"),  # a tuple reads as a list: [[10], 20]
     ],
 )
 def test_evaluation_settings_of_a_shape_recbole_cannot_use_are_named(tiny_data, setting, message):
