@@ -34,10 +34,24 @@ def test_overrides_are_typed_like_recbole_config_files():
     }
 
 
-@pytest.mark.parametrize("argument", ["embedding_size=3", "--embedding_size", "--topk=[10,"])
-def test_malformed_arguments_are_rejected(argument):
-    with pytest.raises(SystemExit):
+@pytest.mark.parametrize(
+    "argument, message",
+    [
+        ("embedding_size=3", "write config overrides as --key=value"),
+        ("--embedding_size", "write config overrides as --key=value"),
+        ("--topk=[10,", r"--topk=\[10, is not a YAML list or mapping \(.*\); write a list as \[a, b\]"),
+        ("--eval_args={split:", r"--eval_args=\{split: is not a YAML list or mapping"),
+    ],
+)
+def test_malformed_arguments_are_rejected(argument, message):
+    with pytest.raises(SystemExit, match=message):
         parse_overrides([argument])
+
+
+@pytest.mark.parametrize("value", [",", "@home", "`x`", "a: b: c"])
+def test_text_yaml_cannot_read_plain_is_kept_as_written_as_recbole_keeps_it(value):
+    """``--field_separator=,`` is how a comma-separated atomic file is read; RecBole keeps what it cannot eval."""
+    assert parse_overrides([f"--field_separator={value}"]) == {"field_separator": value}
 
 
 def test_main_trains_with_config_files_and_overrides(tiny_data, tmp_path, capsys):

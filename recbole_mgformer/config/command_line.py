@@ -19,7 +19,13 @@ def parse_overrides(arguments):
         try:
             overrides[key] = load_yaml(raw) if raw else None
         except yaml.YAMLError as error:
-            raise SystemExit(f"error: the value of --{key} is not valid YAML: {error}") from None
+            if raw.lstrip().startswith(("[", "{")):  # a list or mapping written wrong: never a string instead
+                problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+                raise SystemExit(
+                    f"error: --{key}={raw} is not a YAML list or mapping ({problem}); write a list as [a, b] and a "
+                    "mapping as {key: value}, the whole value quoted for the shell (--topk='[10, 20]')"
+                ) from None
+            overrides[key] = raw  # text YAML cannot read plain (',', '@x'), as RecBole keeps what it cannot read
         if isinstance(overrides[key], str):
             try:
                 literal_setting(key, overrides[key])

@@ -63,6 +63,21 @@ def check_separators(separator, seq_separator):
         raise AtomicFileError(f"seq_separator {seq_separator!r} must be one or more characters, e.g. a space")
 
 
+def _table_hint(fields, separator):
+    """Where a one-column header holds a comma or semicolon: an atomic file with another separator (each part
+    ``name:type``) wants ``field_separator``; a plain table, the importer."""
+    other = next((c for c in (",", ";") if len(fields) == 1 and c in fields[0] and c != separator), None)
+    if other is None:
+        return ""
+    if all(part.partition(":")[2] in ATOMIC_TYPES for part in fields[0].split(other)):
+        return f"; the header is split by {other!r}: set field_separator: {other!r} (or --field_separator={other!r})"
+    option = "" if other == "," else f" --separator '{other}'"
+    return (
+        f"; the header holds {other!r}, as a CSV does: turn a table into atomic files with python -m "
+        f"recbole_mgformer.data.importer --format csv{option} (docs/your-data.md)"
+    )
+
+
 def _parse_header(path, line, separator):
     """The header's ``(names, types)``, with file, column and fix for a field that is not ``name:type``, a name
     RecBole's reader would read otherwise, or a name given twice."""
@@ -79,6 +94,7 @@ def _parse_header(path, line, separator):
             raise AtomicFileError(
                 f"{path}:1: column {column} header {field!r} must be 'name:type' with type one of "
                 f"{', '.join(ATOMIC_TYPES)} (for example 'user_id:token'), columns separated by {separator!r}"
+                + _table_hint(fields, separator)
             )
         if name in names:
             raise AtomicFileError(

@@ -31,6 +31,13 @@ from recbole_mgformer.data.tokens import NA_VALUES
         ),
         ("user_id:token\titem_id:token\n1\t2 \n", r":2: column 2 \(item_id\) holds '2 '"),
         ("user_id:token\ttags:token_seq\n1\ta\u00a0 b\n", r":2: column 2 \(tags\) holds 'a\\xa0'"),
+        # a header split by another separator: an atomic file wants field_separator, a plain table the importer
+        (
+            "user_id:token,item_id:token\n1,2\n",
+            r"columns separated by '\\t'; the header is split by ',': set field_separator: ','",
+        ),
+        ("user;item\n1;2\n", r"the header holds ';', as a CSV does: .*importer --format csv --separator ';'"),
+        ("user,item\n1,2\n", r"the header holds ',', as a CSV does: .*importer --format csv \(docs"),
     ],
 )
 def test_malformed_files_name_the_file_line_and_fix(tmp_path, content, message):
