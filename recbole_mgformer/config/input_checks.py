@@ -59,19 +59,29 @@ def _where(path, mark):
     return f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
 
 
-def _duplicate_key(path, node):
-    """The first key a top-level mapping repeats (YAML keeps the last silently), as an error naming both lines."""
-    if not isinstance(node, yaml.MappingNode):
+def _duplicate_key(path, node, within="", visited=None):
+    """The first key a mapping repeats, at any depth (YAML keeps the last silently), as an error naming both lines.
+    Each node is visited once: aliases share nodes, and a bomb of them must not be walked exponentially."""
+    visited = set() if visited is None else visited
+    if id(node) in visited or not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
         return None
+    visited.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        return next((e for item in node.value if (e := _duplicate_key(path, item, within, visited))), None)
     seen = {}
-    for key, _ in node.value:
+    for key, value in node.value:
         if isinstance(key, yaml.ScalarNode):
             if key.value in seen:
+                place = f" (in {within})" if within else ""
                 return ConfigFileError(
-                    f"{_where(path, key.start_mark)}: key {key.value!r} is set twice (also on line "
+                    f"{_where(path, key.start_mark)}: key {key.value!r}{place} is set twice (also on line "
                     f"{seen[key.value] + 1}); YAML would keep the last silently: keep one"
                 )
             seen[key.value] = key.start_mark.line
+        inner = f"{within} {key.value}".strip() if isinstance(key, yaml.ScalarNode) else within
+        error = _duplicate_key(path, value, inner, visited)
+        if error:
+            return error
     return None
 
 
@@ -86,14 +96,34 @@ def read_config_file(path):
         )
     if not path.is_file():
         raise ConfigFileError(f"config file {str(path)!r} is not a file; name a YAML file of settings")
-    raw = path.read_bytes()
+    settings = parse_settings_text(utf8_text(path, "config file"), path)
+    if settings is None:
+        return {}
+    if not isinstance(settings, dict):
+        raise ConfigFileError(
+            f"{path}: a config file must be a mapping of settings (lines of 'key: value', e.g. "
+            f"'epochs: 10'), not a YAML {type(settings).__name__}"
+        )
+    return settings
+
+
+def utf8_text(path, what):
+    """The text of the YAML file ``path`` (a ``what``: config file, search space), read as UTF-8 as RecBole reads it
+    (a byte-order mark allowed), or a :class:`ConfigFileError` naming the line of the first byte that is not."""
+    raw = Path(path).read_bytes()
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise ConfigFileError(
-            f"{path}:{line}: byte {raw[error.start : error.start + 1]!r} is not UTF-8; save the config file as UTF-8"
+            f"{path}:{line}: byte {raw[error.start : error.start + 1]!r} is not UTF-8; save the {what} as UTF-8"
         ) from None
+
+
+def parse_settings_text(text, path):
+    """The YAML document ``text`` (of the file ``path``, for messages) read with the project's safe loader; a
+    syntax error, an alias bomb or a key a mapping repeats at any depth is a :class:`ConfigFileError` naming the
+    line and the fix."""
     from recbole_mgformer.safety.settings import YamlBombError
 
     try:
@@ -109,13 +139,6 @@ def read_config_file(path):
             else "fix the YAML syntax (lines of 'key: value')"
         )
         raise ConfigFileError(f"{_where(path, mark)}: not valid YAML ({problem}); {hint}") from None
-    if settings is None:
-        return {}
-    if not isinstance(settings, dict):
-        raise ConfigFileError(
-            f"{path}: a config file must be a mapping of settings (lines of 'key: value', e.g. "
-            f"'epochs: 10'), not a YAML {type(settings).__name__}"
-        )
     duplicate = _duplicate_key(path, node)
     if duplicate is not None:
         raise duplicate

@@ -5,13 +5,18 @@ import math
 import numbers
 from pathlib import Path
 
-import yaml
-
 from recbole_mgformer.config.config_check import known_keys
 from recbole_mgformer.config.defaults import properties_dir
-from recbole_mgformer.config.input_checks import did_you_mean, recbole_defaults, setting_type_error
+from recbole_mgformer.config.input_checks import (
+    ConfigFileError,
+    did_you_mean,
+    parse_settings_text,
+    recbole_defaults,
+    setting_type_error,
+    utf8_text,
+)
 from recbole_mgformer.integration.registry import get_model
-from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
+from recbole_mgformer.safety import UnsafeSettingError, literal_setting
 
 DISTRIBUTIONS = {
     "choice": "a non-empty list of values, e.g. {choice: [32, 64, 128]}",
@@ -47,6 +52,8 @@ def load_space(space, model, dataset=None):
     if isinstance(space, dict):
         return space, "the space"
     path = Path(space) if space is not None else space_file(model, dataset)
+    if path.is_dir():
+        raise TuneSetupError(f"search space {path} is a folder; name a YAML file in it (--space my/space.yaml)")
     if not path.is_file():
         shipped = sorted(p.stem for p in (properties_dir() / "hyper").glob("*.yaml"))
         raise TuneSetupError(
@@ -54,9 +61,9 @@ def load_space(space, model, dataset=None):
             "(write one as `key: {choice: [...]}` per line and pass it with --space)"
         )
     try:
-        raw = load_yaml(path.read_text())  # reads 1e-4 as a float, as RecBole's config files
-    except yaml.YAMLError as error:
-        raise TuneSetupError(f"search space {path} is not valid YAML: {error}") from None
+        raw = parse_settings_text(utf8_text(path, "search space"), path)  # 1e-4 a float, as in RecBole's files
+    except ConfigFileError as error:
+        raise TuneSetupError(f"search space {error}") from None
     return raw, str(path)
 
 

@@ -37,6 +37,11 @@ ROOT = Path(__file__).resolve().parents[2]
         (b"epochs: 1\nlearning_rate: 0.1\nepochs: 2\n", r"list.yaml:3:1: key 'epochs' is set twice \(also on line 1\)"),
         (b"epochs: 1\nname: caf\xe9\n", r"list.yaml:2: byte b'\\xe9' is not UTF-8"),
         (b"eval_args: {split: [\n", r"list.yaml:2:1: not valid YAML"),
+        (  # a nested key too: YAML kept the second split without a word
+            b"eval_args:\n  split: {RS: [0.8, 0.1, 0.1]}\n  split: {LS: valid_and_test}\n",
+            r"list.yaml:3:3: key 'split' \(in eval_args\) is set twice \(also on line 2\)",
+        ),
+        (b"a:\n  - {x: 1, x: 2}\n", r"list.yaml:2:12: key 'x' \(in a\) is set twice"),
     ],
 )
 def test_a_config_file_that_is_no_mapping_of_settings_is_named_with_its_line(tmp_path, content, message):

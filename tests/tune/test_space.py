@@ -10,6 +10,7 @@ from conftest import tune_args
 from recbole_mgformer.config.defaults import properties_dir
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space
 from recbole_mgformer.tune.search import default_temp_dir
+from recbole_mgformer.tune.space import load_space
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["MGFormer", "SimGCL", "XSimGCL", "DirectAU", "LightGCN", "SGL", "BPR", "GFCF", "BSPM", "TurboCF", "ChebyCF"]
@@ -122,6 +123,26 @@ def test_a_listed_value_no_run_takes_fails_before_any_trial(tiny_data, tmp_path,
     with pytest.raises(TuneSetupError, match=message):
         make_request("BPR", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
     assert make_request("BPR", "tiny", {"learner": {"choice": ["adam", "SGD"]}}, data_path=str(tiny_data))
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (
+            b"learning_rate: {choice: [0.1]}\nlearning_rate: {choice: [0.2]}\n",
+            r"space.yaml:2:1: key 'learning_rate' is set twice \(also on line 1\)",
+        ),
+        (b"learning_rate: {choice: [0.1]}  # caf\xe9\n", r"space.yaml:1: byte b'\\xe9' is not UTF-8; save the search"),
+        (b"learning_rate: {choice: [0.1]\n", r"space.yaml:2:1: not valid YAML \(expected ',' or '}'"),
+    ],
+)
+def test_a_space_file_yaml_would_misread_is_named_with_its_line(tmp_path, content, message):
+    path = tmp_path / "space.yaml"
+    path.write_bytes(content)
+    with pytest.raises(TuneSetupError, match=rf"search space .*{message}"):
+        load_space(str(path), "BPR")
+    with pytest.raises(TuneSetupError, match=r"search space .* is a folder; name a YAML file in it"):
+        load_space(str(tmp_path), "BPR")
 
 
 def test_the_command_reports_an_invalid_space_and_starts_nothing(tiny_data, tmp_path, capsys):
