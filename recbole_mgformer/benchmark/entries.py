@@ -1,6 +1,7 @@
 """The benchmark's command-line entries: model entries (``NAME``, ``NAME[key=value; ...]``, ``MGFormer-ablations``)
 and the names runs and records take from them."""
 
+import hashlib
 import re
 
 # ``NAME-ablations`` on the command line: the model and its paper's ablations, each one override (or two) away
@@ -160,8 +161,24 @@ def tuning_target(model, overrides):
     return model, dict(overrides)
 
 
+# a file name may hold 255 bytes; a run's files add up to 42 to its slug (".<slug>-seed<n>-tuned-<hash>.latest.json")
+MAX_SLUG = 180
+
+
 def slug(text):
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+    """``'MGFormer attention=False'`` -> ``'mgformer-attention-false'``, the name of an entry's files, at most
+    :data:`MAX_SLUG` characters (:func:`bounded_name`)."""
+    return bounded_name(re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower(), MAX_SLUG)
+
+
+def bounded_name(name, limit):
+    """``name`` when it has at most ``limit`` characters, else its head and a hash of the whole: an entry with many
+    settings still names files the system can create, and two such entries that differ only at the end never share
+    one."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    return f"{name[: limit - len(digest) - 1].rstrip('-')}-{digest}"
 
 
 def comma_list(text):

@@ -25,7 +25,7 @@ import yaml
 from recbole.config import Config
 
 from recbole_mgformer.benchmark.claims import claim
-from recbole_mgformer.benchmark.entries import tuned_stem, variant_name
+from recbole_mgformer.benchmark.entries import bounded_name, tuned_stem, variant_name
 from recbole_mgformer.config.defaults import benchmark_config_file, tuned_dir
 from recbole_mgformer.integration.registry import get_model
 from recbole_mgformer.model.abstract_recommender import model_contract
@@ -166,7 +166,7 @@ def ensure_search(model, overrides, dataset, budget, **settings):
 def experiment_path(model, overrides, dataset, budget):
     """Ray's folder of the search of (model, overrides) on ``dataset`` with ``budget``."""
     name = f"benchmark-{dataset}-{tuned_stem(model, overrides)}-{budget.signature()}"
-    return Path(budget.storage).resolve() / name
+    return Path(budget.storage).resolve() / bounded_name(name, 240)  # and its claim's ".lock"
 
 
 def _search_once(

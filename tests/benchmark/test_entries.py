@@ -1,8 +1,18 @@
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from recbole_mgformer.benchmark.entries import ABLATION_OPTIONS, ABLATIONS, parse_entry, parse_seeds, split_models
+from recbole_mgformer.benchmark.entries import (
+    ABLATION_OPTIONS,
+    ABLATIONS,
+    MAX_SLUG,
+    parse_entry,
+    parse_seeds,
+    slug,
+    split_models,
+)
 
 
 def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
@@ -122,3 +132,21 @@ def test_a_models_ablations_expand_by_name_and_take_the_tuned_models_settings():
         assert tuning_target(model, overrides) == ("EAGPS", {}), entry
     assert tuning_target("EAGPS", {"n_heads": 2}) == ("EAGPS", {"n_heads": 2})  # not an ablation: searched itself
     assert split_models("SASRec-ablations") == ["SASRec-ablations"]  # no such set: an entry, refused by the registry
+
+
+def test_a_slug_of_a_short_entry_is_its_words_joined():
+    assert slug("MGFormer attention=False filter_residual_weight=0.25") == (
+        "mgformer-attention-false-filter-residual-weight-0-25"
+    )
+
+
+@given(st.text(alphabet="abcXYZ019 =.;_-", max_size=600), st.text(alphabet="abc019", min_size=1, max_size=8))
+def test_a_long_entrys_slug_is_bounded_and_kept_apart_from_one_that_differs_at_its_end(text, tail):
+    """Records, checkpoints and claims are named by the slug: a name over 255 bytes cannot be created."""
+    name = slug(text)
+    assert len(name) <= MAX_SLUG and name == slug(text)
+    assert not name.startswith("-") and not name.endswith("-")
+    if len(slug(text + " " + tail)) > MAX_SLUG:
+        assert slug(text + " " + tail) != slug(text)
+    if len(re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")) <= MAX_SLUG:
+        assert name == re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()  # names of shorter entries unchanged

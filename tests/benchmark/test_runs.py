@@ -275,6 +275,23 @@ def test_a_tuned_config_applies_to_its_model_and_dataset_and_the_users_overrides
     assert f"MGFormer (and its variants) `{tuned}`" in leaderboard
 
 
+def test_an_entry_with_many_settings_runs_and_names_files_the_system_can_create(tiny_data, tmp_path, capsys):
+    """Its words joined (300 characters) would name files over the system's 255 bytes."""
+    settings = (
+        "embedding_size=8; structural_size=8; feature_map=simrf; degree_mask=sin; degree_embedding_size=16; "
+        "max_exact_degree=128; uniformity_weight=0.3; structural_scale=1.0; attention_weight=1.0; residual=True; "
+        "layer_norm=False; qk_init=xavier; score=dot; attention_temperature=1.0; learn_temperature=False"
+    )
+    args = benchmark_args(f"MGFormer[{settings}]", tiny_data, tmp_path, "--epochs=1", *TINY_METRICS)
+    assert main(args) == 0
+    (record,) = (tmp_path / "results" / "runs" / "tiny").glob("*-seed0.json")
+    assert json.loads(record.read_text())["overrides"]["learn_temperature"] is False
+    written = [*(tmp_path / "results").rglob("*"), *(tmp_path / "saved").rglob("*")]
+    assert max(len(path.name.encode()) for path in written) <= 255
+    assert main(args) == 0
+    assert "record exists, skipped" in capsys.readouterr().out
+
+
 def test_shipped_tuned_configs_name_known_models_and_datasets():
     """A tuned file is named after its model (``MGFormer.yaml``) or, searched as itself, after its variant's slug
     (``mgformer-attention-false.yaml``, whose header names the variant ``MGFormer attention=False``)."""

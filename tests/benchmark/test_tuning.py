@@ -485,3 +485,14 @@ def test_a_search_continues_on_a_new_machine_from_its_records_in_the_results(tin
         for place, base in (("old", old), ("new", new))
     }
     assert chosen["new"] == chosen["old"] == whole["best"]["params"]
+
+
+def test_a_search_of_an_entry_with_many_settings_has_a_folder_and_claim_the_system_can_create(tmp_path):
+    budget = TuneBudget(trials=2, epochs=2, grace=1, storage=str(tmp_path / "tune"))
+    overrides = {f"setting_number_{i}": f"value_{i}" for i in range(20)}
+    dataset = "a-dataset-with-a-long-name-" * 3
+    experiment = experiment_path("MGFormer", overrides, dataset, budget)
+    (experiment / "trials").mkdir(parents=True)
+    experiment.with_name(f"{experiment.name}.lock").touch()
+    other = experiment_path("MGFormer", {**overrides, "setting_number_19": "value_x"}, dataset, budget)
+    assert other != experiment
