@@ -8,7 +8,8 @@ straightforward form, ``experiments/eagps_reference.py`` (RecBole has no EAGPS),
     python experiments/sequential_step.py --profile --heap released   # torch.profiler's top ops of one step each
 
 For each heap setting (``released``: glibc's defaults, as a RecBole run has them; ``kept``:
-:func:`experiments.heap.keep_freed_memory`, a process-wide setting) a child process builds each model pair from the
+:func:`recbole_mgformer.training.heap.keep_freed_memory`, a process-wide setting; the models are built with
+``keep_freed_memory: False``, so that the child's setting stands) a child process builds each model pair from the
 same weights and times ``--steps`` steps (``calculate_loss`` + backward + Adam) of one, then of the other,
 ``--repeats`` times (interleaved, so a noisy neighbour slows both alike), after two warm-up steps each; the median
 is reported. The pair's losses in evaluation mode on the first batch must agree (same function, no dropout). An
@@ -79,7 +80,13 @@ def build_pair(model_name, dataset, batch_size, n_batches, overrides, config_fil
 
     from recbole_mgformer.quick_start import build_config, prepare
 
-    settings = {"train_batch_size": batch_size, "state": "WARNING", "show_progress": False, **overrides}
+    settings = {
+        "train_batch_size": batch_size,
+        "state": "WARNING",
+        "show_progress": False,
+        "keep_freed_memory": False,  # the heap is the child's setting (--heap), not the run's
+        **overrides,
+    }
     config, _ = build_config(model_name, dataset, list(config_files), settings)
     project, _, (train_data, _, _) = prepare(config)
     sequence_config, _ = build_config(
@@ -144,7 +151,7 @@ def child(args):
     """Time every model pair under one heap setting; prints a JSON list of records."""
     import torch
 
-    from experiments.heap import keep_freed_memory
+    from recbole_mgformer.training.heap import keep_freed_memory
 
     kept = keep_freed_memory() if args.heap == "kept" else False
     torch.set_num_threads(args.threads)
@@ -197,7 +204,7 @@ def profile(args):
     import torch
     from torch.profiler import profile as profiler
 
-    from experiments.heap import keep_freed_memory
+    from recbole_mgformer.training.heap import keep_freed_memory
 
     if args.heap == "kept":
         keep_freed_memory()
@@ -258,7 +265,8 @@ def table(records, argv, commit, versions, load, seed):
         "at fp32 (the default) and at bf16, from the same weights, interleaved in one process per heap setting; "
         "the median over the timed steps. "
         "Heap `released` is glibc's default (a RecBole run's); `kept` is `keep_freed_memory()` "
-        "(`experiments/heap.py`), a process-wide setting that changes no number. Within a row both "
+        "(`recbole_mgformer/training/heap.py`, which a run of the package applies unless "
+        "`keep_freed_memory: False`), a process-wide setting that changes no number. Within a row both "
         "models ran in the same process; the last column compares this project's model with the heap kept against "
         "RecBole's with the heap released (two processes, one after the other).",
         "",

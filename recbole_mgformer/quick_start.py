@@ -61,6 +61,7 @@ from recbole_mgformer.training.distributed import (
     make_shared_folders,
     shard_evaluation,
 )
+from recbole_mgformer.training.heap import keep_freed_memory
 from recbole_mgformer.training.resume import (
     best_and_latest,
     check_resumable,
@@ -175,6 +176,7 @@ def prepare_data(config):
     split)."""
     init_seed(config["seed"], config["reproducibility"])
     flush_subnormals(config)
+    keep_freed_memory(config)
     ensure_dataset(config["dataset"], Path(config["data_path"]).parent)  # known datasets, imported on first use
     apply_duplicate_policy(config, validate_dataset_files(config))
     with dataset_build_errors(config):  # filters that leave no interaction, named

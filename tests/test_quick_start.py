@@ -59,6 +59,27 @@ def test_a_run_flushes_subnormal_numbers_to_zero_unless_told_not_to(tiny_data):
     subprocess.run([sys.executable, "-c", kept], check=True)
 
 
+@pytest.mark.parametrize("setting", [None, False])
+def test_a_run_keeps_freed_memory_for_reuse_unless_told_not_to(tiny_data, setting):
+    """After a run, a 41 MB product (above glibc's largest default mmap threshold) reuses freed heap memory instead
+    of mapping and faulting in its pages anew: the step's large tensors stop costing page faults."""
+    extra = "" if setting is None else f", 'keep_freed_memory': {setting}"
+    code = (
+        "import resource, torch; from recbole_mgformer import run_recommender; "
+        f"run_recommender('MGFormer', 'tiny', config_dict={{'data_path': {str(tiny_data)!r}, 'epochs': 1, "
+        f"'embedding_size': 8, 'show_progress': False, 'state': 'WARNING'{extra}}}); "
+        "x = torch.ones(2048, 2, 50, 50); faults = []\n"
+        "for _ in range(24): torch.mul(x, 2.0)\n"
+        "for _ in range(9):\n"
+        "    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt; torch.mul(x, 2.0)\n"
+        "    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
+        "print(sorted(faults)[4])"
+    )
+    run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    faults = float(run.stdout.split()[-1])
+    assert faults < 100 if setting is None else faults > 5000  # ~10,000 4 KiB pages when mapped anew
+
+
 def test_training_does_not_import_ray(tiny_data):
     code = (
         "import sys; from recbole_mgformer import run_recommender; "

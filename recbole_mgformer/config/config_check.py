@@ -61,7 +61,8 @@ RECBOLE_PACKAGES = ("config", "data", "trainer", "evaluator", "sampler", "utils"
 # Keys of this project's data-parallel runs (distributed.py, run_recommender), and the escape hatch.
 # Read by this project's runner, not by a model: data-parallel settings, a dataset config's benchmark table,
 # results page and the dataset whose files it reads (benchmark/datasets.py, data/sources.py), whether a run
-# flushes subnormal numbers (model/precision.py), and a model's training protocol (data/train_protocols.py).
+# flushes subnormal numbers (model/precision.py) and keeps freed memory (training/heap.py), and a model's training
+# protocol (data/train_protocols.py).
 PROJECT_KEYS = {
     "nproc",
     "world_size",
@@ -76,6 +77,7 @@ PROJECT_KEYS = {
     "benchmark_untuned_heading",
     "dataset_source",
     "flush_subnormals",
+    "keep_freed_memory",
     "train_protocol",
     "train_window_stride",
     "train_user_chunk",

@@ -464,11 +464,20 @@ def recbole_defaults():
     return read_config_file(Path(recbole.__file__).parent / "properties" / "overall.yaml")
 
 
+# the runner's own switches (config_check.PROJECT_KEYS), on unless set to False: typed as RecBole's flags are
+RUNNER_FLAGS = {"flush_subnormals": True, "keep_freed_memory": True}
+
+
+def setting_defaults():
+    """The settings whose types are fixed for every model: RecBole's general ones and :data:`RUNNER_FLAGS`."""
+    return {**RUNNER_FLAGS, **recbole_defaults()}
+
+
 def check_setting_types(config, model_defaults=None):
     """Every setting of a type RecBole would fail on deep in a run (``--learning_rate=abc``: a TypeError at the
     first step) is an error naming it, before any data is read. A model's own option whose default is a number
     may take a word (``residual_scale: learned``), never a list or a mapping (``embedding_size: [8]``)."""
-    defaults = recbole_defaults()
+    defaults = setting_defaults()
     model_defaults = {**config.internal_config_dict, **(model_defaults or {})}
     for key, value in config.final_config_dict.items():
         problem = setting_type_error(key, value, defaults.get(key))

@@ -167,6 +167,15 @@ def _check_text(path):
         )
 
 
+def input_path_problem(path):
+    """Why ``path`` cannot be read as an input (a folder, or missing), or None: a file or a pipe (``/dev/stdin``)."""
+    if os.path.isdir(path):
+        return f"{path}: a folder, not a file; name the file in it"
+    if not os.path.exists(path):
+        return f"{path}: no such file"
+    return None
+
+
 def decoded_lines(path, encoding=None):
     """``(number, text)`` of each line of ``path`` read as ``encoding`` (RecBole's ``encoding`` option; UTF-8
     when unset, as RecBole's pandas reader), with file, line and fix on a byte that does not decode."""

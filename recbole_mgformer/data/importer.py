@@ -48,7 +48,7 @@ from recbole_mgformer.config.input_checks import (
     refuse_existing,
     temporary_beside,
 )
-from recbole_mgformer.data.atomic import decoded_lines
+from recbole_mgformer.data.atomic import decoded_lines, input_path_problem
 from recbole_mgformer.data.tabular import (
     FIELDS,
     TABULAR_FORMATS,
@@ -154,10 +154,8 @@ def _settings_note(name, output, path):
 def check_input(path):
     """An input is a file, or a pipe (``/dev/stdin``) that the line formats and tables read once; a missing path or
     a folder is named before any input is read."""
-    if Path(path).is_dir():
-        raise SourceFormatError(f"{path}: a folder, not a file; name the file or files in it")
-    if not Path(path).exists():
-        raise SourceFormatError(f"{path}: no such file")
+    if problem := input_path_problem(path):
+        raise SourceFormatError(problem)
 
 
 def guard_import(name, output, targets, overwrite=False):

@@ -19,7 +19,7 @@ import datetime
 import os
 import re
 
-from recbole_mgformer.data.atomic import decoded_lines
+from recbole_mgformer.data.atomic import decoded_lines, input_path_problem
 from recbole_mgformer.data.tokens import INVISIBLE, NA_VALUES, SPLITTING, token_problem
 
 TABULAR_FORMATS = ("csv", "tsv", "parquet")
@@ -117,10 +117,8 @@ def read_table(path, fmt, encoding="utf-8", separator=None):
     if fmt not in TABULAR_FORMATS:
         raise ValueError(f"unknown tabular format {fmt!r}; choose one of {', '.join(TABULAR_FORMATS)}")
     check_separator(separator, fmt)
-    if os.path.isdir(path):
-        raise TabularError(f"{path}: a folder, not a file; name the file in it")
-    if not os.path.exists(path):
-        raise TabularError(f"{path}: no such file")
+    if problem := input_path_problem(path):
+        raise TabularError(problem)
     if fmt == "parquet" and not os.path.isfile(path):  # pyarrow reads the footer first: a pipe cannot seek
         raise TabularError(f"{path}: not a file (a pipe?); --format parquet reads a saved file: save it, then import")
     delimiter = separator or DELIMITERS.get(fmt)

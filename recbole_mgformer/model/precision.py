@@ -53,7 +53,7 @@ def flush_subnormals(config=None):
     through microcode: that run's next epoch took many times its usual time (results/performance/performance.md;
     the table results/performance/subnormal_step-amazon-beauty.md timed that state, with and without flushing).
     Zero in their place changes no result."""
-    if config is None or config["flush_subnormals"] is not False:
+    if config is None or config["flush_subnormals"] is None or config["flush_subnormals"]:
         torch.set_flush_denormal(True)
 
 

@@ -11,7 +11,7 @@ from recbole_mgformer.config.input_checks import (
     ConfigFileError,
     did_you_mean,
     parse_settings_text,
-    recbole_defaults,
+    setting_defaults,
     setting_type_error,
     utf8_text,
 )
@@ -158,7 +158,7 @@ def check_keys(parsed, config, model, source="the space"):
     the run takes (:func:`setting_type_error`, as for a setting given on the command line): a typo fails before any
     trial starts, not in each trial that draws it."""
     known = known_keys(config, get_model(model))  # as build_config checks the fixed settings
-    defaults = recbole_defaults()
+    defaults = setting_defaults()
     for key, (name, args) in parsed.items():
         if key not in known:
             hint = did_you_mean(key, known, cutoff=0.6) or (
