@@ -56,7 +56,13 @@ def planned_runs(args, extra, command):
         raise ValueError(seed_conflict(f"--seed={extra['seed']} sets the seed of every run"))
     seeds = parse_seeds(args.seeds)
     entries = [parse_entry(e) for e in split_models(args.models)]
-    datasets = comma_list(args.datasets)
+    datasets = list(dict.fromkeys(comma_list(args.datasets)))  # each once, as the entries
+    for option, given, example in (("--models", entries, "BPR,MGFormer"), ("--datasets", datasets, "ml-100k")):
+        if not given:
+            raise ValueError(
+                f"{option} {getattr(args, option[2:])!r} names none; give a comma-separated list, e.g. "
+                f"{option} {example}"
+            )
     for model, _ in entries:
         for dataset in datasets:
             check_model_fits(model, dataset)
@@ -305,6 +311,7 @@ def _main(argv):
     check_writable_folder(args.results, "--results")  # records and pages go there: a file or locked folder fails now
     extra = setting_overrides(rest)  # --key=value applied to every run, e.g. --device=cuda --epochs=5
     if not args.render_only:
+        check_writable_folder(args.checkpoint_dir, "--checkpoint_dir")
         from recbole_mgformer.integration.patches import register  # rendering imports neither torch nor RecBole
 
         register()

@@ -32,3 +32,33 @@ def test_a_results_folder_that_is_a_file_is_named_before_any_run(tiny_data, tmp_
         main(["--render-only", "--results", str(results)] if render_only else args)
     assert f"error: --results {results}: {results} is a file, not a folder; name a folder" in capsys.readouterr().err
     assert not (tmp_path / "saved").exists()
+
+
+def test_a_checkpoint_folder_that_is_a_file_is_named_before_any_run(tiny_data, tmp_path, capsys):
+    """It was a bare "[Errno 20] Not a directory" once the first run had trained."""
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.write_text("")
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1")
+    with pytest.raises(SystemExit):
+        main([*args, "--checkpoint_dir", str(checkpoints)])
+    error = capsys.readouterr().err
+    assert f"error: --checkpoint_dir {checkpoints}: {checkpoints} is a file, not a folder; name a folder" in error
+    assert not (tmp_path / "results" / "runs").exists()
+
+
+@pytest.mark.parametrize("option, value", [("--models", ","), ("--models", " "), ("--datasets", ",,")])
+def test_an_empty_list_of_models_or_datasets_is_named(tiny_data, tmp_path, capsys, option, value):
+    """``--models ,`` rendered empty pages and said "wrote " with no word of what was wrong."""
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1")
+    args[args.index(option) + 1] = value
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    assert stopped.value.code == 2
+    assert f"{option} {value!r} names none; give a comma-separated list, e.g. {option} " in capsys.readouterr().err
+
+
+def test_a_dataset_given_twice_runs_once(tiny_data, tmp_path, capsys):
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1")
+    args[args.index("--datasets") + 1] = "tiny,tiny"
+    assert main(args) == 0
+    assert "[1/1] BPR on tiny, seed 0: running" in capsys.readouterr().out
