@@ -119,7 +119,7 @@ def main(argv=None):
         "`released`: glibc's malloc defaults (`keep_freed_memory: False`, as RecBole runs); `kept`: freed memory kept "
         "for reuse (`recbole_mgformer/training/heap.py`, a run's default). Each setting ran in "
         f"{args.rounds} child process(es), alternating, {args.warmup} untimed steps then {args.steps} timed ones "
-        "each; medians over the timed steps. \"in the kernel\": the step's system time (`getrusage`), mostly "
+        'each; medians over the timed steps. "in the kernel": the step\'s system time (`getrusage`), mostly '
         "page faults.",
         "",
         "| heap | ms a step | ms in the kernel | page faults a step | speed-up |",
