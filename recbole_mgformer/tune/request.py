@@ -22,6 +22,9 @@ from recbole_mgformer.tune.space import (
     ray_space,
 )
 
+# a search's name is its folder's and its files' (<name>.md, .json, .yaml, .lock, Ray's trial folders beside it)
+MAX_NAME_BYTES = 200
+
 
 def file_digests(paths):
     """sha256 of each file's bytes: a config file edited after the search started is noticed on resume."""
@@ -99,6 +102,12 @@ def make_request(
     _whole_number(grace_period, "--grace-period", 1)
     if name is not None and (not str(name).strip() or Path(str(name)).name != str(name) or str(name) in (".", "..")):
         raise TuneSetupError(f"--name {name!r}: give a plain folder name (no '/'), e.g. --name {model}-{dataset}-wide")
+    if name is not None and len(str(name).encode()) > MAX_NAME_BYTES:
+        raise TuneSetupError(
+            f"--name {str(name)[:40]}...: {len(str(name).encode())} bytes, above the {MAX_NAME_BYTES} a search's "
+            "folder and files may take (a file name holds 255); give a shorter name, e.g. "
+            f"--name {model}-{dataset}-wide"
+        )
     raw, source = load_space(space, model, dataset)
     parsed = parse_space(raw, source)
     overrides = dict(config_dict or {})

@@ -26,15 +26,17 @@ def best_settings(request, params):
 
 
 def retrain(request, settings, workdir):
-    """Train ``settings`` (the best YAML's content) the way ``run.py --config_files=best.yaml`` does, in ``workdir``."""
+    """Train ``settings`` (the best YAML's content) the way ``run.py --config_files=best.yaml`` does where the
+    search ran, in ``workdir``: the data from the search's own folder (the YAML's ``data_path``, as the user gave it,
+    may be relative to where the search ran, not to ``workdir``)."""
     previous = os.getcwd()
     Path(workdir).mkdir(parents=True, exist_ok=True)
     os.chdir(workdir)
     try:
         logging.getLogger().handlers.clear()
         config_dict = {
-            "data_path": request["data_path"],
             **settings,
+            "data_path": request["data_path"],
             "show_progress": False,
             "checkpoint_dir": str(workdir),
             "gpu_id": _ray_gpu_ids(),

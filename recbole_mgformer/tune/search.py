@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from recbole_mgformer.config.input_checks import check_writable, write_new_text
+from recbole_mgformer.config.input_checks import check_writable, check_writable_folder, write_new_text
 from recbole_mgformer.records import code_commit, display_path, machine, package_versions
 from recbole_mgformer.training.checkpoint_files import plain_value
 from recbole_mgformer.tune.draws import plan_trials
@@ -162,6 +162,16 @@ def tune_recommender(
     """
     check_address(address)
     check_trial_resources(cpus_per_trial, gpus_per_trial, num_cpus, num_gpus)
+    for folder, option in (
+        (storage_dir or "saved/tune", "--storage"),
+        (records_dir, "--records"),
+        (temp_dir, "--temp-dir"),
+    ):
+        if folder is not None:  # a file there stopped the search with "[Errno 17] File exists"
+            try:
+                check_writable_folder(folder, option)
+            except OSError as error:
+                raise TuneSetupError(str(error)) from None
     settings = {key: value for key, value in (config_dict or {}).items() if key != "data_path"}
     given = {
         field

@@ -294,6 +294,24 @@ def test_trial_resources_ray_cannot_take_are_errors_before_any_trial(
     assert not (tmp_path / "tune").exists() and not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("option", ["--storage", "--records", "--temp-dir"])
+def test_a_folder_option_that_names_a_file_is_an_error_before_any_trial(tiny_data, tiny_yaml, tmp_path, capsys, option):
+    # each was "[Errno 17] File exists", or for --records "already holds a search"
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    arguments = tune_args("BPR", tmp_path, f"--config_files={tiny_yaml}", f"--data_path={tiny_data}")
+    assert main([*arguments, option, str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {option} {a_file}: {a_file} is a file, not a folder; name a folder" in err
+    assert "Traceback" not in err and not (tmp_path / "results").exists()
+
+
+def test_a_name_too_long_for_a_file_name_is_an_error(tiny_data):
+    # it was "[Errno 36] File name too long" once the search's folder was made
+    with pytest.raises(TuneSetupError, match=r"--name x{40}\.\.\.: 300 bytes, above the 200 .* give a shorter name"):
+        make_request("BPR", "tiny", {"learning_rate": {"choice": [0.01]}}, data_path=str(tiny_data), name="x" * 300)
+
+
 def test_an_address_where_no_ray_answers_is_named(monkeypatch):
     import ray
 
