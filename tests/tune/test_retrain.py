@@ -25,9 +25,11 @@ def test_the_best_configuration_retrains_on_the_searchs_data_when_its_data_path_
     with "dataset folder 'data/tiny' does not exist" after every trial had run)."""
     from conftest import TINY_RUN_CONFIG
 
+    from recbole_mgformer.tune import retrain as retrain_module
     from recbole_mgformer.tune.retrain import retrain
 
     monkeypatch.chdir(tiny_data.parent)
+    monkeypatch.setattr(retrain_module, "_ray_gpu_ids", lambda: "")  # it runs as a Ray task: no Ray started here
     request = {
         "model": "BPR",
         "dataset": "tiny",
