@@ -487,6 +487,11 @@ def check_setting_types(config, model_defaults=None):
             _raise_type_error(key, problem)
 
 
+# a dataset's files (<name>.inter, the importer's temporaries beside them), RecBole's log (<Model>-<name>-<time>.log)
+# and a benchmark's records add to its name
+MAX_DATASET_NAME_BYTES = 128
+
+
 def check_dataset_name(dataset):
     """A dataset is a folder name under ``data_path``; a name with a path in it would read (and log to) files
     outside it."""
@@ -509,6 +514,11 @@ def check_dataset_name(dataset):
             f"dataset {name!r} is not a dataset name: it must be the name of a folder under "
             "data_path, without '/', '..' or surrounding spaces (--dataset, --datasets); for files in "
             "/some/where/<name>/ pass --dataset=<name> --data_path=/some/where"
+        )
+    if len(name.encode()) > MAX_DATASET_NAME_BYTES:
+        raise ValueError(
+            f"dataset {name[:40]}...: its name is {len(name.encode())} bytes; its files, logs and runs are named after "
+            f"it and a file name holds 255, so keep it to {MAX_DATASET_NAME_BYTES} bytes"
         )
     return name
 

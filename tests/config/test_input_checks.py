@@ -77,6 +77,15 @@ def test_plain_dataset_names_pass():
         assert check_dataset_name(name) == name
 
 
+def test_a_dataset_name_too_long_for_its_files_is_refused():
+    """Its files, logs and runs are named after it: RecBole's log stopped the run with "File name too long"."""
+    assert check_dataset_name("d" * 128) == "d" * 128
+    with pytest.raises(ValueError, match=r"dataset d{40}\.\.\.: its name is 129 bytes; .* keep it to 128 bytes"):
+        check_dataset_name("d" * 129)
+    with pytest.raises(ValueError, match="its name is 130 bytes"):  # bytes, as the file system counts them
+        check_dataset_name("é" * 65)
+
+
 def test_outputs_never_replace_a_file_or_fill_a_non_empty_folder_unasked(tmp_path):
     existing = tmp_path / "top.csv"
     existing.write_text("kept\n")
