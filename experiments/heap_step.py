@@ -85,7 +85,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.child:
         return child(args)
-    args.passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--child"]
+    args.passed = list(argv if argv is not None else sys.argv[1:])  # the children's arguments, after --child
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "n/a"
     measured = {setting: {"seconds": [], "kernel": [], "faults": []} for setting in SETTINGS}
     for round_index in range(args.rounds):

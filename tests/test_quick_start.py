@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import TINY_RUN_CONFIG
+from conftest import TINY_RUN_CONFIG, faults_per_large_product
 
 from recbole_mgformer import run_recommender
 from recbole_mgformer.quick_start import build_config, prepare_data
@@ -64,19 +64,11 @@ def test_a_run_keeps_freed_memory_for_reuse_unless_told_not_to(tiny_data, settin
     """After a run, a 41 MB product (above glibc's largest default mmap threshold) reuses freed heap memory instead
     of mapping and faulting in its pages anew: the step's large tensors stop costing page faults."""
     extra = "" if setting is None else f", 'keep_freed_memory': {setting}"
-    code = (
-        "import resource, torch; from recbole_mgformer import run_recommender; "
+    faults = faults_per_large_product(
+        "from recbole_mgformer import run_recommender\n"
         f"run_recommender('MGFormer', 'tiny', config_dict={{'data_path': {str(tiny_data)!r}, 'epochs': 1, "
-        f"'embedding_size': 8, 'show_progress': False, 'state': 'WARNING'{extra}}}); "
-        "x = torch.ones(2048, 2, 50, 50); faults = []\n"
-        "for _ in range(24): torch.mul(x, 2.0)\n"
-        "for _ in range(9):\n"
-        "    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt; torch.mul(x, 2.0)\n"
-        "    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
-        "print(sorted(faults)[4])"
+        f"'embedding_size': 8, 'show_progress': False, 'state': 'WARNING'{extra}}})"
     )
-    run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    faults = float(run.stdout.split()[-1])
     assert faults < 100 if setting is None else faults > 5000  # ~10,000 4 KiB pages when mapped anew
 
 

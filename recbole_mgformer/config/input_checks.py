@@ -468,6 +468,12 @@ def recbole_defaults():
 RUNNER_FLAGS = {"flush_subnormals": True, "keep_freed_memory": True}
 
 
+def runner_flag(config, key):
+    """A :data:`RUNNER_FLAGS` switch of ``config`` (None: no config): its default where unset, else its value."""
+    value = None if config is None else config[key]
+    return RUNNER_FLAGS[key] if value is None else bool(value)
+
+
 def setting_defaults():
     """The settings whose types are fixed for every model: RecBole's general ones and :data:`RUNNER_FLAGS`."""
     return {**RUNNER_FLAGS, **recbole_defaults()}

@@ -8,6 +8,8 @@ and fp32 elsewhere, where bf16 would be emulated and slower.
 
 import torch
 
+from recbole_mgformer.config.input_checks import runner_flag
+
 PRECISIONS = ("fp32", "bf16", "auto")
 
 
@@ -53,7 +55,7 @@ def flush_subnormals(config=None):
     through microcode: that run's next epoch took many times its usual time (results/performance/performance.md;
     the table results/performance/subnormal_step-amazon-beauty.md timed that state, with and without flushing).
     Zero in their place changes no result."""
-    if config is None or config["flush_subnormals"] is None or config["flush_subnormals"]:
+    if runner_flag(config, "flush_subnormals"):
         torch.set_flush_denormal(True)
 
 

@@ -15,6 +15,8 @@ exits. Every run applies it (``keep_freed_memory: False`` leaves glibc's default
 import ctypes
 import ctypes.util
 
+from recbole_mgformer.config.input_checks import runner_flag
+
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 LARGEST = 2**31 - 1  # mallopt takes an int
 
@@ -22,7 +24,7 @@ LARGEST = 2**31 - 1  # mallopt takes an int
 def keep_freed_memory(config=None):
     """Make glibc's malloc keep and reuse freed blocks of any size, unless ``config`` says ``keep_freed_memory:
     False``; True where it took (glibc), else False (another C library, or turned off)."""
-    if config is not None and config["keep_freed_memory"] is not None and not config["keep_freed_memory"]:
+    if not runner_flag(config, "keep_freed_memory"):
         return False
     name = ctypes.util.find_library("c")
     try:
