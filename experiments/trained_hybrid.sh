@@ -19,7 +19,9 @@
 #
 # Usage: DATASET=ml-100k bash experiments/trained_hybrid.sh [--key=value ...] (PYTHON, RESULTS, GRID, CHECKPOINTS,
 # PRECISION as in hybrid_grid.sh). Rerun after a stop: finished records are skipped, a run resumes from its
-# checkpoint.
+# checkpoint. Two processes may share the grid (one a core, each claiming its own runs): one that runs out of
+# unclaimed runs while the other still trains stops at the choice ("run the grid before choosing"); the last one to
+# finish chooses and runs the seeds, which a second process started then shares again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}

@@ -103,8 +103,21 @@ def promote_chosen(grid_runs, board_runs, dataset, entry, seed=0):
     return target
 
 
+USAGE = (
+    "usage: python -m recbole_mgformer.benchmark.hybrid DATASET FILTER | --best-on-validation RUNS DATASET ENTRY "
+    "[ENTRY ...] | --promote GRID_RUNS BOARD_RUNS DATASET ENTRY"
+)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        _main(argv)
+    except (FileNotFoundError, ValueError) as error:  # a grid not yet run, a bad entry: named, not a traceback
+        sys.exit(f"error: {error}")
+
+
+def _main(argv):
     if argv[:1] == ["--best-on-validation"]:
         if len(argv) < 4:
             sys.exit("usage: --best-on-validation RUNS DATASET ENTRY [ENTRY ...]")
@@ -117,6 +130,8 @@ def main(argv=None):
         target = promote_chosen(*argv[1:])
         print(f"{argv[4]} at seed 0: {f'copied to {target}' if target else 'on the board already'}", file=sys.stderr)
         return
+    if len(argv) != 2 or argv[0].startswith("-"):
+        sys.exit(USAGE)
     dataset, kind = argv
     if kind not in FILTERS:
         sys.exit(f"unknown filter {kind!r}; choose one of {', '.join(FILTERS)}")

@@ -474,6 +474,12 @@ def dataset_build_errors(config):
 SIZE_SETTINGS = ("embedding_size", "structural_size", "hidden_size", "n_features", "n_layers", "memory_size")
 
 
+# torch's words for an allocation it could not make, on the CPU ("you tried to allocate N bytes") and on CUDA ("CUDA
+# out of memory. Tried to allocate ..."); another RuntimeError that mentions allocating passes through as it is
+ALLOCATION_FAILED = re.compile(r"tried to allocate|can't allocate memory|out of memory", re.IGNORECASE)
+UNIT_BYTES = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
 @contextlib.contextmanager
 def model_build_errors(config):
     """Around building ``config``'s model: an allocation the machine cannot make (sizes far beyond the data, such
@@ -483,10 +489,10 @@ def model_build_errors(config):
         yield
     except (RuntimeError, MemoryError) as error:
         text = str(error)
-        if not isinstance(error, MemoryError) and "allocate" not in text:
+        if not isinstance(error, MemoryError) and not ALLOCATION_FAILED.search(text):
             raise
-        asked = re.search(r"allocate (\d+) bytes", text)
-        size = f" (one tensor of {int(asked.group(1)) / 2**30:.1f} GiB)" if asked else ""
+        asked = re.search(r"allocate (\d+(?:\.\d+)?) (bytes|[KMGT]iB)", text)
+        size = f" (one tensor of {float(asked.group(1)) * UNIT_BYTES[asked.group(2)] / 2**30:.1f} GiB)" if asked else ""
         sizes = ", ".join(f"{key}={config[key]}" for key in SIZE_SETTINGS if config[key] is not None)
         raise MemoryError(
             f"building {config['model']} on {config['dataset']} needs more memory than this machine can give{size}"

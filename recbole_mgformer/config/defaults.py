@@ -1,7 +1,11 @@
 """Where the YAML defaults live: ``properties/`` of a source checkout, or the copy shipped
 inside the installed package (``recbole_mgformer/properties``)."""
 
+import copy
+import functools
 from pathlib import Path
+
+from recbole_mgformer.safety.settings import load_yaml
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -23,6 +27,21 @@ def model_config_file(model_name):
     """``properties/model/<Name>.yaml`` if the project ships defaults for that model, else None."""
     path = properties_dir() / "model" / f"{model_name}.yaml"
     return str(path) if path.is_file() else None
+
+
+def model_defaults(model_name):
+    """The settings of ``properties/model/<Name>.yaml`` ({} where the project ships none), read once a process: a
+    model's build consults them, and a benchmark builds many."""
+    return copy.deepcopy(_read_model_defaults(model_name))
+
+
+@functools.lru_cache(maxsize=None)
+def _read_model_defaults(model_name):
+    path = model_config_file(model_name)
+    if path is None:
+        return {}
+    with open(path) as file:
+        return load_yaml(file) or {}
 
 
 def dataset_config_file(dataset_name):

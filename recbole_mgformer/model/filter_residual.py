@@ -28,13 +28,12 @@ Shapes: ``b`` users (or pairs), ``items`` item ids (RecBole's padding id 0 inclu
 import torch
 import torch.nn.functional as F
 
-from recbole_mgformer.config.defaults import model_config_file
+from recbole_mgformer.config.defaults import model_defaults
 from recbole_mgformer.model.general_recommender.bspm import BSPM
 from recbole_mgformer.model.general_recommender.chebycf import ChebyCF
 from recbole_mgformer.model.general_recommender.gfcf import GFCF
 from recbole_mgformer.model.loss import linear_cross_entropy
 from recbole_mgformer.model.options import choice, non_negative_float, positive_int
-from recbole_mgformer.safety.settings import load_yaml
 
 # filter_residual value -> (filter class, its keys of the low-rank part: singular vectors, weight)
 FILTERS = {"gfcf": (GFCF, "k", "alpha"), "chebycf": (ChebyCF, "eta", "alpha"), "bspm": (BSPM, "factor_dim", "idl_beta")}
@@ -95,8 +94,7 @@ def _check_weight_unused(config, model):
     the user meant a hybrid. (The filter's other options are passed to every run of a benchmark, so they may stand
     unused.)"""
     weight = config["filter_residual_weight"]
-    with open(model_config_file(model)) as file:
-        default = load_yaml(file).get("filter_residual_weight")
+    default = model_defaults(model).get("filter_residual_weight")
     if weight is not None and weight != default:
         raise ValueError(
             f"{model}: filter_residual_weight={weight} has no effect while filter_residual is none: set "
@@ -159,9 +157,7 @@ def filter_settings(name, overrides, residual_keys, model="MGFormer"):
 
 def filter_defaults(name):
     """The settings of filter model ``name`` in its ``properties/model/<name>.yaml``, less RecBole's training keys."""
-    with open(model_config_file(name)) as file:
-        settings = load_yaml(file)
-    return {key: value for key, value in settings.items() if key not in TRAINING_KEYS}
+    return {key: value for key, value in model_defaults(name).items() if key not in TRAINING_KEYS}
 
 
 def matched_residual(model_scores, filter_scores):

@@ -70,6 +70,17 @@ def test_validation_chooses_the_best_entry_of_a_grid_and_the_first_of_equal_scor
         best_on_validation(tmp_path, "tiny", [*entries, entries[0].replace("0.5", "4")])
     main(["--best-on-validation", str(tmp_path), "tiny", *entries])
     assert capsys.readouterr().out == entries[1] + "\n"
+    # the script's second process, done with its share while the other still trains, stops with the reason
+    with pytest.raises(SystemExit, match=r"^error: .* has no record at seed 0 .*: run the grid before choosing$"):
+        main(["--best-on-validation", str(tmp_path), "tiny", entries[0].replace("0.5", "4")])
+
+
+@pytest.mark.parametrize("argv", [[], ["ml-100k"], ["ml-100k", "bspm", "gfcf"], ["--promote"], ["--help", "x"]])
+def test_the_command_given_the_wrong_arguments_prints_its_usage(argv):
+    from recbole_mgformer.benchmark.hybrid import main
+
+    with pytest.raises(SystemExit, match="^usage: "):
+        main(argv)
 
 
 def test_the_chosen_grid_run_goes_on_the_board_once_as_chosen_on_validation(tmp_path, capsys, monkeypatch):

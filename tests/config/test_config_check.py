@@ -528,9 +528,22 @@ def test_a_model_too_large_to_build_names_its_sizes(raised):
     assert ("37.3 GiB" in message) == isinstance(raised, RuntimeError)
 
 
-def test_other_errors_building_a_model_pass_through():
+def test_cuda_out_of_memory_building_a_model_names_its_sizes():
     from recbole_mgformer.config.config_check import model_build_errors
 
-    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+    with pytest.raises(MemoryError, match=r"\(one tensor of 20\.0 GiB\), at embedding_size=64"):
         with model_build_errors(MGFORMER_SIZES):
-            raise RuntimeError("shapes cannot be multiplied")
+            raise torch.cuda.OutOfMemoryError(
+                "CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 79.15 GiB total capacity)"
+            )
+
+
+@pytest.mark.parametrize(
+    "text", ["shapes cannot be multiplied", "cannot reallocate a tensor that is shared", "failed to allocate a stream"]
+)
+def test_other_errors_building_a_model_pass_through(text):
+    from recbole_mgformer.config.config_check import model_build_errors
+
+    with pytest.raises(RuntimeError, match=text):
+        with model_build_errors(MGFORMER_SIZES):
+            raise RuntimeError(text)
