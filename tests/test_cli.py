@@ -48,6 +48,12 @@ def test_malformed_arguments_are_rejected(argument, message):
         parse_overrides([argument])
 
 
+@pytest.mark.parametrize("value", ["[5,inf)", "(0,1];[3,4)", "( 0 , 3 ]", "(1,2)"])
+def test_recboles_half_open_intervals_are_kept_as_text(value):
+    """RecBole's own way to write ``--user_inter_num_interval=[5,inf)``: no YAML, and not a list written wrong."""
+    assert parse_overrides([f"--user_inter_num_interval={value}"]) == {"user_inter_num_interval": value}
+
+
 @pytest.mark.parametrize("value", [",", "@home", "`x`", "a: b: c"])
 def test_text_yaml_cannot_read_plain_is_kept_as_written_as_recbole_keeps_it(value):
     """``--field_separator=,`` is how a comma-separated atomic file is read; RecBole keeps what it cannot eval."""

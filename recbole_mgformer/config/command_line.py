@@ -1,8 +1,13 @@
 """``--key=value`` command lines as settings, for every command line of the project (run.py, tune, benchmark)."""
 
+import re
+
 import yaml
 
 from recbole_mgformer.safety import UnsafeSettingError, literal_setting, load_yaml
+
+# RecBole's intervals (--user_inter_num_interval=[5,inf), "(0,1];[3,4)"): a half-open one is no YAML, and stays text
+INTERVALS = re.compile(r"\s*[\[(][^;\[\]()]*,[^;\[\]()]*[\])](\s*;\s*[\[(][^;\[\]()]*,[^;\[\]()]*[\])])*\s*")
 
 
 def parse_overrides(arguments):
@@ -19,13 +24,16 @@ def parse_overrides(arguments):
         try:
             overrides[key] = load_yaml(raw) if raw else None
         except yaml.YAMLError as error:
-            if raw.lstrip().startswith(("[", "{")):  # a list or mapping written wrong: never a string instead
+            if INTERVALS.fullmatch(raw):
+                overrides[key] = raw
+            elif raw.lstrip().startswith(("[", "{")):  # a list or mapping written wrong: never a string instead
                 problem = getattr(error, "problem", None) or str(error).splitlines()[0]
                 raise SystemExit(
                     f"error: --{key}={raw} is not a YAML list or mapping ({problem}); write a list as [a, b] and a "
                     "mapping as {key: value}, the whole value quoted for the shell (--topk='[10, 20]')"
                 ) from None
-            overrides[key] = raw  # text YAML cannot read plain (',', '@x'), as RecBole keeps what it cannot read
+            else:
+                overrides[key] = raw  # text YAML cannot read plain (',', '@x'), as RecBole keeps what it cannot read
         if isinstance(overrides[key], str):
             try:
                 literal_setting(key, overrides[key])

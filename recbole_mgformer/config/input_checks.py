@@ -309,12 +309,14 @@ def _state_problem(value):
 
 
 # RecBole's Trainer takes any other ``learner`` as Adam without weight decay, with one log line
-LEARNERS = ("adam", "adamw", "sgd", "adagrad", "rmsprop", "sparse_adam")
+LEARNERS = ("adam", "adamw", "sgd", "adagrad", "rmsprop")
 
 
 def _learner_problem(value):
     if isinstance(value, str) and value.lower() in LEARNERS:
         return None
+    if isinstance(value, str) and value.lower() == "sparse_adam":  # RecBole's name for torch's SparseAdam
+        return "sparse_adam needs sparse gradients, which no model here makes (its embeddings are dense); use adam"
     hint = did_you_mean(value, LEARNERS) if isinstance(value, str) else ""
     return f"takes one of {', '.join(LEARNERS)} (the optimizer), not {value!r}" + (f" ({hint})" if hint else "")
 
@@ -343,7 +345,52 @@ def _clip_grad_norm_problem(value):
     return None
 
 
+def _intervals_problem(value, example="[5,inf)"):
+    """RecBole's intervals (``[4,inf)``, ``(0,1];[3,4)``): it skips a malformed one with a warning, and an empty list
+    of intervals then keeps no row, or, through ``~True``, drops one arbitrary row (``val_interval``)."""
+    for part in str(value).split(";"):
+        part = part.strip()
+        ends = part[1:-1].split(",")
+        if not (len(part) >= 2 and part[0] in "([" and part[-1] in ")]" and len(ends) == 2):
+            shape = "brackets ( or [ and ) or ], two ends, ';' between"
+            return f"takes intervals like {example!r} ({shape}), not {value!r}"
+        try:
+            low, high = float(ends[0]), float(ends[1])
+        except ValueError:
+            return f"takes intervals whose ends are numbers or inf, like {example!r}, not {value!r}"
+        if math.isnan(low) or math.isnan(high) or low > high:
+            return f"takes intervals whose left end is at most their right end, like {example!r}, not {value!r}"
+    return None
+
+
+def _inter_num_interval_problem(value):
+    return _intervals_problem(value) if value is not None else None
+
+
+def _val_interval_problem(value):
+    """``val_interval``: a float field's intervals, or a token field's list of kept values."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return f"takes a mapping of fields, like {{rating: '[4,inf)'}}, not {value!r}"
+    for field, kept in value.items():
+        if isinstance(kept, list):
+            continue  # a token field's values to keep
+        if not isinstance(kept, str):
+            return (
+                f"takes, for field {field!r}, intervals like '[4,inf)' (a float field) or a list of values to keep "
+                f"(a token field), not {kept!r}"
+            )
+        problem = _intervals_problem(kept, "[4,inf)")
+        if problem:
+            return f"for field {field!r} {problem}"
+    return None
+
+
 SHAPE_CHECKS = {
+    "val_interval": _val_interval_problem,
+    "user_inter_num_interval": _inter_num_interval_problem,
+    "item_inter_num_interval": _inter_num_interval_problem,
     "state": _state_problem,
     "learner": _learner_problem,
     "clip_grad_norm": _clip_grad_norm_problem,
@@ -361,7 +408,10 @@ def setting_type_error(key, value, default):
     whole numbers, metrics RecBole does not know (or of both kinds), a validation metric that is no metric, a seed
     numpy refuses, a split or evaluation mode RecBole has not (see :func:`eval_args_problem`)."""
     if value is None:
-        return f"must be set (e.g. {key}: {SHAPES.get(key, default)!r})" if key in REQUIRED else None
+        if key not in REQUIRED:
+            return None
+        example = SHAPES.get(key, default if default is not None else recbole_defaults().get(key))
+        return f"must be set (e.g. {key}: {example!r})"
     if key in SHAPE_CHECKS:
         return SHAPE_CHECKS[key](value)
     default = SHAPES.get(key, default)
@@ -489,8 +539,18 @@ def check_setting_types(config, model_defaults=None):
         problem = setting_type_error(key, value, defaults.get(key))
         if not problem and key not in defaults and isinstance(value, (list, dict)):
             problem = setting_type_error(key, value, model_defaults.get(key))
+        if not problem and value is None and key in config.external_config_dict:
+            problem = _unset_number_problem(key, defaults.get(key, model_defaults.get(key)))
         if problem:
             _raise_type_error(key, problem)
+
+
+def _unset_number_problem(key, default):
+    """A number setting the user left empty (``--epochs=``, ``learning_rate: ~``): RecBole and torch compare or
+    multiply it deep in a run (``'<' not supported between 'NoneType' and 'int'``)."""
+    if _is_number(default):
+        return f"takes a number (default {default}), not an empty value (leave it out for the default)"
+    return None
 
 
 # a dataset's files (<name>.inter, the importer's temporaries beside them), RecBole's log (<Model>-<name>-<time>.log)

@@ -171,6 +171,13 @@ def test_a_file_error_on_a_users_path_is_a_message(tmp_path, capsys):
         ({"clip_grad_norm": {"max_norm": 1, "norm": 2}}, r"clip_grad_norm has no setting 'norm'; its settings are"),
         ({"clip_grad_norm": {"max_norm": 1, "norm_type": -1}}, r"clip_grad_norm norm_type takes a number above 0"),
         ({"clip_grad_norm": {"max_norm": 1, "foreach": "y"}}, r"clip_grad_norm foreach takes True or False"),
+        # an empty number (--epochs=, learning_rate: ~) failed deep in the run: "'<' not supported ... NoneType"
+        ({"epochs": None}, r"setting epochs takes a number \(default 300\), not an empty value"),
+        ({"learning_rate": None}, r"setting learning_rate takes a number \(default 0.001\), not an empty value"),
+        ({"train_batch_size": None}, r"setting train_batch_size takes a number \(default 2048\)"),
+        ({"embedding_size": None}, r"setting embedding_size takes a number \(default 64\), not an empty value"),
+        # torch's SparseAdam: "does not support dense gradients", at the first step of every model here
+        ({"learner": "sparse_adam"}, r"setting learner sparse_adam needs sparse gradients, .*; use adam"),
     ],
 )
 def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting, message):
@@ -184,7 +191,6 @@ def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting
     "setting",
     [
         {"learner": "AdamW"},  # RecBole reads it case aside
-        {"learner": "sparse_adam"},
         {"shuffle": False},
         {"shuffle": 0},  # RecBole reads a flag by its truth
         {"clip_grad_norm": None},
@@ -315,6 +321,8 @@ def test_a_python_api_value_recbole_reads_is_accepted(config_dict):
         ({"state": "LOUD"}, r"setting state takes one of INFO, DEBUG, WARNING, ERROR, CRITICAL .*'LOUD'"),
         ({"state": 3}, r"setting state takes one of INFO, .*not 3"),
         ({"eval_args": "RS"}, r"setting eval_args takes a mapping"),
+        ({"topk": None}, r"setting topk must be set \(e\.g\. topk: \[10\]\)"),
+        ({"seed": None}, r"setting seed must be set \(e\.g\. seed: 2020\)"),
         (
             {"metrics": ["RMSE"], "eval_args": {"mode": "full"}},
             r"setting metrics \['RMSE'\] are value metrics, .*mode is full",
@@ -463,3 +471,67 @@ def test_numpy_values_and_tuples_in_config_dict_become_what_yaml_gives(tiny_data
     assert type(settings["eval_args"]["split"]["RS"][0]) is float
     config, _ = build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data), **given})
     assert config["embedding_size"] == 8 and config["topk"] == [10, 20] and config["learning_rate"] == 0.01
+
+
+# ------------------------------------------------------------------------------------------------ RecBole's filters
+# RecBole skips a malformed interval with a warning; the empty list left then keeps nothing (user_inter_num_interval)
+# or, through ~True == -2, drops one arbitrary row (val_interval: {rating: '>=4'} lost one of 480 interactions)
+
+
+@pytest.mark.parametrize(
+    "config_dict",
+    [
+        {"val_interval": {"rating": "[4,inf)"}},
+        {"val_interval": {"rating": "(0,1];[3,4)", "class": ["a", "b"]}},
+        {"val_interval": {"timestamp": "[-inf, 1600000000]"}},
+        {"val_interval": None},
+        {"user_inter_num_interval": "[5,inf)"},
+        {"user_inter_num_interval": [5, 10]},  # YAML's list [5, 10] is RecBole's closed interval as text
+        {"item_inter_num_interval": "(0, 3]; [5,inf)"},
+        {"item_inter_num_interval": None},
+    ],
+)
+def test_recboles_intervals_are_accepted(config_dict):
+    from recbole_mgformer.config.input_checks import check_user_settings
+
+    check_user_settings(None, config_dict)
+
+
+@pytest.mark.parametrize(
+    "config_dict, message",
+    [
+        ({"val_interval": {"rating": ">=4"}}, r"val_interval for field 'rating' takes intervals like '\[4,inf\)'"),
+        ({"val_interval": {"rating": ""}}, r"val_interval for field 'rating' takes intervals like"),
+        ({"val_interval": {"rating": 4}}, r"val_interval takes, for field 'rating', intervals .* not 4"),
+        ({"val_interval": [4, 5]}, r"val_interval takes a mapping of fields"),
+        ({"val_interval": {"rating": "[5,4]"}}, r"left end is at most their right end"),
+        ({"val_interval": {"rating": "[a,4]"}}, r"ends are numbers or inf"),
+        ({"val_interval": {"rating": "[4,inf);"}}, r"takes intervals like"),
+        ({"user_inter_num_interval": ">=11"}, r"setting user_inter_num_interval takes intervals like '\[5,inf\)'"),
+        ({"item_inter_num_interval": "[5,inf"}, r"setting item_inter_num_interval takes intervals like"),
+        ({"item_inter_num_interval": "[nan,5]"}, r"left end is at most their right end"),
+        ({"user_inter_num_interval": 5}, r"setting user_inter_num_interval takes intervals like"),
+    ],
+)
+def test_a_malformed_interval_is_named_not_skipped(config_dict, message):
+    from recbole_mgformer.config.input_checks import check_user_settings
+
+    with pytest.raises(ValueError, match=message):
+        check_user_settings(None, config_dict)
+
+
+@given(
+    low=st.floats(allow_nan=False) | st.sampled_from(["-inf", "inf"]),
+    high=st.floats(allow_nan=False) | st.sampled_from(["-inf", "inf"]),
+    left=st.sampled_from("(["),
+    right=st.sampled_from(")]"),
+)
+def test_an_interval_is_accepted_exactly_when_recbole_parses_it_in_order(low, high, left, right):
+    from recbole_mgformer.config.input_checks import check_user_settings
+
+    text = f"{left}{low},{high}{right}"
+    if float(low) <= float(high):
+        check_user_settings(None, {"user_inter_num_interval": text})
+    else:
+        with pytest.raises(ValueError, match="left end is at most their right end"):
+            check_user_settings(None, {"user_inter_num_interval": text})
