@@ -8,7 +8,7 @@ python run.py --model=MGFormer --nproc=2 --world_size=4 --offset=2 --ip=10.0.0.1
 import argparse
 import sys
 
-from recbole_mgformer.config.command_line import config_settings
+from recbole_mgformer.config.command_line import GivenOnce, config_settings
 from recbole_mgformer.config.input_checks import user_errors
 from recbole_mgformer.integration.patches import register
 from recbole_mgformer.quick_start import best_epoch_reason, run_recommender
@@ -36,10 +36,14 @@ def main(argv=None):
         description="Train and evaluate a recommender (this project's or RecBole's) on a RecBole atomic dataset. "
         "Any other --key=value overrides a config setting.",
     )
-    parser.add_argument("--model", "-m", default="MGFormer", help="model name, e.g. MGFormer, LightGCN, BPR")
-    parser.add_argument("--dataset", "-d", default="ml-100k", help="dataset name (a folder under data_path)")
-    parser.add_argument("--config_files", default=None, help="space-separated YAML config files")
-    parser.add_argument("--resume_file", default=None, help="checkpoint to continue training from")
+    parser.add_argument(
+        "--model", "-m", default="MGFormer", action=GivenOnce, help="model name, e.g. MGFormer, LightGCN, BPR"
+    )
+    parser.add_argument(
+        "--dataset", "-d", default="ml-100k", action=GivenOnce, help="dataset name (a folder under data_path)"
+    )
+    parser.add_argument("--config_files", default=None, action=GivenOnce, help="space-separated YAML config files")
+    parser.add_argument("--resume_file", default=None, action=GivenOnce, help="checkpoint to continue training from")
     parser.add_argument(
         "--no-tuned",
         "--no_tuned",

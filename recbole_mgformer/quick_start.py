@@ -34,6 +34,7 @@ from recbole_mgformer.config.defaults import (
     model_config_file,
 )
 from recbole_mgformer.config.input_checks import (
+    check_chosen_names,
     check_dataset_name,
     check_setting_types,
     check_user_settings,
@@ -150,6 +151,7 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     check_dataset_name(dataset)
     config_file_list, config_dict = checked_run_inputs(config_file_list, config_dict)
     check_user_settings(config_file_list, config_dict)  # config files named by file and line, then topk, metrics
+    check_chosen_names(model, dataset, config_file_list, config_dict)
     model_class = get_model(model)
     model_file = model_config_file(model_class.__name__)
     user_files = list(config_file_list or [])

@@ -262,10 +262,11 @@ def write(result, output, overwrite=False):
     (:func:`~recbole_mgformer.config.input_checks.write_new_text`): an existing file, even one another run wrote while
     this one worked, is replaced only with ``overwrite``."""
     output = Path(output)
-    if output.suffix == ".json":
+    suffix = output.suffix.lower()  # out.CSV is a CSV file
+    if suffix == ".json":
         payload = {user: [{"item": item, "score": score} for item, score in items] for user, items in result.items()}
         text = json.dumps(payload, indent=2) + "\n"
-    elif output.suffix == ".csv":
+    elif suffix == ".csv":
         handle = io.StringIO(newline="")
         writer = csv.writer(handle)
         writer.writerow(["user", "rank", "item", "score"])
@@ -282,7 +283,7 @@ def check_outputs(args):
     every target must be writable, so neither fails after the work."""
     if args.output:
         refuse_existing(args.output, "--output", args.overwrite)
-        if Path(args.output).suffix not in (".csv", ".json"):
+        if Path(args.output).suffix.lower() not in (".csv", ".json"):
             raise ValueError(f"--output {args.output}: write .csv or .json")
         check_writable(args.output, "--output")
     if args.export_embeddings:

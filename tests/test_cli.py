@@ -176,7 +176,8 @@ def test_bad_input_ends_run_py_with_its_message_and_no_traceback(
     config_file = tmp_path / "bad.yaml"
     config_file.write_text(config_text)
     with pytest.raises(SystemExit) as stop:
-        main(["--model=BPR", "--dataset=tiny", f"--data_path={tiny_data}", f"--config_files={config_file}", *arguments])
+        dataset = [] if any(a.startswith("--dataset=") for a in arguments) else ["--dataset=tiny"]
+        main(["--model=BPR", *dataset, f"--data_path={tiny_data}", f"--config_files={config_file}", *arguments])
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert re.search(message, err) and "Traceback" not in err
@@ -189,3 +190,20 @@ def test_a_setting_given_twice_is_refused_not_silently_replaced(arguments):
         parse_overrides(arguments)
     key = arguments[0][2:].partition("=")[0]
     assert f"--{key} is given twice" in str(stopped.value.code)
+
+
+@pytest.mark.parametrize(
+    "arguments, option",
+    [
+        (["--model=BPR", "--model=LightGCN"], "--model"),
+        (["-m", "BPR", "--model=LightGCN"], "--model"),
+        (["--dataset=tiny", "-d", "ml-100k"], "-d"),
+        (["--config_files=a.yaml", "--config_files=b.yaml"], "--config_files"),
+    ],
+)
+def test_run_py_refuses_an_option_given_twice(capsys, arguments, option):
+    """argparse kept the last (--model=BPR --model=LightGCN trained LightGCN), where a setting given twice is named."""
+    with pytest.raises(SystemExit) as stop:
+        main(arguments)
+    assert stop.value.code == 2
+    assert f"error: {option} is given twice; keep one" in capsys.readouterr().err

@@ -98,6 +98,8 @@ def test_the_command_prints_and_writes_csv_and_json(checkpoints, tmp_path, capsy
     assert main([*args, "--output", str(tmp_path / "top.json")]) == 0
     written = json.loads((tmp_path / "top.json").read_text())
     assert {u: [(e["item"], pytest.approx(e["score"])) for e in items] for u, items in written.items()} == expected
+    assert main([*args, "--output", str(tmp_path / "TOP.CSV")]) == 0  # the suffix read case aside
+    assert (tmp_path / "TOP.CSV").read_text() == (tmp_path / "top.csv").read_text()
 
 
 def test_the_command_reports_unknown_users_and_exits_2(checkpoints, capsys):

@@ -85,6 +85,14 @@ def parse_entry(entry):
         overrides = parse_overrides([f"--{p}" for p in pairs])
         if "seed" in overrides:
             raise ValueError(seed_conflict(f"model entry {entry!r} sets seed={overrides['seed']}"))
+        # RecBole would train NAME on --datasets' data, and the table would show the entry's name for that run
+        if "model" in overrides:
+            raise ValueError(
+                f"model entry {entry!r} sets model, which an entry cannot change: write that model's entry "
+                f"instead (e.g. {overrides['model']}[...])"
+            )
+        if "dataset" in overrides:
+            raise ValueError(f"model entry {entry!r} sets dataset, which an entry cannot change: list it in --datasets")
     return name, overrides
 
 

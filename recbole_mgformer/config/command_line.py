@@ -1,5 +1,6 @@
 """``--key=value`` command lines as settings, for every command line of the project (run.py, tune, benchmark)."""
 
+import argparse
 import re
 
 import yaml
@@ -46,3 +47,15 @@ def config_settings(args, rest):
     """``(config files, overrides)`` of a command line: the space-separated ``--config_files`` (None without it) and
     the other ``--key=value`` arguments ``rest``, read by :func:`parse_overrides`."""
     return (args.config_files.split() if args.config_files else None), parse_overrides(rest)
+
+
+class GivenOnce(argparse.Action):
+    """An option that may be given once: argparse keeps the last of ``--model=BPR --model=LightGCN`` without a word,
+    as :func:`parse_overrides` refuses a setting given twice."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given_once", set())
+        if self.dest in given:
+            parser.error(f"{option_string} is given twice; keep one")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)

@@ -45,6 +45,8 @@ from recbole.utils import (
     EvaluatorType,
     FeatureSource,
     FeatureType,
+    InputType,
+    ModelType,
     dataset_arguments,
     evaluation_arguments,
     general_arguments,
@@ -242,6 +244,7 @@ POSITIVE_INTEGER_KEYS = (
     "stopping_step",
 )
 POSITIVE_NUMBER_KEYS = ("learning_rate",)
+NON_NEGATIVE_NUMBER_KEYS = ("weight_decay",)  # torch's optimizers: "Invalid weight_decay value: -0.1" at their start
 
 
 def check_sizes(config):
@@ -264,6 +267,13 @@ def check_sizes(config):
             raise ValueError(
                 f"config value {key} is {value!r}: it must be a number above 0 "
                 f"(e.g. --{key}=0.001 or `{key}: 0.001` in a config file)"
+            )
+    for key in NON_NEGATIVE_NUMBER_KEYS:
+        value = config.final_config_dict.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
+            raise ValueError(
+                f"config value {key} is {value!r}: it must be a number of at least 0 "
+                f"(e.g. --{key}=0 or `{key}: 1e-6` in a config file)"
             )
 
 
@@ -396,6 +406,58 @@ def check_evaluation(config):
     check_time_order(config)
 
 
+SEQUENTIAL_PROTOCOL = (
+    "eval_args: {split: {LS: valid_and_test}, order: TO, group_by: user, mode: full} and train_neg_sample_args: ~ "
+    "(properties/dataset/ml-100k-seq.yaml is one)"
+)
+
+
+def check_model_kind(config, model_class):
+    """A sequential model reads each user's history in time order: RecBole's sequential data stops with a traceback
+    ("The ordering args for sequential recommendation has to be 'TO'") on a general protocol's random order, such as
+    the importer's YAML gives."""
+    if model_class.type == ModelType.SEQUENTIAL and config["eval_args"]["order"] != "TO":
+        raise ValueError(
+            f"{model_class.__name__} is a sequential model: it reads each user's interactions in time order "
+            f"(eval_args order: TO), but the settings give order {config['eval_args']['order']} (a general "
+            f"protocol); for {config['dataset']}, put the sequential protocol in a config file, e.g. "
+            f"{SEQUENTIAL_PROTOCOL}, and pass it with --config_files"
+        )
+
+
+def check_negative_sampling(config, model_class):
+    """A pairwise model (BPR) trains on a sampled negative per pair; ``train_neg_sample_args: ~`` left it without one
+    (KeyError: 'neg_item_id' at the first step), and ``sample_num: 0`` divided by zero."""
+    sampling = config["train_neg_sample_args"] or {}
+    distribution, sample_num = sampling.get("distribution"), sampling.get("sample_num")
+    if distribution not in (None, "none") and not (
+        isinstance(sample_num, int) and not isinstance(sample_num, bool) and sample_num >= 1
+    ):
+        raise _setting_error(
+            "train_neg_sample_args",
+            f"sample_num takes a whole number of negatives of at least 1 (e.g. 1), not {sample_num!r}; for none, "
+            "set train_neg_sample_args: ~",
+        )
+    pairwise = getattr(model_class, "input_type", None) == InputType.PAIRWISE  # a sequential model sets it per run
+    if pairwise and distribution in (None, "none"):
+        raise _setting_error(
+            "train_neg_sample_args",
+            f"leaves {model_class.__name__} without negatives: a pairwise model trains on a sampled negative item "
+            "per pair; remove train_neg_sample_args: ~ from your settings (RecBole's default samples one, uniformly)",
+        )
+
+
+def check_normalization(config):
+    """RecBole refuses both at once with a traceback from its dataset ("Normalize_field and normalize_all can't be
+    set at the same time")."""
+    if config["normalize_all"] and config["normalize_field"]:
+        raise _setting_error(
+            "normalize_field",
+            f"{config['normalize_field']!r} and normalize_all: True cannot both be set (normalize_all scales every "
+            "float column); keep one, e.g. normalize_all: False",
+        )
+
+
 def check_config(config, model_class, trainer_class=None, config_files=None):
     """All checks of this module, in the order a user would want to hear of them."""
     check_known_keys(config, model_class, trainer_class, config_files)
@@ -404,6 +466,9 @@ def check_config(config, model_class, trainer_class=None, config_files=None):
     check_sizes(config)
     check_device(config)
     check_evaluation(config)
+    check_model_kind(config, model_class)
+    check_negative_sampling(config, model_class)
+    check_normalization(config)
 
 
 # ------------------------------------------------------------------------------------------------ what RecBole refuses
@@ -419,6 +484,12 @@ RECBOLE_REFUSALS = {
     "Ranking metrics and value metrics can not be used at the same time": (
         "metrics",
         "mix ranking and value metrics, which RecBole cannot compute in one run; keep one kind",
+    ),
+    "should be None when the loss_type is CE": (
+        "train_neg_sample_args",
+        "must be ~ (none) for a model trained with loss_type CE, which scores every item (SASRec and GRU4Rec by "
+        "default; a general protocol's YAML, such as the importer's, samples negatives); set "
+        "train_neg_sample_args: ~ in a config file of the sequential protocol, or loss_type: BPR",
     ),
     "only support repeatable recommendation": (
         "repeatable",
@@ -601,6 +672,12 @@ def check_labels(config, dataset):
     """Labeled evaluation scores each held-out pair against its label, which the interactions must have (a label
     column, or one ``threshold`` makes from a rating)."""
     label = config["LABEL_FIELD"]
+    if config["MODEL_TYPE"] == ModelType.CONTEXT and label not in dataset.inter_feat:  # its loss reads the label
+        raise ValueError(
+            f"{config['model']} is a context-aware model: it trains on each pair's label, but the interactions of "
+            f"{config['dataset']} have no {label!r} column (the LABEL_FIELD); set threshold (e.g. threshold: "
+            f"{{rating: 4}}) to label them from a rating, or add a {label}:float column"
+        )
     if "labeled" in _modes(config) and label not in dataset.inter_feat:
         raise ValueError(
             f"eval_args mode labeled scores each pair against its label, but the interactions of {config['dataset']} "

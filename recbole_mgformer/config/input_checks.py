@@ -506,6 +506,24 @@ def check_user_settings(config_file_list=None, config_dict=None):
         _raise_type_error(*combination)
 
 
+def check_chosen_names(model, dataset, config_file_list=None, config_dict=None):
+    """A run's model and dataset are its own arguments (``--model``, ``run_recommender``'s ``model``): RecBole takes
+    them over a ``model:`` or ``dataset:`` in a config file or ``config_dict`` without a word, so a benchmark entry
+    ``BPR[model=LightGCN]`` trained BPR under LightGCN's name. One that names another is an error."""
+    sources = [(f"config file {path}", read_config_file(path)) for path in config_file_list or ()]
+    sources.append(("config_dict", as_recbole_reads(config_dict)))
+    for where, settings in sources:
+        for key, chosen in (("model", model), ("dataset", dataset)):
+            given = settings.get(key, chosen)
+            if key == "model" and str(given).lower() == str(chosen).lower():
+                continue  # a model's name is read case aside (--model=mgformer)
+            if given != chosen:
+                raise ValueError(
+                    f"{where} sets {key}: {given!r}, but this run's {key} is {chosen!r}: the {key} is chosen by "
+                    f"--{key} (or run_recommender's {key}), never by a setting; remove {key} from {where}"
+                )
+
+
 def recbole_defaults():
     """RecBole's general settings (``recbole/properties/overall.yaml``), whose types are fixed for every model (a
     model's own options may take a number or a word, e.g. ``residual_scale: learned``)."""

@@ -434,6 +434,16 @@ def check_header_fields(config, path, suffix, fields):
                 f"{path}:1: the header has no column {field!r}, the {key} (its columns: {columns}); name that column "
                 f"'{field}:token' in the header, or set {key} to the name the file uses"
             )
+        if isinstance(field, str) and fields[field] != "token":  # RecBole's remapping stopped in numpy's concatenate
+            raise AtomicFileError(
+                f"{path}:1: the {key} {field!r} is declared :{fields[field]}, but RecBole reads ids as tokens; "
+                f"declare it '{field}:token' (numbers are fine as tokens)"
+            )
+    if suffix == "inter" and required[0][1] == required[1][1] and isinstance(required[0][1], str):
+        raise AtomicFileError(
+            f"{path}: USER_ID_FIELD and ITEM_ID_FIELD both name the column {required[0][1]!r}; set each to its own "
+            "column (defaults user_id and item_id)"
+        )
     load_col = _setting(config, "load_col")
     listed = load_col.get(suffix) if isinstance(load_col, dict) else None
     if isinstance(listed, (list, tuple)):
@@ -487,6 +497,12 @@ def validate_dataset_files(config):
     # rows are not repeats of one another
     names += list(dict.fromkeys(f"{dataset}.{part}.inter" for part in benchmarks))
     present = [name for name in names if os.path.isfile(os.path.join(data_path, name))]
+    absent = [f"{dataset}.{part}.inter" for part in benchmarks if f"{dataset}.{part}.inter" not in present]
+    if absent and any(name.endswith(".inter") for name in present):
+        raise FileNotFoundError(
+            f"benchmark_filename {list(benchmarks)} reads {', '.join(absent)}, which {data_path!r} does not hold: put "
+            f"the split's files there, or remove benchmark_filename to split {dataset}.inter"
+        )
     if not any(name.endswith(".inter") for name in present):
         raise FileNotFoundError(
             f"no interaction file in {data_path!r}: expected {dataset}.inter"

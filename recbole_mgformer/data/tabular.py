@@ -508,6 +508,7 @@ def interaction_columns(table, options):
     every other column."""
     atomic = _prepared(table, options)
     roles = find_columns(table, options)
+    _check_role_types(table, options, roles)
     check_ids(table, {roles["user"]: "user id", roles["item"]: "item id"})
     atomic.add(FIELDS["user"], "token", table.columns[roles["user"]])
     atomic.add(FIELDS["item"], "token", table.columns[roles["item"]])
@@ -522,6 +523,22 @@ def interaction_columns(table, options):
         atomic.notes.append(note)
     _add_extras(table, options, atomic, set(roles.values()), set(atomic.names))
     return atomic
+
+
+ROLE_TYPES = {"user": "token", "item": "token", "rating": "float", "time": "float"}
+
+
+def _check_role_types(table, options, roles):
+    """``--column-type`` sets the extra columns' types; the user, item, rating and time columns have RecBole's own,
+    and one asked otherwise was ignored without a word."""
+    for role, column in roles.items():
+        header = table.header[column]
+        asked = options.column_types.get(header)
+        if asked is not None and asked != ROLE_TYPES[role]:
+            raise ValueError(
+                f"--column-type {header}={asked}: {header!r} is the {role} column, which RecBole reads as "
+                f"{ROLE_TYPES[role]}; --column-type sets the other columns' types"
+            )
 
 
 def side_columns(table, options, role, known_ids, taken_names):

@@ -127,6 +127,23 @@ SafeLoader.add_implicit_resolver(
 )
 
 
+def _construct_int(loader, node):
+    """YAML 1.1 reads ``016`` as the octal 14 (RecBole's loader too), where a user wrote sixteen: an error instead."""
+    digits = node.value.replace("_", "")
+    if re.fullmatch(r"[-+]?0[0-7]+", digits):
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"{node.value} is an octal number to YAML ({int(digits, 8)}); write {int(digits, 10)} without the leading "
+            "0, or quote it for text",
+            node.start_mark,
+        )
+    return loader.construct_yaml_int(node)
+
+
+SafeLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
 def load_yaml(text):
     """A YAML document (text or a file object) as RecBole reads its config files, but with the safe loader."""
     return yaml.load(text, Loader=SafeLoader)

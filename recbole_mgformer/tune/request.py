@@ -125,6 +125,13 @@ def make_request(
     except ValueError as error:  # config_check: an unknown or non-finite fixed setting, a GPU that is not there
         raise TuneSetupError(str(error)) from None
     check_keys(parsed, config, model, source)
+    fixed = sorted(set(parsed) & set(overrides))
+    if fixed and not defaults_first:  # the draws would replace it without a word (with --defaults-first it is the
+        key = fixed[0]  # first trial's value)
+        raise TuneSetupError(
+            f"{source}: {key} is searched there and fixed on the command line (--{key}={overrides[key]}); keep one, "
+            "or pass --defaults-first to make the fixed value the first trial's"
+        )
     ray_space(parsed, search)  # rejects a space the search algorithm cannot use
     if search == "hyperopt":
         require_hyperopt()

@@ -153,6 +153,16 @@ def _check_values(key, values, source):
             raise TuneSetupError(f"{source}: {key}: {value!r} is not a finite number; list finite values")
 
 
+# what a search runs on and where it writes, not hyperparameters: a trial would train --model on --dataset whatever it
+# drew, and the search's table would rank the draws as if they differed
+NOT_SEARCHED = {
+    "model": "is the search's --model, not a hyperparameter (search each model with a command of its own)",
+    "dataset": "is the search's --dataset, not a hyperparameter",
+    "data_path": "is where the data lives (--data_path), not a hyperparameter",
+    "checkpoint_dir": "is where the trials write, not a hyperparameter",
+}
+
+
 def check_keys(parsed, config, model, source="the space"):
     """Every searched key must be a key the run reads (or one of ``extra_config_keys``), and every listed value one
     the run takes (:func:`setting_type_error`, as for a setting given on the command line): a typo fails before any
@@ -160,6 +170,8 @@ def check_keys(parsed, config, model, source="the space"):
     known = known_keys(config, get_model(model))  # as build_config checks the fixed settings
     defaults = setting_defaults()
     for key, (name, args) in parsed.items():
+        if key in NOT_SEARCHED:
+            raise TuneSetupError(f"{source}: {key} {NOT_SEARCHED[key]}; remove it from the space")
         if key not in known:
             hint = did_you_mean(key, known, cutoff=0.6) or (
                 f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"

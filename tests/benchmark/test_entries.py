@@ -87,6 +87,22 @@ def test_an_entry_may_not_set_the_seed_that_seeds_gives(entry):
 
 
 @pytest.mark.parametrize(
+    "entry, message",
+    [
+        (
+            "BPR[model=LightGCN]",
+            r"'BPR\[model=LightGCN\]' sets model, .*write that model's entry instead \(e\.g\. LightGCN\[",
+        ),
+        ("BPR[epochs=1; dataset=ml-100k]", r"sets dataset, which an entry cannot change: list it in --datasets"),
+    ],
+)
+def test_an_entry_may_not_name_another_model_or_dataset(entry, message):
+    """RecBole takes the run's model over the entry's: ``BPR[model=LightGCN]`` trained BPR under that row name."""
+    with pytest.raises(ValueError, match=message):
+        parse_entry(entry)
+
+
+@pytest.mark.parametrize(
     "text, message",
     [
         ("0,a", r"'a' is not a seed; give whole numbers from 0 to 4294967295"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from recbole.utils import ModelType
+from recbole.utils import InputType, ModelType
 
 from recbole_mgformer import cli, run_recommender
 from recbole_mgformer import tune as tuning
@@ -96,7 +96,11 @@ def test_every_model_and_every_shipped_config_passes_the_key_check():
     runs = _shipped_runs()
     assert len(runs) > 100 and {"MGFormer", "EAGPS", "CSA", "SASRec", "LightGCN", "SGL"} <= {r[0] for r in runs}
     for model, dataset, files in runs:
-        build_config(model, dataset, files)  # raises on an unknown key
+        # a pairwise sequential model (FPMC) trains on sampled negatives, which the sequential protocol leaves out
+        pairwise = getattr(get_model(model), "input_type", None) == InputType.PAIRWISE
+        build_config(
+            model, dataset, files, {"train_neg_sample_args": {"distribution": "uniform"}} if pairwise else None
+        )
 
 
 @pytest.mark.parametrize(
@@ -547,3 +551,66 @@ def test_other_errors_building_a_model_pass_through(text):
     with pytest.raises(RuntimeError, match=text):
         with model_build_errors(MGFORMER_SIZES):
             raise RuntimeError(text)
+
+
+# ------------------------------------------------------------------------------------------------ a model's protocol
+# the importer's YAML (and RecBole's defaults) give a general protocol; other kinds of model stopped in tracebacks
+
+
+def test_a_sequential_model_on_a_general_protocol_is_told_the_sequential_one(tiny_data):
+    """RecBole's sequential data stopped with "The ordering args for sequential recommendation has to be 'TO'"."""
+    from recbole_mgformer.quick_start import build_config
+
+    general = {"split": {"RS": [0.8, 0.1, 0.1]}, "order": "RO", "group_by": "user", "mode": "full"}
+    settings = {"data_path": str(tiny_data), "eval_args": general, "train_neg_sample_args": None}
+    with pytest.raises(ValueError, match=r"^GRU4Rec is a sequential model: .*order RO .*split: \{LS: valid_and_test\}"):
+        build_config("GRU4Rec", "tiny", config_dict=settings)
+    build_config("MGFormer", "tiny", config_dict=settings)  # a general model's protocol
+
+
+def test_a_cross_entropy_model_with_sampled_negatives_is_told_to_unset_them(tiny_data):
+    from recbole_mgformer.quick_start import build_config
+
+    with pytest.raises(ValueError, match=r"setting train_neg_sample_args must be ~ \(none\) for a model trained"):
+        build_config("SASRec", "tiny", config_dict={"data_path": str(tiny_data)})
+
+
+def test_a_context_aware_model_without_labels_is_named_before_training(tiny_data, tmp_path):
+    """FM and CSA stopped in their loss with KeyError: 'label' on the importer's data."""
+    from recbole_mgformer.quick_start import run_recommender
+
+    settings = {"data_path": str(tiny_data), "epochs": 1, "checkpoint_dir": str(tmp_path / "saved")}
+    with pytest.raises(ValueError, match=r"^FM is a context-aware model: .*no 'label' column .*threshold"):
+        run_recommender("FM", "tiny", config_dict=settings)
+    assert not (tmp_path / "saved").exists()
+
+
+@pytest.mark.parametrize(
+    "model, sampling, message",
+    [
+        ("BPR", None, r"train_neg_sample_args leaves BPR without negatives: a pairwise model"),
+        ("BPR", {"distribution": "uniform", "sample_num": 0}, r"sample_num takes a whole number .* not 0"),
+        ("LightGCN", {"distribution": "popularity", "sample_num": 1.5}, r"sample_num takes a whole number .* not 1.5"),
+    ],
+)
+def test_negative_sampling_a_model_cannot_train_with_is_named(tiny_data, model, sampling, message):
+    """BPR without negatives stopped with KeyError: 'neg_item_id'; sample_num 0 with a ZeroDivisionError."""
+    from recbole_mgformer.quick_start import build_config
+
+    with pytest.raises(ValueError, match=message):
+        build_config(model, "tiny", config_dict={"data_path": str(tiny_data), "train_neg_sample_args": sampling})
+
+
+def test_a_pointwise_model_trains_without_negatives(tiny_data):
+    from recbole_mgformer.quick_start import build_config
+
+    config, _ = build_config("MGFormer", "tiny", config_dict={"data_path": str(tiny_data)})
+    assert config["train_neg_sample_args"]["distribution"] == "none"
+
+
+def test_normalizing_every_field_and_some_fields_at_once_is_named(tiny_data):
+    from recbole_mgformer.quick_start import build_config
+
+    settings = {"data_path": str(tiny_data), "normalize_all": True, "normalize_field": ["rating"]}
+    with pytest.raises(ValueError, match=r"setting normalize_field \['rating'\] and normalize_all: True cannot both"):
+        build_config("BPR", "tiny", config_dict=settings)

@@ -151,6 +151,9 @@ def test_a_file_error_on_a_users_path_is_a_message(tmp_path, capsys):
     "setting, message",
     [
         ({"learning_rate": "abc"}, "learning_rate (takes a number \\(default 0.001\\), not|is) 'abc'"),
+        # torch's optimizers: "Invalid weight_decay value: -0.1" at their start
+        ({"weight_decay": -0.1}, r"config value weight_decay is -0.1: it must be a number of at least 0"),
+        ({"weight_decay": "none"}, r"weight_decay (takes a number|is 'none')"),
         ({"epochs": [3]}, "(setting epochs takes a number|config value epochs is \\[3\\])"),
         ({"embedding_size": [8]}, "embedding_size (takes a number \\(default 64\\), not|is) \\[8\\]"),
         ({"topk": "abc"}, "setting topk takes whole numbers above 0"),
@@ -521,8 +524,8 @@ def test_a_malformed_interval_is_named_not_skipped(config_dict, message):
 
 
 @given(
-    low=st.floats(allow_nan=False) | st.sampled_from(["-inf", "inf"]),
-    high=st.floats(allow_nan=False) | st.sampled_from(["-inf", "inf"]),
+    low=st.floats(allow_nan=False, allow_subnormal=False) | st.sampled_from(["-inf", "inf"]),
+    high=st.floats(allow_nan=False, allow_subnormal=False) | st.sampled_from(["-inf", "inf"]),
     left=st.sampled_from("(["),
     right=st.sampled_from(")]"),
 )
@@ -535,3 +538,57 @@ def test_an_interval_is_accepted_exactly_when_recbole_parses_it_in_order(low, hi
     else:
         with pytest.raises(ValueError, match="left end is at most their right end"):
             check_user_settings(None, {"user_inter_num_interval": text})
+
+
+@pytest.mark.parametrize(
+    "files, config_dict, message",
+    [
+        (["model: LightGCN\n"], None, r"config file .*0\.yaml sets model: 'LightGCN', but this run's model is 'BPR'"),
+        ([], {"model": "LightGCN"}, r"config_dict sets model: 'LightGCN', but this run's model is 'BPR': .*remove"),
+        ([], {"dataset": "ml-100k"}, r"config_dict sets dataset: 'ml-100k', but this run's dataset is 'tiny'"),
+        (["epochs: 1\n", "dataset: other\n"], None, r"config file .*1\.yaml sets dataset: 'other'"),
+    ],
+)
+def test_a_setting_naming_another_model_or_dataset_is_refused(tiny_data, tmp_path, files, config_dict, message):
+    """RecBole takes the run's own model and dataset over these without a word."""
+    from recbole_mgformer.quick_start import build_config
+
+    paths = []
+    for index, text in enumerate(files):
+        paths.append(tmp_path / f"{index}.yaml")
+        paths[-1].write_text(text)
+    with pytest.raises(ValueError, match=message):
+        build_config("BPR", "tiny", paths, {"data_path": str(tiny_data), **(config_dict or {})})
+
+
+def test_a_setting_naming_the_runs_own_model_and_dataset_is_accepted(tiny_data):
+    from recbole_mgformer.quick_start import build_config
+
+    config, _ = build_config(
+        "BPR", "tiny", config_dict={"data_path": str(tiny_data), "model": "bpr", "dataset": "tiny"}
+    )
+    assert config["model"] == "BPR"
+
+
+@pytest.mark.parametrize("text, octal, meant", [("embedding_size: 016\n", 14, 16), ("seed: -0755\n", -493, -755)])
+def test_a_number_with_a_leading_zero_is_named_not_read_as_octal(tmp_path, text, octal, meant):
+    """YAML 1.1 (PyYAML, RecBole's loader) reads 016 as 14: the run would have trained another width than written."""
+    path = tmp_path / "octal.yaml"
+    path.write_text(text)
+    with pytest.raises(
+        ConfigFileError, match=rf"octal number to YAML \({octal}\); write {meant} without the leading 0"
+    ):
+        read_config_file(path)
+
+
+def test_zero_hexadecimal_and_quoted_leading_zeros_still_read():
+    from recbole_mgformer.safety.settings import load_yaml
+
+    assert load_yaml("a: 0\nb: -0\nc: 0x1f\nd: '016'\ne: 1_000\nf: 0.5\n") == {
+        "a": 0,
+        "b": 0,
+        "c": 31,
+        "d": "016",
+        "e": 1000,
+        "f": 0.5,
+    }

@@ -355,3 +355,27 @@ def test_the_runner_stops_at_an_id_pandas_would_drop(tmp_path):
     inter.write_text(inter.read_text() + "NA\ti3\n")
     with pytest.raises(AtomicFileError, match=r"tiny.inter:482: column 1 \(user_id, an id\) holds 'NA'"):
         run_recommender("Pop", "tiny", config_dict={**TINY_CONFIG, "data_path": str(data)}, saved=False)
+
+
+@pytest.mark.parametrize(
+    "field, header", [("user_id", "user_id:float\titem_id:token\n"), ("item_id", "user_id:token\titem_id:float\n")]
+)
+def test_an_id_column_declared_a_number_is_named(tmp_path, field, header):
+    """RecBole remaps ids as tokens: a float id column stopped in numpy ("need at least one array to concatenate")."""
+    data = write_dataset(tmp_path, {"inter": header + "1\t2\n3\t4\n"})
+    with pytest.raises(AtomicFileError, match=rf"ds.inter:1: the \w+ '{field}' is declared :float, .*'{field}:token'"):
+        validate_dataset_files(settings(data))
+
+
+def test_one_column_for_users_and_items_is_named(tmp_path):
+    data = write_dataset(tmp_path, {"inter": HEADER + "u1\ti1\n"})
+    with pytest.raises(AtomicFileError, match=r"USER_ID_FIELD and ITEM_ID_FIELD both name the column 'item_id'"):
+        validate_dataset_files(settings(data, USER_ID_FIELD="item_id"))
+
+
+def test_split_files_benchmark_filename_reads_must_all_be_there(tmp_path):
+    """RecBole stopped with "File ds/ds.valid.inter not exist." after reading the others."""
+    data = write_dataset(tmp_path, {"inter": HEADER + "u1\ti1\n", "train.inter": HEADER + "u2\ti2\n"})
+    with pytest.raises(FileNotFoundError, match=r"benchmark_filename \['train', 'valid'\] reads ds.valid.inter, which"):
+        validate_dataset_files(settings(data, benchmark_filename=["train", "valid"]))
+    assert validate_dataset_files(settings(data, benchmark_filename=["train"])) == 0

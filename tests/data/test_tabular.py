@@ -356,6 +356,12 @@ def test_other_columns_are_cleaned_and_typed_with_a_note_each(tmp_path, capsys):
         (["--column-type", "note=float"], r"t\.csv:2: column 3 \('note'\): 'a b\|c' is not a number"),
         (["--column-type", "nothing=float"], r"--column-type names 'nothing', which no table has"),
         (["--seq-separator", "|", "--column-type", "note=token_seq"], r"t\.csv:2: .*'a b', one token of the sequence"),
+        # the id columns' types are RecBole's: the option was ignored without a word
+        (
+            ["--column-type", "user=float"],
+            r"--column-type user=float: 'user' is the user column, which RecBole reads as token",
+        ),
+        (["--column-type", "item=token_seq"], r"'item' is the item column, which RecBole reads as token;"),
     ],
 )
 def test_column_types_that_cannot_hold_the_values_are_errors(tmp_path, capsys, argv, message):
