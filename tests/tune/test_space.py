@@ -108,22 +108,6 @@ def test_a_key_the_model_lacks_fails_before_any_trial_with_close_matches(tiny_da
         make_request("BPR", "tiny", {"uniformity_weight": {"choice": [1.0]}}, data_path=str(tiny_data))
 
 
-@pytest.mark.parametrize(
-    "text, message",
-    [
-        ("model: {grid: [BPR, LightGCN]}\n", r"model is the search's --model, not a hyperparameter"),
-        ("dataset: {choice: [tiny, ml-100k]}\n", r"dataset is the search's --dataset"),
-        ("data_path: {choice: [/etc, /tmp]}\n", r"data_path is where the data lives"),
-        ("checkpoint_dir: {choice: [/tmp/a]}\n", r"checkpoint_dir is where the trials write"),
-    ],
-)
-def test_what_a_search_runs_on_is_no_hyperparameter(tiny_data, tmp_path, text, message):
-    """A space's ``model: {grid: [BPR, LightGCN, Pop]}`` trained BPR three times and ranked the draws by name."""
-    space = write_space(tmp_path, text)
-    with pytest.raises(TuneSetupError, match=message + ".*; remove it from the space"):
-        make_request("BPR", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
-
-
 def test_a_setting_both_searched_and_fixed_is_named(tiny_data, tmp_path):
     space = write_space(tmp_path, "learning_rate: {choice: [0.01, 0.1]}\n")
     with pytest.raises(TuneSetupError, match=r"learning_rate is searched there and fixed .*--learning_rate=0.5"):
@@ -142,10 +126,16 @@ def test_a_setting_both_searched_and_fixed_is_named(tiny_data, tmp_path):
         ("shuffle: {grid: [maybe, true]}\n", r"shuffle: the listed value 'maybe': setting shuffle takes True or False"),
         ("topk: {choice: [[10], [0]]}\n", r"topk: the listed value \[0\]: setting topk takes whole numbers above 0"),
         ("learning_rate: {choice: [0.01, fast]}\n", r"learning_rate: the listed value 'fast': .*takes a number"),
+        # what the search runs on: model: {grid: [BPR, LightGCN, Pop]} trained BPR three times, ranked by name
+        ("model: {grid: [BPR, LightGCN]}\n", r"model is the search's --model, not a hyperparameter .*from the space"),
+        ("dataset: {choice: [tiny, ml-100k]}\n", r"dataset is the search's --dataset"),
+        ("data_path: {choice: [/etc, /tmp]}\n", r"data_path is where the data lives"),
+        ("checkpoint_dir: {choice: [/tmp/a]}\n", r"checkpoint_dir is where the trials write"),
     ],
 )
-def test_a_listed_value_no_run_takes_fails_before_any_trial(tiny_data, tmp_path, text, message):
-    """Each trial that drew it would fail alone, and the search would spend its budget on them."""
+def test_a_space_no_run_can_use_fails_before_any_trial(tiny_data, tmp_path, text, message):
+    """Each trial that drew a value no run takes would fail alone, and the search would spend its budget on them;
+    a searched model or dataset would train the search's own under each drawn name."""
     space = write_space(tmp_path, text)
     with pytest.raises(TuneSetupError, match=message):
         make_request("BPR", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
