@@ -20,10 +20,13 @@
   and mode must be ones RecBole can use (``RS: [0, 0, 1]`` crashed deep in RecBole), the seed one numpy accepts, the
   mode one the metrics can use (ranking metrics never on ``labeled`` pairs, a top-k below the sampled candidates of
   ``uni100``), and a time order (``order: TO``, a ``TS`` split) needs ``TIME_FIELD`` among the loaded columns.
+- :func:`check_model_kind`, :func:`check_negative_sampling`, :func:`check_normalization`: a sequential model on a
+  general protocol (the importer's YAML), a pairwise model without negatives or ``sample_num: 0``, and
+  ``normalize_all`` with ``normalize_field``, each of which RecBole met with a traceback.
 
 What needs the data is checked once the dataset is built, by :func:`check_against_dataset`: ``topk`` above the item
-count, a time field that is not a float column, a labeled evaluation without labels, and a split that leaves the
-validation or test set empty.
+count, a time field that is not a float column, a labeled evaluation or a context-aware model without labels, and a
+split that leaves the validation or test set empty.
 :func:`recbole_config_errors` and :func:`dataset_build_errors` turn what RecBole's Config and dataset refuse (value
 metrics under full ranking, filters that leave no interaction) into messages naming the settings.
 """
