@@ -191,9 +191,9 @@ def decoded_lines(path, encoding=None):
         try:
             with open(path, encoding=encoding) as handle:
                 yield from enumerate(handle, start=1)
-        except UnicodeDecodeError as error:
+        except UnicodeError as error:  # a decode error, or the codec's own ("UTF-16 stream does not start with BOM")
             raise AtomicFileError(
-                f"{path}: not {encoding} ({error.reason}); set the encoding option to "
+                f"{path}: not {encoding} ({getattr(error, 'reason', error)}); set the encoding option to "
                 "the file's encoding or convert the file to UTF-8"
             ) from None
         return

@@ -544,3 +544,14 @@ def test_any_generated_table_imports_to_exactly_its_rows_or_stops_at_the_right_l
     assert [line[:3] for line in read] == [[u, i, r.strip()] for u, i, r, _, _ in rows]
     assert [float(line[3]) for line in read] == [(t - epoch) / datetime.timedelta(seconds=1) for _, _, _, t, _ in rows]
     assert [line[4] for line in read] == [expected_note(n) for _, _, _, _, n in rows]
+
+
+def test_a_utf16_file_without_its_byte_order_mark_is_named(tmp_path, capsys):
+    """The codec's own error ("UTF-16 stream does not start with BOM") came without the file's name."""
+    source = write_csv(tmp_path / "t.csv", ["user", "item"], [["u1", "i1"]])
+    argv = ["--format", "csv", "--name", "t", "--output", str(tmp_path / "data"), "--encoding", "utf-16", str(source)]
+    assert main(argv) == 2
+    assert re.search(
+        r"t\.csv: not utf-16 \(UTF-16 stream does not start with BOM\); set the encoding", capsys.readouterr().err
+    )
+    assert not (tmp_path / "data").exists()
