@@ -547,11 +547,9 @@ def test_any_generated_table_imports_to_exactly_its_rows_or_stops_at_the_right_l
 
 
 def test_a_utf16_file_without_its_byte_order_mark_is_named(tmp_path, capsys):
-    """The codec's own error ("UTF-16 stream does not start with BOM") came without the file's name."""
+    """The codec's own error (3.11: "UTF-16 stream does not start with BOM") came without the file's name."""
     source = write_csv(tmp_path / "t.csv", ["user", "item"], [["u1", "i1"]])
     argv = ["--format", "csv", "--name", "t", "--output", str(tmp_path / "data"), "--encoding", "utf-16", str(source)]
     assert main(argv) == 2
-    assert re.search(
-        r"t\.csv: not utf-16 \(UTF-16 stream does not start with BOM\); set the encoding", capsys.readouterr().err
-    )
+    assert re.search(r"t\.csv: not utf-16 \(.*does not start with BOM\); set the encoding", capsys.readouterr().err)
     assert not (tmp_path / "data").exists()
