@@ -246,37 +246,31 @@ POSITIVE_INTEGER_KEYS = (
     "n_heads",
     "stopping_step",
 )
-POSITIVE_NUMBER_KEYS = ("learning_rate",)
-NON_NEGATIVE_NUMBER_KEYS = ("weight_decay",)  # torch's optimizers: "Invalid weight_decay value: -0.1" at their start
+# (whole numbers only, the lowest value allowed, whether it may equal that value, what to write instead); torch's
+# optimizers refuse a negative weight decay only at their start ("Invalid weight_decay value: -0.1")
+BOUNDS = {
+    **{key: (True, 1, True, "a whole number of at least 1", "10") for key in POSITIVE_INTEGER_KEYS},
+    "learning_rate": (False, 0, False, "a number above 0", "0.001"),
+    "weight_decay": (False, 0, True, "a number of at least 0", "1e-6"),
+}
 
 
 def check_sizes(config):
     """Reject impossible counts and sizes before a run starts: ``--epochs=0`` trained nothing and reported the
     untrained model's metrics, ``embedding_size: 0`` trained a model of zero width."""
-    for key in POSITIVE_INTEGER_KEYS:
+    for key, (whole, low, low_allowed, what, example) in BOUNDS.items():
         value = config.final_config_dict.get(key)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        kinds = int if whole else (int, float)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, kinds)
+            or not (value >= low if low_allowed else value > low)
+        ):
             raise ValueError(
-                f"config value {key} is {value!r}: it must be a whole number of at least 1 "
-                f"(e.g. --{key}=10 or `{key}: 10` in a config file)"
-            )
-    for key in POSITIVE_NUMBER_KEYS:
-        value = config.final_config_dict.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ValueError(
-                f"config value {key} is {value!r}: it must be a number above 0 "
-                f"(e.g. --{key}=0.001 or `{key}: 0.001` in a config file)"
-            )
-    for key in NON_NEGATIVE_NUMBER_KEYS:
-        value = config.final_config_dict.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
-            raise ValueError(
-                f"config value {key} is {value!r}: it must be a number of at least 0 "
-                f"(e.g. --{key}=0 or `{key}: 1e-6` in a config file)"
+                f"config value {key} is {value!r}: it must be {what} "
+                f"(e.g. --{key}={example} or `{key}: {example}` in a config file)"
             )
 
 
