@@ -4,6 +4,7 @@
     python -m recbole_mgformer.recommend --checkpoint saved/BPR-....pth --users 196 --k 20 --output top.csv
     python -m recbole_mgformer.recommend --checkpoint saved/BPR-....pth --export-embeddings embeddings/
     python -m recbole_mgformer.recommend --model MGFormer --dataset mine --users 196    # the newest such checkpoint
+    python -m recbole_mgformer.recommend --checkpoint latest --users-file users.txt    # one token a line
 
 ``--checkpoint latest``, or ``--model`` and/or ``--dataset`` without ``--checkpoint``, takes the newest checkpoint in
 ``--checkpoint_dir`` (default ``saved``) whose recorded config names that model and dataset, and says which.
@@ -91,6 +92,18 @@ def user_ids(dataset, users):
             "(after its filtering); user tokens are the user_id values of the .inter file"
         )
     return torch.tensor([known[token] for token in tokens], dtype=torch.long)
+
+
+def users_in_file(path):
+    """The user tokens of a text file, one a line, spaces around each dropped as ``--users`` drops them."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    users = [line.strip() for line in text.splitlines() if line.strip()]
+    if not users:
+        raise ValueError(f"{path} names no user; write one user token a line")
+    return users
 
 
 def excluded_items(dataset, train_data, exclude):
@@ -382,7 +395,13 @@ def main(argv=None):
     parser.add_argument("--model", help="without --checkpoint (or with 'latest'): the newest checkpoint of this model")
     parser.add_argument("--dataset", help="without --checkpoint (or with 'latest'): the newest one of this dataset")
     parser.add_argument("--checkpoint_dir", default="saved", help="where to look for the newest (default saved)")
-    parser.add_argument("--users", default="", help="comma-separated user tokens, e.g. 196,186")
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--users", default="", help="comma-separated user tokens, e.g. 196,186")
+    who.add_argument(
+        "--users-file",
+        metavar="FILE",
+        help="a text file of user tokens, one a line (for tokens that hold a comma; blank lines skipped)",
+    )
     parser.add_argument("--k", type=int, default=10, help="items per user (default 10)")
     parser.add_argument(
         "--exclude",
@@ -402,14 +421,19 @@ def main(argv=None):
     args = parser.parse_args(argv)
     register()
     warnings.filterwarnings("ignore", category=FutureWarning, module="recbole")  # pandas 2's notes on RecBole's code
-    if not args.users and not args.export_embeddings:
-        parser.error("give --users, --export-embeddings, or both")
+    if not args.users and not args.users_file and not args.export_embeddings:
+        parser.error("give --users (or --users-file), --export-embeddings, or both")
     users = [token.strip() for token in args.users.split(",")] if args.users else []
     if args.users and not all(users):
         parser.error(
             f"--users {args.users!r} holds an empty token; give comma-separated user tokens without empty ones, "
-            "e.g. --users 196,186"
+            "e.g. --users 196,186 (a token that holds a comma: --users-file, one token a line)"
         )
+    if args.users_file:
+        try:
+            users = users_in_file(args.users_file)
+        except (OSError, ValueError) as error:
+            parser.error(f"--users-file: {error}")
     if not (args.checkpoint or args.model or args.dataset):
         parser.error(
             "give --checkpoint FILE, or --model and --dataset (the newest such checkpoint in --checkpoint_dir)"
@@ -424,7 +448,7 @@ def main(argv=None):
                 f"wrote {meta['users']} users and {meta['items']} items (d={meta['dimension']}) to "
                 f"{args.export_embeddings}; dot product reproduces the scores: {meta['dot_product_scores']}"
             )
-        if args.users:
+        if users:
             result = rank(model, dataset, train_data, users, args.k, args.exclude)
             if args.output:
                 write(result, args.output, args.overwrite)

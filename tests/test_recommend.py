@@ -122,6 +122,55 @@ def test_spaces_around_user_tokens_are_dropped(checkpoints, capsys):
     assert [line.split()[0] for line in plain.splitlines()[1:]] == ["u1", "u1", "u2", "u2"]
 
 
+def test_a_users_file_names_the_same_users_as_the_list(checkpoints, tmp_path, capsys):
+    assert main(["--checkpoint", str(checkpoints["BPR"]), "--users", "u1,u2", "--k", "2"]) == 0
+    plain = capsys.readouterr().out
+    listed = tmp_path / "users.txt"
+    listed.write_text("\ufeffu1\r\n\n  u2 \n")  # a byte-order mark, CRLF, a blank line and spaces: all dropped
+    assert main(["--checkpoint", str(checkpoints["BPR"]), "--users-file", str(listed), "--k", "2"]) == 0
+    assert capsys.readouterr().out == plain
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [(b"\n  \n", "names no user"), (b"\xff\xfeu\x001\x00", "is not UTF-8 text"), (None, "No such file")],
+)
+def test_an_unreadable_users_file_is_a_usage_error_before_the_checkpoint_loads(tmp_path, capsys, content, expected):
+    listed = tmp_path / "users.txt"
+    if content is not None:
+        listed.write_bytes(content)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--checkpoint", str(tmp_path / "absent.pth"), "--users-file", str(listed)])
+    assert exit_.value.code == 2 and expected in capsys.readouterr().err
+
+
+def test_users_and_a_users_file_together_are_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--checkpoint", "x.pth", "--users", "u1", "--users-file", str(tmp_path / "u.txt")])
+    assert exit_.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_user_token_holding_a_comma_is_reached_through_a_users_file(tmp_path, capsys):
+    data = write_interactions(tmp_path / "data")
+    inter = data / "tiny" / "tiny.inter"
+    inter.write_text(
+        "".join(f"u1,x{line[2:]}" if line.startswith("u1\t") else line for line in inter.read_text().splitlines(True))
+    )
+    with working_directory(tmp_path):
+        run_recommender(
+            "BPR",
+            "tiny",
+            config_dict={**TINY_CONFIG, "epochs": 1, "data_path": str(data), "checkpoint_dir": str(tmp_path / "saved")},
+        )
+    (checkpoint,) = (tmp_path / "saved").glob("BPR-*.pth")
+    assert main(["--checkpoint", str(checkpoint), "--users", "u1,x"]) == 2  # two tokens, u1 unknown
+    assert "'u1'" in capsys.readouterr().err
+    listed = tmp_path / "users.txt"
+    listed.write_text("u1,x\nu2\n")
+    assert main(["--checkpoint", str(checkpoint), "--users-file", str(listed), "--k", "2"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]] == ["u1,x", "u1,x", "u2", "u2"]
+
+
 @pytest.mark.parametrize("model_name", ["MGFormer", "BPR"])
 def test_exported_embeddings_rank_as_the_model(checkpoints, tmp_path, model_name):
     _, model, dataset, *_ = load(checkpoints[model_name])
