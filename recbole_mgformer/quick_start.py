@@ -173,14 +173,21 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     return config, model_class
 
 
-def prepare_data(config):
+def settle_data_settings(config):
+    """Checks ``config``'s atomic files (a known dataset is imported on first use) and sets what they decide
+    (``rm_dup_inter`` for repeated interactions), so that a config logged after this is the one the run uses."""
+    ensure_dataset(config["dataset"], Path(config["data_path"]).parent)
+    apply_duplicate_policy(config, validate_dataset_files(config))
+
+
+def prepare_data(config, settled=False):
     """The (train, valid, test) data of ``config``, the way ``run_recbole`` makes them (the seed draws a shuffled
-    split)."""
+    split). ``settled``: :func:`settle_data_settings` has run on ``config``."""
     init_seed(config["seed"], config["reproducibility"])
     flush_subnormals(config)
     keep_freed_memory(config)
-    ensure_dataset(config["dataset"], Path(config["data_path"]).parent)  # known datasets, imported on first use
-    apply_duplicate_policy(config, validate_dataset_files(config))
+    if not settled:
+        settle_data_settings(config)
     with dataset_build_errors(config):  # filters that leave no interaction, named
         dataset = create_dataset(config)
     getLogger().info(dataset)
@@ -192,10 +199,11 @@ def prepare_data(config):
     return train_data, valid_data, test_data
 
 
-def prepare(config):
-    """Dataset, splits, model and trainer for ``config``, the way ``run_recbole`` makes them."""
+def prepare(config, settled=False):
+    """Dataset, splits, model and trainer for ``config``, the way ``run_recbole`` makes them (``settled`` as in
+    :func:`prepare_data`)."""
     model_class = get_model(config["model"])
-    train_data, valid_data, test_data = prepare_data(config)
+    train_data, valid_data, test_data = prepare_data(config, settled)
     init_seed(config["seed"] + config["local_rank"], config["reproducibility"])
     started = time.perf_counter()
     with model_build_errors(config):
@@ -341,10 +349,11 @@ def train_and_test(config, saved=True, resume_file=None, tuned_file=None):
             f"tuned settings applied: {tuned_file} (under your config files and settings; "
             "--no-tuned or tuned=False leaves them out)"
         )
+    settle_data_settings(config)  # the logged rm_dup_inter is the one the run applies
     logger.info(config)
     if saved and writes_checkpoints(config):  # before the dataset and model are built, not after
         check_writable_folder(config["checkpoint_dir"], "checkpoint_dir")
-    _, trainer, (train_data, valid_data, test_data) = prepare(config)
+    _, trainer, (train_data, valid_data, test_data) = prepare(config, settled=True)
     checkpoint = epochs = best_epoch = None
     if saved and hasattr(trainer, "_train_epoch"):  # every trainer with epochs
         checkpoint = run_checkpoint(trainer, resume_file)

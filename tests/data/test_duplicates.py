@@ -1,6 +1,7 @@
 """Repeated (user, item) interactions leak training into test; a run removes them unless told otherwise."""
 
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -52,6 +53,15 @@ def test_repeated_pairs_are_removed_by_default_so_no_test_pair_is_a_training_pai
     kept, _ = build_config("BPR", "rep", config_dict={**SETTINGS, "data_path": str(data), "rm_dup_inter": None})
     _, _, (train, _, test) = prepare(kept)
     assert len(split_pairs(train) & split_pairs(test)) > 20  # what the default prevents
+
+
+def test_the_logged_config_names_the_removal_the_run_applies(tmp_path, caplog):
+    settings = {**SETTINGS, "data_path": str(write_repeats(tmp_path)), "epochs": 1, "state": "INFO"}
+    with caplog.at_level(logging.INFO):
+        run_recommender("BPR", "rep", config_dict=settings, saved=False)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", caplog.text)  # as written when logged (a record formats later), colours off
+    (logged,) = [line for line in text.splitlines() if "rm_dup_inter = " in line]
+    assert logged.endswith("rm_dup_inter = first")  # not None, RecBole's default, while the run removed 300 rows
 
 
 def test_the_leak_inflates_recall_and_the_default_prevents_it(tmp_path):
