@@ -34,6 +34,7 @@ metrics under full ranking, filters that leave no interaction) into messages nam
 import collections
 import contextlib
 import functools
+import importlib.util
 import inspect
 import logging
 import math
@@ -455,6 +456,17 @@ def check_normalization(config):
         )
 
 
+def check_logging(config):
+    """``log_wandb: True`` without the wandb package fails with an ImportError when RecBole's trainer starts, after
+    the dataset and model are built."""
+    if config["log_wandb"] and importlib.util.find_spec("wandb") is None:
+        raise _setting_error(
+            "log_wandb",
+            "is True, but the wandb package is not installed; install it (pip install wandb, then wandb login), "
+            "or leave log_wandb: False (the run's log and TensorBoard files are written either way)",
+        )
+
+
 def check_config(config, model_class, trainer_class=None, config_files=None):
     """All checks of this module, in the order a user would want to hear of them."""
     check_known_keys(config, model_class, trainer_class, config_files)
@@ -466,6 +478,7 @@ def check_config(config, model_class, trainer_class=None, config_files=None):
     check_model_kind(config, model_class)
     check_negative_sampling(config, model_class)
     check_normalization(config)
+    check_logging(config)
 
 
 # ------------------------------------------------------------------------------------------------ what RecBole refuses

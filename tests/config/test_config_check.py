@@ -1,6 +1,7 @@
 """Unknown keys, non-finite numbers and a missing GPU are stopped when the config is built."""
 
 import glob
+import importlib.util
 import logging
 import re
 from pathlib import Path
@@ -614,3 +615,14 @@ def test_normalizing_every_field_and_some_fields_at_once_is_named(tiny_data):
     settings = {"data_path": str(tiny_data), "normalize_all": True, "normalize_field": ["rating"]}
     with pytest.raises(ValueError, match=r"setting normalize_field \['rating'\] and normalize_all: True cannot both"):
         build_config("BPR", "tiny", config_dict=settings)
+
+
+def test_wandb_logging_without_wandb_is_named_before_the_data_is_read(tiny_data, monkeypatch):
+    finds = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *rest: None if name == "wandb" else finds(name, *rest)
+    )
+    settings = {"data_path": str(tiny_data), "log_wandb": True}
+    with pytest.raises(ValueError, match=r"setting log_wandb is True, but the wandb package is not installed"):
+        build_config("BPR", "tiny", config_dict=settings)
+    build_config("BPR", "tiny", config_dict={**settings, "log_wandb": False})
