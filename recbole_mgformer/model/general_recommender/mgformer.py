@@ -9,6 +9,7 @@ linear time, and the DirectAU loss (Eq. 13) trains it. Shapes: ``n`` nodes, ``b`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from logging import getLogger
 
 import numpy as np
 import torch
@@ -48,11 +49,25 @@ class GraphInputs:
     edges: tuple | None
 
 
+def warn_of_zero_encodings(shape, structural_size):
+    """A (M, N) matrix has at most min(M, N) singular values: the encodings' columns beyond them are zero (Eq. 3's
+    padding), so they widen every token and add nothing."""
+    rank_bound = min(shape)
+    if structural_size > rank_bound:
+        getLogger().warning(
+            f"MGFormer: structural_size {structural_size} is above the {rank_bound} singular values the training "
+            f"matrix ({shape[0]} users x {shape[1]} items, padding included) can have: its last "
+            f"{structural_size - rank_bound} columns of structural encodings are zero; set structural_size "
+            f"{rank_bound} or less"
+        )
+
+
 def graph_inputs(interactions, options):
     """The SVD encodings (Eq. 3), the degrees (Eq. 10) and the graphs ``options`` need, from ``interactions``
     (users, items), the training split only. Draws from no torch generator (the SVD's from ``options.seed``)."""
     structural = adjacency = propagated = edges = None
     if options.structural_encoding == "svd":
+        warn_of_zero_encodings(interactions.shape, options.structural_size)
         users_p, items_p = svd_structural_encodings(
             interactions, options.structural_size, options.seed, options.svd_solver
         )

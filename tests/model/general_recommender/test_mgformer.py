@@ -1,3 +1,5 @@
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -275,6 +277,17 @@ def test_structural_size_sets_the_svd_rank_and_the_token_width(tiny_setup):
         assert model().shape == (model.n_nodes, model.embedding_size + 3)
     _, paper, _, _ = tiny_setup(structural_size=None)  # ~: q = d, as Eq. (3)
     assert paper.structural.shape == (paper.n_nodes, paper.embedding_size)
+
+
+@pytest.mark.parametrize("structural_size, warned", [(41, False), (42, True), (500, True)])
+def test_a_structural_size_above_the_matrix_rank_is_warned_about(tiny_setup, caplog, structural_size, warned):
+    with caplog.at_level(logging.WARNING):
+        _, model, _, _ = tiny_setup(structural_size=structural_size, n_heads=1)  # 41 users x 61 items, padding in
+    assert model.structural.shape[1] == structural_size
+    assert ("columns of structural encodings are zero" in caplog.text) == warned
+    if warned:
+        assert f"structural_size {structural_size} is above the 41 singular values" in caplog.text
+        assert not model.structural[:, 41:].any()
 
 
 def test_key_features_auto_keeps_them_on_a_small_graph(tiny_setup):
