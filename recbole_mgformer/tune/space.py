@@ -4,15 +4,15 @@ and turned into Ray Tune's ``param_space``."""
 import math
 import numbers
 from pathlib import Path
+from types import SimpleNamespace
 
-from recbole_mgformer.config.config_check import known_keys
-from recbole_mgformer.config.defaults import properties_dir
+from recbole_mgformer.config.config_check import BOUNDS, check_sizes, known_keys
+from recbole_mgformer.config.defaults import model_defaults, properties_dir
 from recbole_mgformer.config.input_checks import (
     ConfigFileError,
+    check_setting_types,
     did_you_mean,
     parse_settings_text,
-    setting_defaults,
-    setting_type_error,
     utf8_text,
 )
 from recbole_mgformer.integration.registry import get_model
@@ -164,12 +164,11 @@ NOT_SEARCHED = {
 
 
 def check_keys(parsed, config, model, source="the space"):
-    """Every searched key must be a key the run reads (or one of ``extra_config_keys``), and every listed value one
-    the run takes (:func:`setting_type_error`, as for a setting given on the command line): a typo fails before any
-    trial starts, not in each trial that draws it."""
+    """Every searched key must be a key the run reads (or one of ``extra_config_keys``), and every value the space can
+    draw one the run takes (:func:`check_draws`): a typo or a value out of bounds fails before any trial starts, not
+    in each trial that draws it."""
     known = known_keys(config, get_model(model))  # as build_config checks the fixed settings
-    defaults = setting_defaults()
-    for key, (name, args) in parsed.items():
+    for key in parsed:
         if key in NOT_SEARCHED:
             raise TuneSetupError(f"{source}: {key} {NOT_SEARCHED[key]}; remove it from the space")
         if key not in known:
@@ -177,11 +176,75 @@ def check_keys(parsed, config, model, source="the space"):
                 f"see properties/model/{model}.yaml and RecBole's defaults for the keys {model} has"
             )
             raise TuneSetupError(f"{source}: {model} has no config key {key!r}; {hint}")
-        for value in args if name in ("choice", "grid") else ():
+    # the defaults build_config types a run's settings by: RecBole's own (its model YAML's) < the project's YAML
+    check_draws(parsed, {**config.internal_config_dict, **model_defaults(model)}, source)
+
+
+FLOAT_RANGES = ("uniform", "loguniform")
+
+
+def drawn_extremes(name, args):
+    """The values that stand for all a distribution ``(name, args)`` draws, as a trial receives them: each listed
+    value; a range's two ends (every bound a run checks is a floor or a ceiling) of the type the range draws
+    (uniform and loguniform draw floats, never rounded: an int setting gets 16.0; randint draws integers, its high
+    excluded), and a float range's middle (a flag takes 0 and 1, never what lies between)."""
+    if name in ("choice", "grid"):
+        return list(args)
+    low, high = args
+    if name == "randint":
+        return [low, high - 1]
+    return [float(low), float(high), (low + high) / 2]
+
+
+def run_problem(key, value, model_settings):
+    """Why a trial's run would refuse ``key: value`` (its searched values are its ``config_dict``), by the checks a
+    single run makes on its built config: :func:`check_setting_types` (against RecBole's general defaults and
+    ``model_settings``, the model's) and :func:`check_sizes` (:data:`BOUNDS`); None when the run takes it."""
+    settings = SimpleNamespace(
+        final_config_dict={key: value}, external_config_dict={key: value}, internal_config_dict=model_settings
+    )
+    try:
+        check_setting_types(settings)
+    except ValueError as error:  # "setting <key> <problem>; fix it in your config file ...": the space is fixed here
+        return str(error).partition("; fix it in your config file")[0]
+    try:
+        check_sizes(settings)
+    except ValueError:
+        _, _, _, allowed, example = BOUNDS[key]
+        return f"setting {key} must be {allowed} (e.g. {example})"
+    return None
+
+
+def check_draws(parsed, model_settings, source="the space"):
+    """Every value the space can draw (:func:`drawn_extremes`) must be one a single run takes (:func:`run_problem`):
+    else each trial that draws it fails alone, after Ray has started, and the search spends its budget on them."""
+    for key, (name, args) in parsed.items():
+        for value in drawn_extremes(name, args):
             read = literal_setting(key, value) if isinstance(value, str) else value  # as a trial's config reads it
-            problem = setting_type_error(key, read, defaults.get(key))
+            problem = run_problem(key, read, model_settings)
+            if problem and name in ("choice", "grid"):
+                raise TuneSetupError(
+                    f"{source}: {key}: the listed value {value!r}: {problem}; "
+                    f"remove it from {key}'s {name} list or replace it with a value the setting takes"
+                )
             if problem:
-                raise TuneSetupError(f"{source}: {key}: the listed value {value!r}: setting {key} {problem}")
+                raise TuneSetupError(
+                    f"{source}: {key}: {{{name}: {args}}} draws {value!r}: {problem}; "
+                    + _range_fix(key, name, args, value, model_settings)
+                )
+
+
+def _range_fix(key, name, args, value, model_settings):
+    """How to fix a range that draws a value the run refuses: a float range over whole numbers searches them with
+    randint (the whole number passes where its float did not), any other keeps within what the setting takes."""
+    if name in FLOAT_RANGES and value == int(value) and run_problem(key, int(value), model_settings) is None:
+        low, high = math.ceil(args[0]), math.floor(args[1])
+        randint = f"{{randint: [{low}, {high + 1}]}} (high excluded) or " if low <= high else ""
+        return (
+            f"{name} draws fractional numbers, never rounded, and {key} takes whole numbers: search them with "
+            f"{randint}{{choice: [...]}}"
+        )
+    return f"draw only values setting {key} takes: keep the whole range within them, or list them with choice"
 
 
 def ray_space(parsed, search):

@@ -1,16 +1,22 @@
 """Search spaces (``recbole_mgformer.tune.space``): distributions, validation, the shipped spaces."""
 
+import ast
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import yaml
 from conftest import tune_args
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from recbole_mgformer.config.config_check import BOUNDS, check_sizes
 from recbole_mgformer.config.defaults import properties_dir
 from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space
 from recbole_mgformer.tune.search import default_temp_dir
-from recbole_mgformer.tune.space import load_space
+from recbole_mgformer.tune.space import check_draws, in_space, load_space
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["MGFormer", "SimGCL", "XSimGCL", "DirectAU", "LightGCN", "SGL", "BPR", "GFCF", "BSPM", "TurboCF", "ChebyCF"]
@@ -140,6 +146,113 @@ def test_a_space_no_run_can_use_fails_before_any_trial(tiny_data, tmp_path, text
     with pytest.raises(TuneSetupError, match=message):
         make_request("BPR", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
     assert make_request("BPR", "tiny", {"learner": {"choice": ["adam", "SGD"]}}, data_path=str(tiny_data))
+
+
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        # each value a single run's check_sizes refuses: every trial that drew it failed inside Ray
+        (
+            {"embedding_size": {"choice": [32, 32.5]}},
+            r"embedding_size: the listed value 32.5: setting embedding_size must be a whole number of at least 1 "
+            r"\(e.g. 10\); remove it from embedding_size's choice list",
+        ),
+        (
+            {"weight_decay": {"uniform": [-1, -0.5]}},
+            r"weight_decay: \{uniform: \[-1, -0.5\]\} draws -1.0: setting weight_decay must be a number of at least 0 "
+            r"\(e.g. 1e-6\); draw only values setting weight_decay takes",
+        ),
+        (
+            {"learning_rate": {"choice": [0.01, 0]}},
+            r"learning_rate: the listed value 0: setting learning_rate must be a number above 0 \(e.g. 0.001\)",
+        ),
+        # a float range over an int setting: its draws are never rounded
+        (
+            {"embedding_size": {"uniform": [16, 64]}},
+            r"embedding_size: \{uniform: \[16, 64\]\} draws 16.0: .*whole number.*; uniform draws fractional numbers, "
+            r"never rounded, .* search them with \{randint: \[16, 65\]\} \(high excluded\) or \{choice: \[...\]\}",
+        ),
+        ({"epochs": {"randint": [0, 5]}}, r"epochs: \{randint: \[0, 5\]\} draws 0: setting epochs must be a whole"),
+        # a flag takes 0 and 1, never what a uniform draws between them
+        ({"shuffle": {"uniform": [0, 1]}}, r"shuffle: \{uniform: \[0, 1\]\} draws 0.5: setting shuffle takes True or"),
+    ],
+)
+def test_a_value_a_run_refuses_fails_before_any_trial_naming_it(tiny_data, tmp_path, space, message):
+    """The space is checked by the rules a single run applies (config_check.check_sizes and its BOUNDS), for every
+    listed value and both ends of a range, not only against RecBole's general types."""
+    with pytest.raises(TuneSetupError, match=r"the space: " + message):
+        make_request("BPR", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
+
+
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        # typed by properties/model/MGFormer.yaml (embedding_size: 64, n_heads: 1), as build_config types a run
+        ({"embedding_size": {"choice": [[8]]}}, r"the listed value \[8\]: setting embedding_size takes a number"),
+        ({"n_heads": {"grid": [1, None]}}, r"n_heads: the listed value None: .*not an empty value"),
+    ],
+)
+def test_values_are_typed_by_the_models_own_defaults(tiny_data, tmp_path, space, message):
+    with pytest.raises(TuneSetupError, match=message):
+        make_request("MGFormer", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
+
+
+def test_spaces_within_what_a_run_takes_still_pass(tiny_data, tmp_path):
+    space = {
+        "embedding_size": {"randint": [1, 2]},  # draws 1 only: high is excluded
+        "weight_decay": {"uniform": [0, 0.1]},  # 0 is allowed
+        "learning_rate": {"loguniform": [1e-4, 1e-2]},
+        "stopping_step": {"choice": [5, "10"]},  # a string read as a trial's config reads it
+    }
+    assert make_request("BPR", "tiny", space, data_path=str(tiny_data), storage_dir=tmp_path / "tune")["space"] == space
+    mgformer = {"residual_scale": {"choice": ["learned", "fixed"]}, "structural_size": {"choice": [None, 8]}}
+    assert make_request("MGFormer", "tiny", mgformer, data_path=str(tiny_data), storage_dir=tmp_path / "tune")
+
+
+def _run_refuses(key, value):
+    """The single run's own check of ``key: value`` (check_sizes), the oracle of the property below."""
+    try:
+        check_sizes(SimpleNamespace(final_config_dict={key: value}))
+    except ValueError:
+        return True
+    return False
+
+
+_NUMBER = st.integers(-3, 200) | st.floats(-3, 200, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    key=st.sampled_from(sorted(BOUNDS)),
+    name=st.sampled_from(["choice", "grid", "uniform", "loguniform", "randint"]),
+    values=st.lists(_NUMBER, min_size=1, max_size=4),
+    ends=st.tuples(st.integers(-3, 200), st.integers(1, 50)),
+    fractional=st.booleans(),
+)
+def test_a_space_passes_exactly_when_every_draw_is_one_a_run_takes(key, name, values, ends, fractional):
+    """Refused: the error names a value the space draws and the run refuses. Passed: every value Ray draws from it
+    passes the run's check."""
+    low, width = ends
+    if name in ("choice", "grid"):
+        args = values
+    elif name == "randint":
+        args = [low, low + width]
+    else:
+        args = [low + (0.5 if fractional else 0), low + width]
+    try:
+        parsed = parse_space({key: {name: args}})
+    except TuneSetupError:  # not a distribution at all (loguniform's low <= 0)
+        return
+    try:
+        check_draws(parsed, {})
+    except TuneSetupError as error:
+        drawn = re.search(r"(?:draws|the listed value) (.+?): setting", str(error)).group(1)
+        value = ast.literal_eval(drawn)
+        assert in_space(value, name, args) and _run_refuses(key, value)
+        return
+    domain = ray_space(parsed, "random")[key]
+    draws = domain["grid_search"] if name == "grid" else domain.sample(size=50, random_state=np.random.default_rng(0))
+    assert not any(_run_refuses(key, draw.item() if hasattr(draw, "item") else draw) for draw in draws)
 
 
 @pytest.mark.parametrize(
