@@ -176,9 +176,23 @@ def input_path_problem(path):
     return None
 
 
-def decoded_lines(path, encoding=None):
+LINE_END = re.compile(rb"(?<=\n)|(?<=\r)(?!\n)")  # after a line feed, or after a carriage return none follows
+
+
+def _split_bare_cr(raw):
+    """The lines of ``raw`` (bytes) once a bare ``\\r`` ends a line too: the byte 13 is a carriage return, never
+    part of another character, in UTF-8 and the other encodings read byte by byte (as is the line feed, 10)."""
+    return [line for line in LINE_END.split(raw) if line]
+
+
+def decoded_lines(path, encoding=None, universal_newlines=False):
     """``(number, text)`` of each line of ``path`` read as ``encoding`` (RecBole's ``encoding`` option; UTF-8
-    when unset, as RecBole's pandas reader), with file, line and fix on a byte that does not decode."""
+    when unset, as RecBole's pandas reader), with file, line and fix on a byte that does not decode.
+
+    Lines end at ``\\n`` (``\\r\\n`` included), so that the checks of an atomic file see a carriage return left
+    inside a line; with ``universal_newlines`` a bare ``\\r`` ends a line too, as in files saved with old Mac line
+    ends, which a user's source may be (the importer's): split before decoding, so a byte error names the line an
+    editor shows. (UTF-16 and UTF-32 files are decoded as text, whose lines already end at either.)"""
     _check_text(path)
     encoding = encoding or "utf-8"
     try:
@@ -198,7 +212,8 @@ def decoded_lines(path, encoding=None):
             ) from None
         return
     with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        raws = (line for raw in handle for line in _split_bare_cr(raw)) if universal_newlines else handle
+        for number, raw in enumerate(raws, start=1):
             try:
                 yield number, raw.decode(encoding)
             except UnicodeDecodeError as error:
@@ -247,26 +262,39 @@ def _check_line(path, number, line, values, separator, quoting):
 
 
 def _check_floats(path, number, names, values, float_columns, float_seq_columns, seq_separator):
-    """Every float field a finite number, or empty for a missing value (pandas' NaN, which RecBole fills)."""
+    """Every float field a finite number, or empty for a missing value (pandas' NaN, which RecBole fills); every
+    float_seq field numbers separated by ``seq_separator``, or empty."""
     for i in float_columns + float_seq_columns:
-        parts = [values[i]] if i in float_columns else values[i].split(seq_separator)
+        kind = "float" if i in float_columns else "float_seq"
+        parts = [values[i]] if kind == "float" else values[i].split(seq_separator)
         for part in filter(None, parts):
             try:
                 number_value = float(part)
             except ValueError:
-                fix = (
-                    "leave the field empty for a missing value"
-                    if part in NA_VALUES
-                    else "declare it ':token' or fix the value"
-                )
                 raise AtomicFileError(
-                    f"{path}:{number}: column {i + 1} is declared float in the header but holds {values[i]!r}; {fix}"
+                    f"{path}:{number}: column {i + 1} ({names[i]}) is declared {kind} in the header but holds "
+                    f"{values[i]!r}; {_float_fix(kind, part, seq_separator)}"
                 ) from None
             if number_value in (float("inf"), float("-inf")):
                 raise AtomicFileError(
                     f"{path}:{number}: column {i + 1} ({names[i]}) holds {part!r}, which is not a finite number; "
                     "give a finite value, or leave the field empty for a missing value"
                 )
+
+
+def _float_fix(kind, part, seq_separator):
+    """How to mend a float or float_seq field holding ``part``, which is not a number: the message names the type
+    as the header declares it, and a sequence's form, since a float_seq value is read part by part."""
+    if kind == "float":
+        if part in NA_VALUES:
+            return "leave the field empty for a missing value"
+        return "declare it ':token' or fix the value"
+    example = seq_separator.join(("0.5", "1", "2.5"))
+    return (
+        f"a float_seq value is numbers separated by seq_separator {seq_separator!r} (e.g. {example!r}), and "
+        f"{part!r} is not a number; fix the value, leave the field empty for a missing value, or declare it "
+        "':token_seq'"
+    )
 
 
 def _id_problem(value, is_sequence, seq_separator):

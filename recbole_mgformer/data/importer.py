@@ -262,7 +262,7 @@ def read_source(path, fmt, encoding="utf-8"):
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     pairs, empty_users = [], 0
-    for number, line in decoded_lines(path, encoding):
+    for number, line in decoded_lines(path, encoding, universal_newlines=True):  # old Mac files end lines in \r
         if number == 1:
             line = line.removeprefix("\ufeff")  # a byte-order mark
         if not line.strip():

@@ -10,7 +10,8 @@ other columns that an atomic file cannot hold (tabs, line breaks) are cleaned, a
 
 CSV and TSV are read with Python's ``csv`` module rather than ``pandas.read_csv``: pandas fills a short row with
 empty values without a word and counts records, not lines, in its errors; the ``csv`` reader gives each record's
-fields as written and the line it starts on. Parquet is read with pandas and pyarrow.
+fields as written and the line it starts on. Lines may end in ``\\n``, ``\\r\\n`` or a bare ``\\r`` (old Mac files), as
+the ``csv`` module reads them from a file opened with ``newline=''``. Parquet is read with pandas and pyarrow.
 """
 
 import csv
@@ -141,7 +142,11 @@ def check_separator(separator, fmt):
 
 
 def _read_delimited(path, fmt, delimiter, encoding):
-    reader = csv.reader((text for _, text in decoded_lines(path, encoding)), delimiter=delimiter, strict=True)
+    """The table of a CSV or TSV file; its lines are split as ``open(path, newline='')`` splits them, at ``\\n``,
+    ``\\r\\n`` or a bare ``\\r``, which the ``csv`` reader wants (a bare ``\\r`` left inside a line is its "new-line
+    character seen in unquoted field"), and numbered as split, so that an error names the line an editor shows."""
+    lines = decoded_lines(path, encoding, universal_newlines=True)
+    reader = csv.reader((text for _, text in lines), delimiter=delimiter, strict=True)
     header, header_line, rows, starts, start = None, 1, [], [], 1
     while True:
         try:
@@ -371,24 +376,89 @@ def _date(seconds):
 
 
 def _iso_seconds(table, column, values, source):
+    micro = _iso_microseconds(table, column, values)
+    written = [str(us // 10**6) if us % 10**6 == 0 else repr(us / 10**6) for us in micro]
+    first, last = _utc_text(min(micro)), _utc_text(max(micro))
+    return written, (
+        f"{source}: ISO dates ({first} to {last} UTC) written as Unix seconds; a date without a zone is read as UTC"
+    )
+
+
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+NOT_A_TIME = -(2**63)  # what numpy holds for NaT, a value pandas could not read as a time
+# the microseconds since 1970 of Python's first and last datetimes (UTC): pandas 3 reads years 0 and below too
+FIRST_US, LAST_US = (
+    (moment.replace(tzinfo=datetime.timezone.utc) - EPOCH) // datetime.timedelta(microseconds=1)
+    for moment in (datetime.datetime.min, datetime.datetime.max)
+)
+ZONED = re.compile(r"[T ]\d[\d:.,]*(?:[zZ]|[+-]\d\d(?::?\d\d)?)$")  # a time with its zone: T22:13:20+01:00, T22Z
+
+
+def _iso_microseconds(table, column, values):
+    """Each ISO date of ``values`` as whole microseconds since 1970-01-01 UTC (earlier dates negative; a date
+    without a zone read as UTC); the first value that is not one stops the import. pandas parses the column at once
+    but holds its times as nanoseconds in 64 bits, from 1677-09-21 to 2262-04-11 only: a valid date beyond, such as
+    0001-01-01 or 9999-12-31, is read by :func:`_outside_pandas` instead."""
+    micro = _pandas_microseconds(values)
+    for row, us in enumerate(micro):
+        if us != NOT_A_TIME:
+            continue
+        try:
+            micro[row] = _outside_pandas(values[row])
+        except OverflowError:
+            raise TabularError(
+                f"{table.where(row, column)}: the time {values[row]!r} falls outside the years 1 to 9999 once "
+                "turned to UTC, which no timestamp here can hold; check the date and its zone"
+            ) from None
+        if micro[row] is None:
+            raise TabularError(
+                f"{table.where(row, column)}: the time {values[row]!r} is neither a number nor an ISO date; write "
+                "times as Unix seconds (1700000000) or ISO dates (2023-11-14, 2023-11-14T22:13:20, +01:00 for a zone), "
+                "all rows alike, or name another column with --time"
+            )
+    return micro
+
+
+def _pandas_microseconds(values):
+    """The microseconds since 1970 UTC of each value pandas reads as an ISO date of the years 1 to 9999, floored
+    whatever unit pandas chose, NOT_A_TIME for the others. The values with a zone and those without are parsed
+    apart: given both, pandas (2.3, format ISO8601) reads a time without a zone that follows one with a zone in that
+    zone, not in UTC."""
+    import numpy as np
     import pandas as pd
 
-    parsed = pd.to_datetime(pd.Series(values, dtype=object), format="ISO8601", utc=True, errors="coerce")
-    missing = parsed.isna().to_numpy().nonzero()[0]
-    if len(missing):
-        row = int(missing[0])
-        raise TabularError(
-            f"{table.where(row, column)}: the time {values[row]!r} is neither a number nor an ISO date; write times as "
-            "Unix seconds (1700000000) or ISO dates (2023-11-14, 2023-11-14T22:13:20, +01:00 for a zone), all rows "
-            "alike, or name another column with --time"
-        )
-    micro = ((parsed - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(microseconds=1)).tolist()
-    written = [str(int(us) // 10**6) if int(us) % 10**6 == 0 else repr(int(us) / 10**6) for us in micro]
-    first, last = parsed.min(), parsed.max()
-    return written, (
-        f"{source}: ISO dates ({first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} UTC) written as Unix seconds; "
-        "a date without a zone is read as UTC"
-    )
+    series = pd.Series(values, dtype=object)
+    zoned = series.str.contains(ZONED).to_numpy(dtype=bool)
+    micro = np.empty(len(values), dtype="int64")
+    for part in (zoned, ~zoned):
+        parsed = pd.to_datetime(series[part], format="ISO8601", utc=True, errors="coerce")
+        micro[part] = parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[us]").view("int64")
+    micro[(micro < FIRST_US) | (micro > LAST_US)] = NOT_A_TIME  # NaT is below; Python's datetime decides those
+    return micro.tolist()
+
+
+def _outside_pandas(value):
+    """Microseconds since 1970 UTC of an ISO date that pandas cannot hold (before 1677 or after 2262 in pandas 2;
+    before the year 1 or after 9999 in pandas 3), read by Python's ``datetime`` (years 1 to 9999); None for a value
+    Python does not read either (not an ISO date, or not a real day such as 2023-02-30), or one pandas reads alone
+    but not in its column (refused rather than guessed). OverflowError where its UTC time leaves the years 1 to 9999
+    (0001-01-01T00:00+01:00)."""
+    if _pandas_microseconds([value])[0] != NOT_A_TIME:
+        return None
+    try:  # Python before 3.11 reads no 'Z' for UTC
+        moment = datetime.datetime.fromisoformat(re.sub("[zZ]$", "+00:00", value))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return (moment.astimezone(datetime.timezone.utc) - EPOCH) // datetime.timedelta(microseconds=1)
+
+
+def _utc_text(micro):
+    """``micro`` (microseconds since 1970 UTC) as 'YYYY-MM-DD HH:MM:SS', the year in four digits (``strftime``
+    writes year 1 as '1' on Linux)."""
+    moment = EPOCH + datetime.timedelta(microseconds=micro)
+    return moment.replace(tzinfo=None).isoformat(sep=" ", timespec="seconds")
 
 
 # ------------------------------------------------------------------------------------------------ other columns

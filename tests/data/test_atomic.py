@@ -20,7 +20,21 @@ from recbole_mgformer.data.tokens import NA_VALUES
         ("user_id:token item_id:token\n1 2\n", r":1: column 1 header 'user_id:token item_id:token'"),
         (
             "user_id:token\titem_id:token\trating:float\n1\t2\t4\n1\t3\tfive\n",
-            r":3: column 3 is declared float.*'five'",
+            r":3: column 3 \(rating\) is declared float in the header but holds 'five'; declare it ':token'",
+        ),
+        (
+            "user_id:token\trating:float\n1\tNA\n",
+            r":2: column 2 \(rating\) is declared float .*'NA'; leave the field empty",
+        ),
+        # a float_seq field is named as declared, with the form its values take
+        (
+            "user_id:token\tvec:float_seq\n1\t0.5 x 1\n",
+            r":2: column 2 \(vec\) is declared float_seq in the header but holds '0\.5 x 1'; a float_seq value is "
+            r"numbers separated by seq_separator ' ' \(e\.g\. '0\.5 1 2\.5'\), and 'x' is not a number; .*':token_seq'",
+        ),
+        (
+            "user_id:token\tvec:float_seq\n1\t1 NA\n",
+            r":2: column 2 \(vec\) is declared float_seq .*'NA' is not a number",
         ),
         ("", r":1: the file is empty"),
         # ' 196' and '196' would be two users: the old validator let them through
@@ -51,6 +65,24 @@ def test_a_well_formed_file_passes(tmp_path):
     path = tmp_path / "good.inter"
     path.write_text("user_id:token\titem_id:token\trating:float\ttags:token_seq\n1\t2\t4.5\ta b\n1\t3\t\t\n")
     validate_atomic_file(path)
+
+
+def test_float_seq_fields_are_numbers_split_by_the_seq_separator_and_errors_say_so(tmp_path):
+    """The error named a float_seq column 'declared float', and not the separator its numbers are split by."""
+    path = tmp_path / "vec.inter"
+    path.write_text("user_id:token\tvec:float_seq\ttags:token_seq\n1\t0.5|1|-2e3\ta|b\n2\t\t\n")
+    assert validate_atomic_file(path, seq_separator="|").rows == 2
+    path.write_text("user_id:token\tvec:float_seq\n1\t0.5 1\n")  # spaces where seq_separator is '|'
+    with pytest.raises(AtomicFileError) as error:
+        validate_atomic_file(path, seq_separator="|")
+    assert str(error.value) == (
+        f"{path}:2: column 2 (vec) is declared float_seq in the header but holds '0.5 1'; a float_seq value is "
+        "numbers separated by seq_separator '|' (e.g. '0.5|1|2.5'), and '0.5 1' is not a number; fix the value, "
+        "leave the field empty for a missing value, or declare it ':token_seq'"
+    )
+    path.write_text("user_id:token\ttags:token_seq\n1\ta| b\n")  # token_seq: the token, not a type, is named
+    with pytest.raises(AtomicFileError, match=r":2: column 2 \(tags\) holds ' b', with whitespace around the token"):
+        validate_atomic_file(path, seq_separator="|")
 
 
 def test_the_runner_rejects_a_malformed_dataset_before_training(tmp_path):

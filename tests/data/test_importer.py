@@ -70,6 +70,22 @@ def test_lightgcn_and_pair_formats_read_the_same_interactions(tmp_path, fmt, tex
     assert pairs == [("0", "5"), ("0", "6"), ("1", "5")] and empty == 0
 
 
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+@pytest.mark.parametrize(
+    "fmt, lines",
+    [("selfrec", ["u1:i1 i2", "u2:i3"]), ("lightgcn", ["u1 i1 i2", "u2 i3"]), ("pairs", ["u1 i1", "u1\ti2", "u2 i3"])],
+)
+def test_line_formats_read_lines_ending_in_lf_crlf_or_a_bare_cr_alike(tmp_path, fmt, lines, end):
+    """A file of old Mac line ends (a bare carriage return) was one line: selfrec read 'u1:i1 i2\\ru2:i3' as user u1
+    with the items i1, i2 and 'u2:i3', without a word."""
+    source = tmp_path / "f.txt"
+    source.write_bytes((end.join(lines) + end).encode())
+    assert read_source(source, fmt) == ([("u1", "i1"), ("u1", "i2"), ("u2", "i3")], 0)
+    source.write_bytes(end.join(["u1 i1", "u2 i2 x", ""]).encode())
+    with pytest.raises(SourceFormatError, match=r"f\.txt:2: expected 2 columns 'user item' \(pairs format\), got 3"):
+        read_source(source, "pairs")
+
+
 @pytest.mark.parametrize(
     "fmt, text, message",
     [

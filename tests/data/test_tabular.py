@@ -1,6 +1,7 @@
 """CSV, TSV and Parquet tables through the importer: every row written as given (ids, ratings, real times, other
 columns), or a stop naming file, line and column."""
 
+import calendar
 import csv
 import datetime
 import io
@@ -183,6 +184,32 @@ def test_a_file_in_another_encoding_names_line_and_byte_and_imports_with_its_enc
     assert atomic_rows(tmp_path / "data" / "t" / "t.inter")[1] == [["u1", "i1", "café"]]
 
 
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+def test_lines_ending_in_lf_crlf_or_a_bare_cr_import_alike(tmp_path, end):
+    """A file saved with old Mac line ends (a bare carriage return) stopped with the csv module's advice, "new-line
+    character seen in unquoted field - do you need to open the file in universal-newline mode?"."""
+    text = end.join(["user,item,rating,note", "1,2,5,plain", '3,4,1,"two', 'lines"', "5,6,2,x"]) + end
+    source = tmp_path / "t.csv"
+    source.write_bytes(text.encode("utf-8"))
+    import_table("csv", source, "t", tmp_path / "data")
+    assert atomic_rows(tmp_path / "data" / "t" / "t.inter") == (
+        ["user_id:token", "item_id:token", "rating:float", "note:token"],
+        # the quoted line break cleaned as ever: each of its characters a space
+        [["1", "2", "5", "plain"], ["3", "4", "1", "two" + " " * len(end) + "lines"], ["5", "6", "2", "x"]],
+    )
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\r"], ids=["CRLF", "CR"])
+def test_errors_in_a_file_of_carriage_returns_name_the_line_an_editor_shows(tmp_path, end):
+    source = tmp_path / "t.csv"
+    source.write_bytes(end.join(["user,item", "u1,i1", "u2"]).encode() + end.encode())
+    with pytest.raises(TabularError, match=r"t\.csv:3: 1 fields where the header \(line 1\) has 2"):
+        import_table("csv", source, "t", tmp_path / "data")
+    source.write_bytes(end.join(["user,item", "u1,i1", "u2,caf\xe9"]).encode("latin-1"))
+    with pytest.raises(ValueError, match=r"t\.csv:3: byte 7 of the line \(b'\\xe9'\) is not utf-8"):
+        import_table("csv", source, "t", tmp_path / "data")
+
+
 @pytest.mark.parametrize("rows", ["u1;i1\n", "u1;i1;4,5\n"])  # a row that a comma splits, or not
 def test_a_file_with_another_separator_is_named_as_such(tmp_path, rows):
     source = tmp_path / "t.csv"
@@ -278,6 +305,15 @@ def test_spaces_around_ids_are_removed_only_when_asked(tmp_path, capsys):
         (["3", "1"], ["3", "1"], "too small for Unix seconds"),
         (["2023-11-14", "2023-11-14T22:13:20.5+01:00"], ["1699920000", "1699996400.5"], "ISO dates"),
         (["2023-11-14 22:13:20", "2023-11-14T22:13:20Z"], ["1700000000", "1700000000"], "read as UTC"),
+        # a time without a zone after one with a zone: pandas read it in that zone
+        (["2023-11-14T22:13:20+01:00", "2023-11-14T22:13:20"], ["1699996400", "1700000000"], "read as UTC"),
+        (["2023-11-14T22:13:20Z", "2023-11-14 22:13:20"], ["1700000000", "1700000000"], "read as UTC"),
+        (["20231114T221320-0100", "2023-11-14T22:13:20"], ["1700003600", "1700000000"], "read as UTC"),
+        # beyond pandas' nanosecond bounds (1677 to 2262): year 1 was refused as no date
+        (["0001-01-01", "1969-12-31"], ["-62135596800", "-86400"], "(0001-01-01 00:00:00 to 1969-12-31 00:00:00 UTC)"),
+        (["9999-12-31", "2023-11-14"], ["253402214400", "1699920000"], "to 9999-12-31 00:00:00 UTC"),
+        (["9999-12-31T23:59:59.5Z", "1969-12-31T23:59:59.5"], ["253402300799.5", "-0.5"], "to 9999-12-31 23:59:59"),
+        (["1600-02-29T01:00:00+01:00", "2262-04-12"], ["-11670998400", "9223372800"], "(1600-02-29 00:00:00 to"),
     ],
 )
 def test_times_are_kept_as_numbers_or_turned_from_iso_dates_into_unix_seconds(tmp_path, capsys, times, written, unit):
@@ -293,6 +329,10 @@ def test_times_are_kept_as_numbers_or_turned_from_iso_dates_into_unix_seconds(tm
         ("time", ["1700000000", "2023-11-14"], r"t\.csv:2: column 3 \('time'\): the time '1700000000' is neither"),
         ("time", ["2023-11-14", "14/11/2023"], r"t\.csv:3: column 3 \('time'\): the time '14/11/2023' is neither"),
         ("time", ["2023-02-30", "2023-11-14"], r"t\.csv:2: .*the time '2023-02-30' is neither"),
+        ("time", ["2023-11-14", "1700-02-29"], r"t\.csv:3: .*the time '1700-02-29' is neither"),  # no leap day
+        ("time", ["0000-01-01", "2023-11-14"], r"t\.csv:2: .*the time '0000-01-01' is neither"),
+        ("time", ["2023-11-14", "10000-01-01"], r"t\.csv:3: .*the time '10000-01-01' is neither"),
+        ("time", ["0001-01-01T00:00+01:00", "1"], r"t\.csv:2: .*'0001-01-01T00:00\+01:00' falls outside the years 1"),
         ("time", ["1700000000", ""], r"t\.csv:3: column 3 \('time'\): the time is '', a missing value"),
         ("time", ["NaN", "1"], r"t\.csv:2: .*the time is 'NaN', a missing value"),
         ("rating", ["4", "five"], r"t\.csv:3: column 3 \('rating'\): the rating 'five' is not a number"),
@@ -471,10 +511,10 @@ def test_a_parquet_file_with_missing_ids_names_the_row(tmp_path):
 # ------------------------------------------------------------------------------------------------ properties
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from recbole_mgformer.data.tabular import NUMBER  # noqa: E402
+from recbole_mgformer.data.tabular import NUMBER, Table, time_values  # noqa: E402
 
 CHARACTERS = "ab1 ,;\"'\t\n\r|\x00\ufeffé"
 TOKENS = st.one_of(
@@ -486,7 +526,14 @@ RATINGS = st.one_of(
 )
 TIMES = st.datetimes(datetime.datetime(1700, 1, 1), datetime.datetime(2200, 1, 1))
 ROWS = st.lists(st.tuples(TOKENS, TOKENS, RATINGS, TIMES, TOKENS), min_size=1, max_size=8)
-DIALECTS = st.sampled_from([("\n", csv.QUOTE_ALL), ("\r\n", csv.QUOTE_MINIMAL)])  # \r quoted in both
+DIALECTS = st.sampled_from(  # \r and \n quoted in all
+    [("\n", csv.QUOTE_ALL), ("\r\n", csv.QUOTE_MINIMAL), ("\r", csv.QUOTE_ALL)]
+)
+
+
+def line_breaks(value):
+    """The line ends in ``value`` as the importer counts lines: ``\\r\\n``, ``\\n`` or a bare ``\\r``."""
+    return len(re.findall("\r\n|\r|\n", value))
 
 
 def expected_note(value):
@@ -524,7 +571,7 @@ def test_any_generated_table_imports_to_exactly_its_rows_or_stops_at_the_right_l
     source = folder / "t.csv"
     source.write_text(buffer.getvalue(), encoding="utf-8", newline="")
     starts = [
-        2 + k + sum(value.count("\n") for row in rows[:k] for value in row[:3] + row[4:]) for k in range(len(rows))
+        2 + k + sum(line_breaks(value) for row in rows[:k] for value in row[:3] + row[4:]) for k in range(len(rows))
     ]
     problem = first_problem(rows)
     try:
@@ -544,6 +591,62 @@ def test_any_generated_table_imports_to_exactly_its_rows_or_stops_at_the_right_l
     assert [line[:3] for line in read] == [[u, i, r.strip()] for u, i, r, _, _ in rows]
     assert [float(line[3]) for line in read] == [(t - epoch) / datetime.timedelta(seconds=1) for _, _, _, t, _ in rows]
     assert [line[4] for line in read] == [expected_note(n) for _, _, _, _, n in rows]
+
+
+UTC = datetime.timezone.utc
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
+ZONES = st.one_of(
+    st.none(), st.integers(-14 * 60, 14 * 60).map(lambda m: datetime.timezone(datetime.timedelta(minutes=m)))
+)
+ANY_TIMES = st.datetimes(
+    datetime.datetime(1, 1, 1), datetime.datetime(9999, 12, 31, 23, 59, 59, 999999), timezones=ZONES
+)
+
+
+def in_utc(moment):
+    """``moment`` in UTC (a naive one read as UTC, as the importer reads it), or None beyond the years 1 to 9999."""
+    try:
+        return moment.replace(tzinfo=moment.tzinfo or UTC).astimezone(UTC)
+    except OverflowError:
+        return None
+
+
+def time_table(values):
+    return Table("t.csv", ["user", "item", "time"], [["u"] * len(values), ["i"] * len(values), values])
+
+
+@settings(max_examples=300, deadline=None)
+@given(moments=st.lists(ANY_TIMES, min_size=1, max_size=6), sep=st.sampled_from("T "), zulu=st.booleans())
+def test_any_iso_date_of_the_years_1_to_9999_becomes_its_unix_seconds(moments, sep, zulu):
+    """Years 1 to 9999, inside pandas' bounds (1677 to 2262) or not, in one column: 0001-01-01 was refused."""
+    utc = [in_utc(moment) for moment in moments]
+    assume(None not in utc)
+    values = [moment.isoformat(sep=sep) for moment in moments]
+    if zulu:
+        values = [re.sub(r"\+00:00$", "Z", value) for value in values]
+    written, note = time_values(time_table(values), 2)
+    assert [float(value) for value in written] == [(moment - EPOCH) / datetime.timedelta(seconds=1) for moment in utc]
+    whole = [moment.microsecond == 0 for moment in utc]
+    assert [value.lstrip("-").isdigit() for value in written] == whole  # whole seconds written as integers
+    first, last = (
+        moment.replace(tzinfo=None).isoformat(sep=" ", timespec="seconds") for moment in (min(utc), max(utc))
+    )
+    assert f"ISO dates ({first} to {last} UTC) written as Unix seconds" in note
+
+
+@pytest.mark.parametrize("value", ["0001-01-01", "1969-12-31", "9999-12-31"])
+def test_the_edge_dates_become_their_unix_seconds(value):
+    written, _ = time_values(time_table([value]), 2)
+    assert written == [str(int((datetime.datetime.fromisoformat(value).replace(tzinfo=UTC) - EPOCH).total_seconds()))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(year=st.integers(1, 9999), month=st.integers(1, 12), day=st.integers(29, 32))
+def test_a_day_its_month_lacks_is_refused_in_any_year(year, month, day):
+    assume(day > calendar.monthrange(year, month)[1])
+    value = f"{year:04d}-{month:02d}-{day:02d}"
+    with pytest.raises(TabularError, match=rf"t\.csv: row 1: column 3 \('time'\): the time '{value}' is neither"):
+        time_values(time_table([value]), 2)
 
 
 def test_a_utf16_file_without_its_byte_order_mark_is_named(tmp_path, capsys):
