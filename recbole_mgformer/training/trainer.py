@@ -185,8 +185,15 @@ class SafeCheckpointMixin:
         if resumed_vocabulary and self.vocabulary:  # continuing on other data would mix two numberings
             check_dataset({"vocabulary": resumed_vocabulary}, train_dataset, resumed_file)
             check_training_split({"vocabulary": resumed_vocabulary}, train_dataset, resumed_file)
+        trained_out = self.start_epoch >= self.epochs  # resumed with no epoch left to train
+        if trained_out:
+            self.logger.info(
+                f"epochs: {self.start_epoch} trained before the resume, epochs={self.epochs}: nothing left to train; "
+                "the best checkpoint is kept and tested"
+            )
+        # RecBole saves the model in memory (the last epoch's) over the best checkpoint when no epoch is left
         best_valid_score, best_valid_result = super().fit(
-            train_data, valid_data, verbose, saved, show_progress, callback_fn
+            train_data, valid_data, verbose, saved and not trained_out, show_progress, callback_fn
         )
         if best_valid_result is None and valid_data and saved:
             # Resumed and never improved on the checkpoint: its result is the best one, so measure it again.

@@ -111,3 +111,46 @@ def test_a_damaged_best_checkpoint_beside_a_last_epoch_resumes_as_before(tmp_pat
     best.unlink()
     with pytest.raises(FileNotFoundError, match="no checkpoint at .*absent.pth"):
         check_resumable(tmp_path / "absent.pth")
+
+
+@pytest.mark.parametrize("epochs_on_resume", [3, 2])
+def test_a_run_killed_after_its_last_epoch_resumes_to_the_test_of_its_best_checkpoint(
+    tiny_data, tmp_path, monkeypatch, epochs_on_resume
+):
+    """Killed between its last epoch and its test, the run resumes with nothing left to train (the same --epochs, or
+    fewer): its best checkpoint is tested as the uninterrupted run's, never replaced by the last epoch's weights."""
+    from recbole_mgformer.training.resume import RunTimer
+
+    settings = {
+        "data_path": str(tiny_data),
+        "epochs": 3,
+        "stopping_step": 50,
+        "learning_rate": 100.0,  # so large that the best epoch is not the last one
+        **TINY_RUN_CONFIG,
+    }
+    whole = run_recommender("BPR", "tiny", config_dict={**settings, "checkpoint_dir": str(tmp_path / "whole")})
+    assert whole["best_epoch"] != 2  # else the last epoch's weights are the best ones and this tests nothing
+
+    def killed(*_):
+        raise KeyboardInterrupt  # the machine goes away after the last epoch, before the test
+
+    monkeypatch.setattr(RunTimer, "best_epoch", killed)
+    killed_settings = {**settings, "checkpoint_dir": str(tmp_path / "killed")}
+    with pytest.raises(KeyboardInterrupt):
+        run_recommender("BPR", "tiny", config_dict=killed_settings)
+    monkeypatch.undo()
+    (best,) = (tmp_path / "killed").glob("BPR-*[0-9].pth")
+    weights = load_checkpoint(best)["state_dict"]
+
+    resumed = run_recommender(
+        "BPR",
+        "tiny",
+        config_dict={**killed_settings, "epochs": epochs_on_resume},
+        resume_file=str(best.with_suffix(".latest.pth")),
+    )
+    kept = load_checkpoint(best)
+    assert kept["epoch"] == whole["best_epoch"] and kept[FINISHED_KEY]["best_epoch"] == whole["best_epoch"]
+    for name, tensor in weights.items():
+        torch.testing.assert_close(kept["state_dict"][name], tensor, rtol=0, atol=0)
+    assert resumed["test_result"] == whole["test_result"]
+    assert resumed["best_valid_result"] == whole["best_valid_result"]
