@@ -253,6 +253,10 @@ BOUNDS = {
     **{key: (True, 1, True, "a whole number of at least 1", "10") for key in POSITIVE_INTEGER_KEYS},
     "learning_rate": (False, 0, False, "a number above 0", "0.001"),
     "weight_decay": (False, 0, True, "a number of at least 0", "1e-6"),
+    # torch's loader refuses a negative count or a fraction; a negative decimal place fails the log's format string
+    # after the first epoch has trained
+    "worker": (True, 0, True, "a whole number of at least 0", "0"),
+    "loss_decimal_place": (True, 0, True, "a whole number of at least 0", "4"),
 }
 
 

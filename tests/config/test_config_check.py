@@ -14,7 +14,7 @@ from recbole_mgformer import cli, run_recommender
 from recbole_mgformer import tune as tuning
 from recbole_mgformer.benchmark import main as benchmark_main
 from recbole_mgformer.benchmark.entries import stem_model
-from recbole_mgformer.config.config_check import ConfigKeyError
+from recbole_mgformer.config.config_check import BOUNDS, ConfigKeyError
 from recbole_mgformer.config.defaults import properties_dir
 from recbole_mgformer.integration.registry import available_models, get_model
 from recbole_mgformer.quick_start import build_config
@@ -203,15 +203,18 @@ def test_run_py_rejects_nan_before_training(capsys):
         {"stopping_step": 0},
         {"epochs": 2.5},
         {"epochs": True},
+        {"worker": -1},
+        {"worker": 1.5},
+        {"loss_decimal_place": -1},
     ],
 )
 def test_impossible_counts_and_sizes_are_rejected_with_their_key(setting):
     # --epochs=0 "trained" and reported the untrained model's metrics; embedding_size=0 trained a zero-width model
     ((key, value),) = setting.items()
+    *_, allowed, example = BOUNDS[key]
+    assert allowed.startswith("a whole number of at least")
     with pytest.raises(
-        ValueError,
-        match=rf"{key} is {re.escape(repr(value))}: it must be a whole number of at "
-        rf"least 1 \(e.g. --{key}=10",
+        ValueError, match=re.escape(f"{key} is {value!r}: it must be {allowed} (e.g. --{key}={example}")
     ):
         build_config("MGFormer", "ml-100k", config_dict=setting)
 
