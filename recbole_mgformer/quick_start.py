@@ -40,6 +40,7 @@ from recbole_mgformer.config.input_checks import (
     check_user_settings,
     check_writable_folder,
     checked_run_inputs,
+    expand_home_folders,
     read_config_file,
     recbole_defaults,
 )
@@ -152,6 +153,7 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     config_file_list, config_dict = checked_run_inputs(config_file_list, config_dict)
     check_user_settings(config_file_list, config_dict)  # config files named by file and line, then topk, metrics
     check_chosen_names(model, dataset, config_file_list, config_dict)
+    config_dict = expand_home_folders(config_file_list, config_dict)  # ~/data: the home folder's, not ./~/data
     model_class = get_model(model)
     model_file = model_config_file(model_class.__name__)
     user_files = list(config_file_list or [])
@@ -256,6 +258,7 @@ def run_recommender(
     config_file_list, config_dict = checked_run_inputs(config_file_list, config_dict)
     world_size = check_sizes(nproc, world_size, offset)
     if resume_file:
+        resume_file = os.path.expanduser(resume_file)
         check_resumable(resume_file)  # before anything trains: a finished run's result is never replaced
     tuned_file = tuned_config_file(model, dataset) if tuned else None
     config_file_list = ([tuned_file] if tuned_file else []) + list(config_file_list or [])  # the user's win

@@ -456,7 +456,15 @@ def combination_problem(settings):
 
 def checked_run_inputs(config_file_list=None, config_dict=None):
     """``(config_file_list, config_dict)`` of a Python call as lists and mappings: one file may be given alone (a
-    path, not a list of its characters); a ``config_dict`` that is no mapping (``"epochs=1"``) is named."""
+    path, not a list of its characters); a ``config_dict`` that is no mapping (``"epochs=1"``) is named. A file's
+    leading ``~`` is the home folder, as a shell reads it (``--config_files=~/my.yaml`` reaches us unexpanded)."""
+    config_file_list, config_dict = _as_lists_and_mappings(config_file_list, config_dict)
+    if config_file_list is not None:
+        config_file_list = [os.path.expanduser(f) if str(f).startswith("~") else f for f in config_file_list]
+    return config_file_list, config_dict
+
+
+def _as_lists_and_mappings(config_file_list, config_dict):
     if isinstance(config_file_list, (str, os.PathLike)):
         config_file_list = [config_file_list]
     elif config_file_list is not None:
@@ -487,6 +495,34 @@ def plain_values(value):
             return float(str(value))  # np.float32(0.01) is 0.01 as written, not 0.009999999776
         return value.tolist()
     return value
+
+
+# the folders a run reads and writes (RecBole's defaults), where a user may write ~ for the home folder: RecBole
+# reads --checkpoint_dir=~/saved as a folder named "~" in the working folder, and a shell expands ~ only at a word's
+# start, not after --key=
+FOLDER_SETTINGS = {"data_path": "dataset/", "checkpoint_dir": "saved/"}
+
+
+def expand_home_folders(config_file_list=None, config_dict=None):
+    """``config_dict`` with each :data:`FOLDER_SETTINGS` key that starts with ``~``, in a config file or in
+    ``config_dict``, set to the folder it names under the home folder (``config_dict`` wins over the files, as in
+    RecBole); an empty one, or one that is no path, is an error naming it (RecBole's traceback was a TypeError)."""
+    settings = {}
+    for path in config_file_list or ():
+        settings.update(read_config_file(path))
+    settings.update(as_recbole_reads(config_dict))
+    expanded = {}
+    for key, default in FOLDER_SETTINGS.items():
+        if key not in settings:
+            continue
+        value = settings[key]
+        if value is None or (isinstance(value, str) and not value.strip()):
+            _raise_type_error(key, f"is empty; give a folder, e.g. --{key}={default} (RecBole's default)")
+        if not isinstance(value, (str, os.PathLike)):
+            _raise_type_error(key, f"is {value!r}, not a folder's path; give one as text, e.g. --{key}={default}")
+        if str(value).startswith("~"):
+            expanded[key] = os.path.expanduser(str(value))
+    return {**(config_dict or {}), **expanded} if expanded else config_dict
 
 
 def check_user_settings(config_file_list=None, config_dict=None):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import write_interactions
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -592,3 +593,39 @@ def test_zero_hexadecimal_and_quoted_leading_zeros_still_read():
         "e": 1000,
         "f": 0.5,
     }
+
+
+def test_a_folder_setting_or_config_file_under_home_is_read_there(tmp_path, monkeypatch):
+    """``--checkpoint_dir=~/saved`` reaches the runner unexpanded (a shell expands ~ only at a word's start): it is
+    the home folder's, never a folder named ~ in the working folder."""
+    from recbole_mgformer.cli import main as run_py
+    from recbole_mgformer.quick_start import build_config
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    write_interactions(home / "data")
+    (home / "conf").mkdir()
+    (home / "conf" / "my.yaml").write_text("data_path: ~/data\n")
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    config, _ = build_config("BPR", "tiny", ["~/conf/my.yaml"], {"checkpoint_dir": "~/saved"})
+    assert config["data_path"] == os.path.join(home, "data", "tiny") and config["checkpoint_dir"] == f"{home}/saved"
+    run_py(["--model=BPR", "--dataset=tiny", "--config_files=~/conf/my.yaml", "--checkpoint_dir=~/saved", "--epochs=1"])
+    assert list((home / "saved").glob("BPR-*.pth")) and not (work / "~").exists()
+
+
+@pytest.mark.parametrize(
+    "config_dict, message",
+    [
+        ({"data_path": None}, r"setting data_path is empty; give a folder, e.g. --data_path=dataset/"),
+        ({"data_path": ""}, r"setting data_path is empty"),
+        ({"checkpoint_dir": "  "}, r"setting checkpoint_dir is empty; give a folder, e.g. --checkpoint_dir=saved/"),
+        ({"data_path": b"/tmp"}, r"setting data_path is b'/tmp', not a folder's path"),
+        ({"checkpoint_dir": 5}, r"setting checkpoint_dir is 5, not a folder's path"),
+    ],
+)
+def test_an_empty_folder_setting_is_named_before_recbole_reads_it(config_dict, message):
+    from recbole_mgformer.quick_start import build_config
+
+    with pytest.raises(ValueError, match=message):
+        build_config("BPR", "ml-100k", config_dict=config_dict)
