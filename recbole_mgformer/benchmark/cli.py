@@ -50,6 +50,8 @@ def planned_runs(args, extra, command):
     repeat (:func:`~recbole_mgformer.benchmark.datasets.same_for_every_seed`: a deterministic model on a split the
     seed does not draw) runs its first seed only."""
     from recbole_mgformer.benchmark.runs import Run
+    from recbole_mgformer.data.atomic import check_dataset_folder
+    from recbole_mgformer.data.sources import written_on_first_use
     from recbole_mgformer.integration.registry import fits_once
 
     if "seed" in extra:
@@ -95,6 +97,8 @@ def planned_runs(args, extra, command):
     kept, seeded_once, schedules = [], set(), {}
     for run in runs:
         config = run.check_config()
+        if not written_on_first_use(run.dataset):  # a misspelt dataset fails now, not after the ones before it
+            check_dataset_folder(config["data_path"], run.dataset)
         check_table_metrics(run, config)
         if args.tune_budget and run.kind != "general" and not fits_once(run.model):
             schedules.setdefault(run.dataset, {})[run.variant] = tuple(config[key] for key in STOPPING_KEYS)
@@ -318,7 +322,7 @@ def _main(argv):
         try:
             budget = budget_of(args)
             runs = planned_runs(args, extra, shlex.join(["python", "-m", "recbole_mgformer.benchmark", *argv]))
-        except ValueError as error:
+        except (ValueError, FileNotFoundError) as error:
             parser.error(str(error))
         searched = {}
         for index, run in enumerate(runs, start=1):

@@ -160,7 +160,7 @@ class Run:
             self.model,
             self.dataset,
             tuned_config_files(self.tuned_file, self.config_files),
-            {**self.extra, **self.overrides, "seed": self.seed},
+            {"data_path": str(self.data_path), **self.extra, **self.overrides, "seed": self.seed},  # as setup's
         )
         self.check_record(record_config(config))
         trained = self.trained if not self.record_path.exists() else None

@@ -506,10 +506,9 @@ def _dataset_names_near(data_path):
     return sorted(set(beside) | set(shipped))
 
 
-def validate_dataset_files(config):
-    """Check every atomic file RecBole will read for ``config``'s dataset; returns the number of repeated
-    (user, item) interactions over its interaction files."""
-    data_path, dataset = config["data_path"], config["dataset"]
+def check_dataset_folder(data_path, dataset):
+    """``data_path`` (RecBole's: the folder of ``dataset``'s atomic files) exists, else a FileNotFoundError that
+    names the datasets the name may have meant."""
     if not os.path.isdir(data_path):
         hint = did_you_mean(dataset, _dataset_names_near(data_path))
         hint = f"; {hint}" if hint else ""
@@ -517,6 +516,13 @@ def validate_dataset_files(config):
             f"dataset folder {data_path!r} does not exist: put the atomic files of {dataset!r} "
             f"({dataset}.inter, ...) there, or set data_path to the folder that holds the '{dataset}' folder{hint}"
         )
+
+
+def validate_dataset_files(config):
+    """Check every atomic file RecBole will read for ``config``'s dataset; returns the number of repeated
+    (user, item) interactions over its interaction files."""
+    data_path, dataset = config["data_path"], config["dataset"]
+    check_dataset_folder(data_path, dataset)
     separator, seq_separator = config["field_separator"], config["seq_separator"]
     check_separators(separator, seq_separator)
     benchmarks = config["benchmark_filename"] or []

@@ -87,6 +87,12 @@ def copy_source(name, source, data_path):
     return target / f"{name}.inter"
 
 
+def written_on_first_use(name):
+    """Whether :func:`ensure_dataset` writes ``name``'s files when they are missing (a known source, a pre-split
+    one, a copy of another dataset), or RecBole reads its own copy (ml-100k)."""
+    return name in SOURCES or name in NPZ_SOURCES or name == "ml-100k" or dataset_source(name) is not None
+
+
 def ensure_dataset(name, data_path):
     """Import ``name`` into ``data_path`` from the shared folder if it is a known source and not there yet,
     or copy the files of its ``dataset_source``.

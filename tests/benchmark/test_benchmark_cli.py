@@ -62,3 +62,15 @@ def test_a_dataset_given_twice_runs_once(tiny_data, tmp_path, capsys):
     args[args.index("--datasets") + 1] = "tiny,tiny"
     assert main(args) == 0
     assert "[1/1] BPR on tiny, seed 0: running" in capsys.readouterr().out
+
+
+def test_a_dataset_without_its_folder_is_named_before_any_run(tiny_data, tmp_path, capsys):
+    """``--datasets tiny,tiyn`` trained tiny, then stopped at tiyn's turn, leaving empty folders named after it."""
+    args = benchmark_args("BPR", tiny_data, tmp_path, "--epochs=1")
+    args[args.index("--datasets") + 1] = "tiny,tiyn"
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and f"dataset folder {str(tiny_data / 'tiyn')!r} does not exist" in error
+    assert "did you mean tiny?" in error
+    assert not (tmp_path / "results" / "runs").exists() and not (tmp_path / "saved").exists()
