@@ -82,7 +82,14 @@ def parse_entry(entry):
             )
         from recbole_mgformer.config.command_line import parse_overrides  # only for entries with overrides
 
-        overrides = parse_overrides([f"--{p}" for p in pairs])
+        keys = [p.split("=", 1)[0].strip() for p in pairs]  # MGFormer[ n_heads = 2 ] is n_heads=2
+        twice = next((key for i, key in enumerate(keys) if key in keys[:i]), None)
+        if twice:
+            raise ValueError(f"model entry {entry!r}: it sets {twice} twice; keep one {twice}=...")
+        try:
+            overrides = parse_overrides([f"--{key}={p.split('=', 1)[1].strip()}" for key, p in zip(keys, pairs)])
+        except SystemExit as refused:  # the command line's words for a value it cannot read, said of the entry
+            raise ValueError(f"model entry {entry!r}: {str(refused).removeprefix('error: ')}") from None
         if "seed" in overrides:
             raise ValueError(seed_conflict(f"model entry {entry!r} sets seed={overrides['seed']}"))
         # RecBole would train NAME on --datasets' data, and the table would show the entry's name for that run

@@ -30,6 +30,8 @@ def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
     with pytest.raises(ValueError, match="separate them with ';'"):
         parse_entry("BSPM[solver_sharpen=euler,T_s=1.2]")
     assert parse_entry("MGFormer[topk=[10,20]]") == ("MGFormer", {"topk": [10, 20]})
+    spaced = parse_entry("MGFormer[ embedding_size = 8 ;degree_mask= none ]")
+    assert spaced == ("MGFormer", {"embedding_size": 8, "degree_mask": "none"})  # the key, not 'embedding_size '
 
 
 @pytest.mark.parametrize(
@@ -40,6 +42,10 @@ def test_model_entries_keep_bracketed_overrides_and_expand_ablations():
         ("BPR[epochs=[1]", "its brackets do not pair up"),
         ("BPR[=1]", "'=1' is not key=value"),
         ("BPR[ =1; epochs=2]", "'=1' is not key=value"),
+        ("MGFormer[attention=False;attention=True]", "sets attention twice; keep one attention=..."),
+        ("MGFormer[attention=False; attention =True]", "sets attention twice"),
+        ("BPR[topk=[10,]", "its brackets do not pair up"),
+        ("BPR[eval_args={split: 1 order: 2}]", "--eval_args={split: 1 order: 2} is not a YAML list or mapping"),
     ],
 )
 def test_an_entry_with_unpaired_brackets_or_no_key_is_named(entry, message):
