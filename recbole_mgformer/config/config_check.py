@@ -57,7 +57,7 @@ from recbole.utils import (
     training_arguments,
 )
 
-from recbole_mgformer.config.defaults import dataset_config_file, model_config_file
+from recbole_mgformer.config.defaults import dataset_config_file, model_config_file, model_defaults
 from recbole_mgformer.config.input_checks import did_you_mean, metric_at_k, setting_type_error
 from recbole_mgformer.safety import SafeLoader, refuse_pickle_settings
 
@@ -446,6 +446,15 @@ def check_negative_sampling(config, model_class):
             "train_neg_sample_args",
             f"leaves {model_class.__name__} without negatives: a pairwise model trains on a sampled negative item "
             "per pair; remove train_neg_sample_args: ~ from your settings (RecBole's default samples one, uniformly)",
+        )
+    trains_without = (
+        "train_neg_sample_args" in model_defaults(model_class.__name__)
+        and not (model_defaults(model_class.__name__)["train_neg_sample_args"])
+    )
+    if trains_without and distribution not in (None, "none"):  # its YAML sets none: its loss reads positives only
+        logging.getLogger().warning(
+            f"train_neg_sample_args {sampling}: {model_class.__name__} trains on positive pairs only, so the sampled "
+            "negatives are drawn and never read (only time lost); leave train_neg_sample_args: ~ for it"
         )
 
 

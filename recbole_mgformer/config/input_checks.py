@@ -387,7 +387,31 @@ def _val_interval_problem(value):
     return None
 
 
+# RecBole fills the keys of train_neg_sample_args it knows and keeps any other without a word
+NEG_SAMPLE_KEYS = ("distribution", "sample_num", "alpha", "dynamic", "candidate_num")
+NEG_SAMPLE_DISTRIBUTIONS = ("uniform", "popularity", "none")
+
+
+def _train_neg_sample_args_problem(value):
+    if value is None:
+        return None  # no negatives (pointwise models)
+    example = "{distribution: uniform, sample_num: 1} (or ~ for none)"
+    if not isinstance(value, dict):
+        return f"takes a mapping like {example}, not {value!r}"
+    extra = [key for key in value if key not in NEG_SAMPLE_KEYS]
+    if extra:
+        hint = did_you_mean(str(extra[0]), NEG_SAMPLE_KEYS)
+        return f"has no setting {extra[0]!r}; its settings are {', '.join(NEG_SAMPLE_KEYS)}" + (
+            f" ({hint})" if hint else ""
+        )
+    distribution = value.get("distribution", "uniform")
+    if distribution not in NEG_SAMPLE_DISTRIBUTIONS:
+        return f"distribution takes one of {', '.join(NEG_SAMPLE_DISTRIBUTIONS)}, not {distribution!r}"
+    return None
+
+
 SHAPE_CHECKS = {
+    "train_neg_sample_args": _train_neg_sample_args_problem,
     "val_interval": _val_interval_problem,
     "user_inter_num_interval": _inter_num_interval_problem,
     "item_inter_num_interval": _inter_num_interval_problem,

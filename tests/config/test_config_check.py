@@ -595,6 +595,10 @@ def test_a_context_aware_model_without_labels_is_named_before_training(tiny_data
         ("BPR", None, r"train_neg_sample_args leaves BPR without negatives: a pairwise model"),
         ("BPR", {"distribution": "uniform", "sample_num": 0}, r"sample_num takes a whole number .* not 0"),
         ("LightGCN", {"distribution": "popularity", "sample_num": 1.5}, r"sample_num takes a whole number .* not 1.5"),
+        ("BPR", {"sample_num": 1, "bogus": 1}, r"has no setting 'bogus'; its settings are distribution, sample_num"),
+        ("BPR", {"sample_nm": 2}, r"has no setting 'sample_nm'; .*\(did you mean sample_num\?\)"),
+        ("BPR", {"distribution": "unifrom"}, r"distribution takes one of uniform, popularity, none, not 'unifrom'"),
+        ("BPR", "uniform", r"takes a mapping like \{distribution: uniform, sample_num: 1\}"),
     ],
 )
 def test_negative_sampling_a_model_cannot_train_with_is_named(tiny_data, model, sampling, message):
@@ -629,3 +633,15 @@ def test_wandb_logging_without_wandb_is_named_before_the_data_is_read(tiny_data,
     with pytest.raises(ValueError, match=r"setting log_wandb is True, but the wandb package is not installed"):
         build_config("BPR", "tiny", config_dict=settings)
     build_config("BPR", "tiny", config_dict={**settings, "log_wandb": False})
+
+
+def test_negatives_sampled_for_a_model_that_trains_on_positives_only_are_warned_about(tiny_data, caplog):
+    sampling = {"distribution": "uniform", "sample_num": 5}
+    with caplog.at_level(logging.WARNING):
+        build_config("DirectAU", "tiny", config_dict={"data_path": str(tiny_data), "train_neg_sample_args": sampling})
+    assert "DirectAU trains on positive pairs only, so the sampled negatives are drawn and never read" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        build_config("DirectAU", "tiny", config_dict={"data_path": str(tiny_data)})
+        build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data), "train_neg_sample_args": sampling})
+    assert "never read" not in caplog.text
