@@ -53,6 +53,7 @@ from recbole_mgformer.config.input_checks import (
 )
 from recbole_mgformer.integration.checkpoints import load_data_and_model
 from recbole_mgformer.integration.patches import register
+from recbole_mgformer.training.resume import best_and_latest
 
 try:
     import fcntl
@@ -441,6 +442,12 @@ def main(argv=None):
     try:
         check_outputs(args)
         checkpoint = chosen_checkpoint(args)
+        if Path(best_and_latest(checkpoint)[1]).is_file():  # a run keeps its last epoch beside its best until it ends
+            print(
+                f"note: the run that wrote {checkpoint} has not finished (it is training, or it stopped and can be "
+                "resumed): its checkpoint holds its best epoch so far",
+                file=sys.stderr,
+            )
         _, model, dataset, train_data, _, _ = load(checkpoint, args.data_path)
         if args.export_embeddings:
             meta = export_embeddings(model, dataset, args.export_embeddings, args.overwrite)

@@ -476,3 +476,13 @@ def test_a_checkpoint_or_a_model_and_dataset_must_be_given(capsys):
         main(["--users", "u1"])
     assert stopped.value.code == 2
     assert "give --checkpoint FILE, or --model and --dataset" in capsys.readouterr().err
+
+
+def test_a_checkpoint_of_a_run_not_finished_is_served_with_a_note(checkpoints, tmp_path, capsys):
+    best = tmp_path / checkpoints["BPR"].name
+    best.write_bytes(checkpoints["BPR"].read_bytes())
+    assert main(["--checkpoint", str(best), "--users", "u1"]) == 0
+    assert "has not finished" not in capsys.readouterr().err
+    best.with_suffix(".latest.pth").write_bytes(b"")  # a run still training keeps its last epoch beside its best
+    assert main(["--checkpoint", str(best), "--users", "u1"]) == 0
+    assert f"note: the run that wrote {best} has not finished" in capsys.readouterr().err

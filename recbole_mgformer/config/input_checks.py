@@ -195,6 +195,9 @@ def _topk_problem(value):
     values = value if isinstance(value, list) else [value]
     if not values or not all(_whole(k) and k > 0 for k in values):
         return f"takes whole numbers above 0 (e.g. [10, 20]), not {value!r}"
+    twice = next((k for i, k in enumerate(values) if k in values[:i]), None)
+    if twice is not None:  # each metric would be computed and reported twice at it
+        return f"lists {twice} twice in {value!r}; list each cutoff once (e.g. {sorted(set(values))})"
     return None
 
 

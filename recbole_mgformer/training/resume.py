@@ -212,6 +212,12 @@ def finished_run(best, latest):
 def check_resumable(resume_file):
     """Refuse to resume a checkpoint that is missing, or whose run already ended (:func:`finished_run`): resuming it
     would train again from its best epoch with fresh random streams and replace the run's result."""
+    if Path(resume_file).is_dir():
+        newest = max(Path(resume_file).glob("*.pth"), key=lambda path: path.stat().st_mtime, default=None)
+        raise FileNotFoundError(
+            f"--resume_file {resume_file} is a folder; name the checkpoint file of the run to continue"
+            + (f", e.g. its newest: {newest}" if newest else " (it holds no .pth file)")
+        )
     best, latest = best_and_latest(resume_file)
     if not (best.is_file() or latest.is_file()):
         raise FileNotFoundError(f"no checkpoint at {resume_file}; check the file name and checkpoint_dir")

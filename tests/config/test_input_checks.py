@@ -159,6 +159,10 @@ def test_a_file_error_on_a_users_path_is_a_message(tmp_path, capsys):
         ({"embedding_size": [8]}, "embedding_size (takes a number \\(default 64\\), not|is) \\[8\\]"),
         ({"topk": "abc"}, "setting topk takes whole numbers above 0"),
         ({"topk": [10, 0]}, "setting topk takes whole numbers above 0"),
+        (
+            {"topk": [10, 20, 10]},
+            r"setting topk lists 10 twice in \[10, 20, 10\]; list each cutoff once \(e.g. \[10, 20\]\)",
+        ),
         ({"metrics": ["Recall", "Recal"]}, "setting metrics names 'Recal', not among RecBole's metrics"),
         ({"eval_args": "abc"}, "setting eval_args takes a mapping"),
         # RecBole would train with Adam and no weight decay, with one log line

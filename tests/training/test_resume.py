@@ -154,3 +154,11 @@ def test_a_run_killed_after_its_last_epoch_resumes_to_the_test_of_its_best_check
         torch.testing.assert_close(kept["state_dict"][name], tensor, rtol=0, atol=0)
     assert resumed["test_result"] == whole["test_result"]
     assert resumed["best_valid_result"] == whole["best_valid_result"]
+
+
+def test_a_folder_given_as_the_resume_file_is_named_with_its_newest_checkpoint(finished, tmp_path):
+    _, checkpoint = finished
+    with pytest.raises(FileNotFoundError, match=rf"is a folder; .*, e.g. its newest: {checkpoint}$"):
+        check_resumable(checkpoint.parent)
+    with pytest.raises(FileNotFoundError, match=r"is a folder; .*\(it holds no .pth file\)"):
+        check_resumable(tmp_path / "data")
