@@ -19,7 +19,12 @@ def format_summary(model, dataset, result, metrics=("recall@20", "ndcg@20")):
     computed them (top-k runs), else every metric it computed (AUC and LogLoss of a context-aware run, Recall@10 of a
     sequential one); then where the run's checkpoint and log went, where it says."""
     best_epoch, epochs = result.get("best_epoch"), result.get("epochs")
-    epoch = f": best epoch {best_epoch} of {epochs}{best_epoch_reason(model, best_epoch)}" if epochs else ""
+    if not epochs:
+        epoch = ""
+    elif best_epoch is None:  # eval_step: 0 (or above the epochs) validates no epoch; the last one is tested
+        epoch = f": {epochs} epochs, none validated, the last tested"
+    else:
+        epoch = f": best epoch {best_epoch} of {epochs}{best_epoch_reason(model, best_epoch)}"
     lines = [f"{model} on {dataset}{epoch}"]
     for split, values in (("valid", result["best_valid_result"]), ("test", result["test_result"])):
         values = dict(values or {})

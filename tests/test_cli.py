@@ -125,6 +125,8 @@ def test_summary_names_the_best_epoch_with_its_reason_and_where_the_output_went(
     assert first == "BPR on ml-100k: best epoch 0 of 12 (its first: no later epoch scored better)"
     unsaved = format_summary("Pop", "ml-100k", {**result, "checkpoint": None, "epochs": None, "best_epoch": None})
     assert unsaved.splitlines()[0] == "Pop on ml-100k" and "checkpoint" not in unsaved
+    unvalidated = format_summary("BPR", "ml-100k", {**result, "best_epoch": None}).splitlines()[0]  # eval_step: 0
+    assert unvalidated == "BPR on ml-100k: 12 epochs, none validated, the last tested"
 
 
 def test_an_override_that_is_code_is_refused_and_never_run(tmp_path, capsys):
