@@ -21,7 +21,7 @@ def format_summary(model, dataset, result, metrics=("recall@20", "ndcg@20")):
     best_epoch, epochs = result.get("best_epoch"), result.get("epochs")
     if not epochs:
         epoch = ""
-    elif best_epoch is None:  # eval_step: 0 (or above the epochs) validates no epoch; the last one is tested
+    elif best_epoch is None:  # eval_step: 0 validates no epoch; the last one is tested
         epoch = f": {epochs} epochs, none validated, the last tested"
     else:
         epoch = f": best epoch {best_epoch} of {epochs}{best_epoch_reason(model, best_epoch)}"
