@@ -264,7 +264,14 @@ def init_logger(config):
 
     import recbole.utils.logger as recbole_logger
 
-    os.makedirs(os.path.join("log", str(config["model"])), exist_ok=True)
+    folder = os.path.join("log", str(config["model"]))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:  # RecBole writes its log (and TensorBoard's) under the working folder
+        raise PermissionError(
+            f"cannot create the run's log folder {os.path.abspath(folder)} ({error.strerror}): RecBole writes its "
+            "logs under the working folder; run from a folder you can write to"
+        ) from None
     started = f"{recbole_logger.get_local_time()}-{os.getpid()}-{secrets.token_hex(2)}"
     with _patched(recbole_logger, "get_local_time", lambda: started):
         recbole_logger.init_logger(config)

@@ -231,6 +231,20 @@ def test_the_log_folder_exists_before_recboles_check_so_runs_started_together_ca
     assert any(name.startswith("BPR-tiny-") for name in os.listdir(os.path.join("log", "BPR")))
 
 
+def test_a_working_folder_that_cannot_hold_the_log_is_named(tiny_data, monkeypatch):
+    import os
+
+    def refused(path, *args, **kwargs):
+        raise PermissionError(1, "Operation not permitted", path)
+
+    config = recbole_config("BPR", "tiny", data_path=str(tiny_data))
+    monkeypatch.setattr(os, "makedirs", refused)
+    with pytest.raises(
+        PermissionError, match=r"cannot create the run's log folder .*log/BPR \(Operation not permitted\)"
+    ):
+        compat.init_logger(config)
+
+
 def test_two_runs_of_one_config_started_in_the_same_second_log_to_two_files(tiny_data, monkeypatch):
     # RecBole names the log <model>-<dataset>-<time>-<config hash>.log: the second run appended to the first's.
     import logging
