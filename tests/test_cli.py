@@ -209,3 +209,25 @@ def test_run_py_refuses_an_option_given_twice(capsys, arguments, option):
         main(arguments)
     assert stop.value.code == 2
     assert f"error: {option} is given twice; keep one" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text, files",
+    [
+        ("a.yaml  b.yaml", ["a.yaml", "b.yaml"]),
+        ("'my settings.yaml' b.yaml", ["my settings.yaml", "b.yaml"]),
+        ('"my settings.yaml"', ["my settings.yaml"]),
+        (r"C:\conf\a.yaml", [r"C:\conf\a.yaml"]),  # no quotes: a backslash stays
+    ],
+)
+def test_config_files_are_space_separated_and_a_quoted_path_may_hold_spaces(text, files):
+    from recbole_mgformer.config.command_line import split_config_files
+
+    assert split_config_files(text) == files
+
+
+def test_an_unclosed_quote_in_config_files_is_named():
+    from recbole_mgformer.config.command_line import split_config_files
+
+    with pytest.raises(SystemExit, match=r"--config_files \"'a.yaml\": No closing quotation; close each quoted path"):
+        split_config_files("'a.yaml")

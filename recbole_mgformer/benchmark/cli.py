@@ -18,6 +18,7 @@ from recbole_mgformer.benchmark.entries import (
 )
 from recbole_mgformer.benchmark.names import CHOICES, recorded_choice
 from recbole_mgformer.benchmark.render import render_results, required_metrics
+from recbole_mgformer.config.command_line import split_config_files
 from recbole_mgformer.config.input_checks import check_writable_folder, user_errors
 
 # What runs, tunes or parses a setting (torch, RecBole, the runner) is imported in the functions that do it, so
@@ -71,7 +72,7 @@ def planned_runs(args, extra, command):
     settings = {
         "runs_dir": Path(args.results) / "runs",
         "data_path": args.data_path,
-        "config_files": args.config_files.split(),
+        "config_files": split_config_files(args.config_files),
         "extra": extra,
         "checkpoint_dir": args.checkpoint_dir,
         "command": command,
@@ -199,7 +200,7 @@ def search_before(run, budget, args, extra, searched):
                 budget,
                 results=args.results,
                 data_path=args.data_path,
-                config_files=args.config_files.split(),
+                config_files=split_config_files(args.config_files),
                 extra=extra,
                 folder=args.tuned_dir,
                 log=lambda line: print(line, flush=True),

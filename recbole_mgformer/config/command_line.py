@@ -2,6 +2,7 @@
 
 import argparse
 import re
+import shlex
 
 import yaml
 
@@ -43,10 +44,22 @@ def parse_overrides(arguments):
     return overrides
 
 
+def split_config_files(text):
+    """The files of ``--config_files``: space-separated, as RecBole reads them, and a path holding spaces in quotes
+    (``--config_files="'my settings.yaml' b.yaml"``); quotes are read only where there are some, so a backslash of
+    a Windows path stays."""
+    if not any(quote in text for quote in "'\""):
+        return text.split()
+    try:
+        return shlex.split(text)
+    except ValueError as error:  # "No closing quotation"
+        raise SystemExit(f"error: --config_files {text!r}: {error}; close each quoted path") from None
+
+
 def config_settings(args, rest):
-    """``(config files, overrides)`` of a command line: the space-separated ``--config_files`` (None without it) and
-    the other ``--key=value`` arguments ``rest``, read by :func:`parse_overrides`."""
-    return (args.config_files.split() if args.config_files else None), parse_overrides(rest)
+    """``(config files, overrides)`` of a command line: ``--config_files`` (:func:`split_config_files`; None without
+    it) and the other ``--key=value`` arguments ``rest``, read by :func:`parse_overrides`."""
+    return (split_config_files(args.config_files) if args.config_files else None), parse_overrides(rest)
 
 
 class GivenOnce(argparse.Action):
