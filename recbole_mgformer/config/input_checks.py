@@ -413,8 +413,19 @@ def _train_neg_sample_args_problem(value):
     return None
 
 
+def _gpu_id_problem(value):
+    # RecBole sets CUDA_VISIBLE_DEVICES to it: a word there hides every GPU, and the run goes to the CPU
+    numbers = list(value) if isinstance(value, tuple) else [value]  # --gpu_id=0,1 reads as (0, 1), as RecBole's
+    if numbers and all(_whole(n) and n >= 0 for n in numbers):
+        return None
+    if isinstance(value, str) and re.fullmatch(r"(\s*\d+\s*(,\s*\d+\s*)*)?", value):  # '' is RecBole's no GPU
+        return None
+    return f"takes GPU numbers separated by commas (e.g. 0 or 0,1, as nvidia-smi numbers them), not {value!r}"
+
+
 SHAPE_CHECKS = {
     "train_neg_sample_args": _train_neg_sample_args_problem,
+    "gpu_id": _gpu_id_problem,
     "val_interval": _val_interval_problem,
     "user_inter_num_interval": _inter_num_interval_problem,
     "item_inter_num_interval": _inter_num_interval_problem,

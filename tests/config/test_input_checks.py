@@ -164,6 +164,9 @@ def test_a_file_error_on_a_users_path_is_a_message(tmp_path, capsys):
             r"setting topk lists 10 twice in \[10, 20, 10\]; list each cutoff once \(e.g. \[10, 20\]\)",
         ),
         ({"metrics": ["Recall", "Recal"]}, "setting metrics names 'Recal', not among RecBole's metrics"),
+        ({"gpu_id": "abc"}, r"setting gpu_id takes GPU numbers separated by commas \(e.g. 0 or 0,1"),
+        ({"gpu_id": -1}, r"setting gpu_id takes GPU numbers"),
+        ({"gpu_id": [0, 1]}, r"setting gpu_id takes GPU numbers .* not \[0, 1\]"),  # RecBole would set "[0, 1]"
         ({"eval_args": "abc"}, "setting eval_args takes a mapping"),
         # RecBole would train with Adam and no weight decay, with one log line
         ({"learner": "sgdx"}, r"setting learner takes one of adam, .*not 'sgdx' \(did you mean sgd\?\)"),
@@ -204,6 +207,9 @@ def test_a_setting_recbole_cannot_use_is_named_before_the_run(tiny_data, setting
         {"clip_grad_norm": None},
         {"clip_grad_norm": {}},
         {"clip_grad_norm": {"max_norm": 5.0, "norm_type": "inf", "error_if_nonfinite": True}},
+        {"gpu_id": "0,1"},  # read as (0, 1), which RecBole joins again
+        {"gpu_id": "1"},
+        {"gpu_id": ""},  # RecBole's way to say no GPU
     ],
 )
 def test_a_setting_recbole_reads_as_meant_is_accepted(tiny_data, setting):
