@@ -43,6 +43,7 @@ from recbole_mgformer.config.input_checks import (
     expand_home_folders,
     read_config_file,
     recbole_defaults,
+    user_setting_sources,
 )
 from recbole_mgformer.data import validate_dataset_files
 from recbole_mgformer.data.duplicates import apply_duplicate_policy
@@ -151,9 +152,10 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     register()  # every run builds its Config here: its processes and a search's trials register too
     check_dataset_name(dataset)
     config_file_list, config_dict = checked_run_inputs(config_file_list, config_dict)
-    check_user_settings(config_file_list, config_dict)  # config files named by file and line, then topk, metrics
-    check_chosen_names(model, dataset, config_file_list, config_dict)
-    config_dict = expand_home_folders(config_file_list, config_dict)  # ~/data: the home folder's, not ./~/data
+    sources = user_setting_sources(config_file_list, config_dict)  # config files named by file and line
+    check_user_settings(sources)  # topk, metrics, ...
+    check_chosen_names(model, dataset, sources)
+    config_dict = expand_home_folders(sources, config_dict)  # ~/data: the home folder's, not ./~/data
     model_class = get_model(model)
     model_file = model_config_file(model_class.__name__)
     user_files = list(config_file_list or [])
@@ -162,7 +164,7 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     )
     own_files = [dataset_file, *user_files] if users_own else user_files  # checked and named in errors alike
     if users_own:
-        check_user_settings(own_files, config_dict)
+        check_user_settings(user_setting_sources(own_files, config_dict))
     files = [f for f in (model_file, dataset_file) if f] + user_files
     with _argv_hidden(), recbole_config_errors(config_dict):  # what RecBole refuses, named as a setting
         config = DistributedConfig(model=model_class, dataset=dataset, config_file_list=files, config_dict=config_dict)

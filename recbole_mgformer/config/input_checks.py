@@ -541,14 +541,27 @@ def plain_values(value):
 FOLDER_SETTINGS = {"data_path": "dataset/", "checkpoint_dir": "saved/"}
 
 
-def expand_home_folders(config_file_list=None, config_dict=None):
-    """``config_dict`` with each :data:`FOLDER_SETTINGS` key that starts with ``~``, in a config file or in
-    ``config_dict``, set to the folder it names under the home folder (``config_dict`` wins over the files, as in
-    RecBole); an empty one, or one that is no path, is an error naming it (RecBole's traceback was a TypeError)."""
+def user_setting_sources(config_file_list=None, config_dict=None):
+    """``[(where, settings)]`` of each config file in order, then of ``config_dict``, each read once as RecBole will
+    read it (a string of ``config_dict`` as a literal); the checks below take them."""
+    sources = [(f"config file {path}", read_config_file(path)) for path in config_file_list or ()]
+    return [*sources, ("config_dict", as_recbole_reads(config_dict))]
+
+
+def _merged(sources):
+    """The settings of ``sources`` as RecBole merges them: a later source wins."""
     settings = {}
-    for path in config_file_list or ():
-        settings.update(read_config_file(path))
-    settings.update(as_recbole_reads(config_dict))
+    for _, source in sources:
+        settings.update(source)
+    return settings
+
+
+def expand_home_folders(sources, config_dict=None):
+    """``config_dict`` with each :data:`FOLDER_SETTINGS` key that starts with ``~``, in a config file or in
+    ``config_dict`` (``sources``: :func:`user_setting_sources` of both), set to the folder it names under the home
+    folder (``config_dict`` wins over the files, as in RecBole); an empty one, or one that is no path, is an error
+    naming it (RecBole's traceback was a TypeError)."""
+    settings = _merged(sources)
     expanded = {}
     for key, default in FOLDER_SETTINGS.items():
         if key not in settings:
@@ -563,14 +576,11 @@ def expand_home_folders(config_file_list=None, config_dict=None):
     return {**(config_dict or {}), **expanded} if expanded else config_dict
 
 
-def check_user_settings(config_file_list=None, config_dict=None):
-    """The settings whose wrong shape RecBole's Config itself fails on (topk, metrics, valid_metric, seed,
-    eval_args), checked before it is built, as RecBole will read them (a string of ``config_dict`` as a literal),
-    and the combinations of them that cannot work."""
-    settings = {}
-    for path in config_file_list or ():
-        settings.update(read_config_file(path))
-    settings.update(as_recbole_reads(config_dict))
+def check_user_settings(sources):
+    """The settings of ``sources`` (:func:`user_setting_sources`) whose wrong shape RecBole's Config itself fails on
+    (topk, metrics, valid_metric, seed, eval_args), checked before it is built, and the combinations of them that
+    cannot work."""
+    settings = _merged(sources)
     for key, value in settings.items():
         problem = setting_type_error(key, value, None)
         if problem:
@@ -580,12 +590,11 @@ def check_user_settings(config_file_list=None, config_dict=None):
         _raise_type_error(*combination)
 
 
-def check_chosen_names(model, dataset, config_file_list=None, config_dict=None):
+def check_chosen_names(model, dataset, sources):
     """A run's model and dataset are its own arguments (``--model``, ``run_recommender``'s ``model``): RecBole takes
     them over a ``model:`` or ``dataset:`` in a config file or ``config_dict`` without a word, so a benchmark entry
-    ``BPR[model=LightGCN]`` trained BPR under LightGCN's name. One that names another is an error."""
-    sources = [(f"config file {path}", read_config_file(path)) for path in config_file_list or ()]
-    sources.append(("config_dict", as_recbole_reads(config_dict)))
+    ``BPR[model=LightGCN]`` trained BPR under LightGCN's name. One that names another is an error (``sources``:
+    :func:`user_setting_sources`)."""
     for where, settings in sources:
         for key, chosen in (("model", model), ("dataset", dataset)):
             given = settings.get(key, chosen)

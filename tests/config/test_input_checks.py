@@ -321,9 +321,9 @@ def test_the_runner_refuses_a_bomb_config_before_any_check_walks_it(tmp_path, ca
     ],
 )
 def test_a_python_api_value_recbole_reads_is_accepted(config_dict):
-    from recbole_mgformer.config.input_checks import check_user_settings
+    from recbole_mgformer.config.input_checks import check_user_settings, user_setting_sources
 
-    check_user_settings(None, config_dict)
+    check_user_settings(user_setting_sources(None, config_dict))
 
 
 @pytest.mark.parametrize(
@@ -344,20 +344,20 @@ def test_a_python_api_value_recbole_reads_is_accepted(config_dict):
     ],
 )
 def test_a_python_api_value_of_the_wrong_shape_is_named(config_dict, message):
-    from recbole_mgformer.config.input_checks import check_user_settings
+    from recbole_mgformer.config.input_checks import check_user_settings, user_setting_sources
 
     with pytest.raises(ValueError, match=message):
-        check_user_settings(None, config_dict)
+        check_user_settings(user_setting_sources(None, config_dict))
 
 
 def test_a_config_files_string_is_not_read_as_a_number(tmp_path):
     """RecBole reads a config file's values as YAML only: ``topk: "20"`` stays text, which its Config refuses."""
-    from recbole_mgformer.config.input_checks import check_user_settings
+    from recbole_mgformer.config.input_checks import check_user_settings, user_setting_sources
 
     path = tmp_path / "mine.yaml"
     path.write_text('topk: "20"\n')
     with pytest.raises(ValueError, match=r"setting topk takes whole numbers above 0 \(e.g. \[10, 20\]\), not '20'"):
-        check_user_settings([str(path)])
+        check_user_settings(user_setting_sources([str(path)]))
 
 
 @pytest.mark.parametrize("reader", ["published", "names", "dataset settings", "dataset source"])
@@ -506,9 +506,9 @@ def test_numpy_values_and_tuples_in_config_dict_become_what_yaml_gives(tiny_data
     ],
 )
 def test_recboles_intervals_are_accepted(config_dict):
-    from recbole_mgformer.config.input_checks import check_user_settings
+    from recbole_mgformer.config.input_checks import check_user_settings, user_setting_sources
 
-    check_user_settings(None, config_dict)
+    check_user_settings(user_setting_sources(None, config_dict))
 
 
 @pytest.mark.parametrize(
@@ -528,10 +528,10 @@ def test_recboles_intervals_are_accepted(config_dict):
     ],
 )
 def test_a_malformed_interval_is_named_not_skipped(config_dict, message):
-    from recbole_mgformer.config.input_checks import check_user_settings
+    from recbole_mgformer.config.input_checks import check_user_settings, user_setting_sources
 
     with pytest.raises(ValueError, match=message):
-        check_user_settings(None, config_dict)
+        check_user_settings(user_setting_sources(None, config_dict))
 
 
 @given(
@@ -541,14 +541,14 @@ def test_a_malformed_interval_is_named_not_skipped(config_dict, message):
     right=st.sampled_from(")]"),
 )
 def test_an_interval_is_accepted_exactly_when_recbole_parses_it_in_order(low, high, left, right):
-    from recbole_mgformer.config.input_checks import check_user_settings
+    from recbole_mgformer.config.input_checks import check_user_settings, user_setting_sources
 
     text = f"{left}{low},{high}{right}"
     if float(low) <= float(high):
-        check_user_settings(None, {"user_inter_num_interval": text})
+        check_user_settings(user_setting_sources(None, {"user_inter_num_interval": text}))
     else:
         with pytest.raises(ValueError, match="left end is at most their right end"):
-            check_user_settings(None, {"user_inter_num_interval": text})
+            check_user_settings(user_setting_sources(None, {"user_inter_num_interval": text}))
 
 
 @pytest.mark.parametrize(
