@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -106,6 +107,10 @@ def _main(argv):
     args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.render:
         return render_pages(args.render)
+    if args.search == "grid" and args.samples is not None:  # the record would say 1 sample of each combination
+        parser.error("--samples sets the draws of a random or hyperopt search; a grid runs each combination once")
+    if args.scheduler == "fifo" and args.grace_period is not None:
+        parser.error("--grace-period sets when ASHA may stop a trial; --scheduler fifo stops none (drop one of them)")
     try:
         config_files, overrides = config_settings(args, rest)
         summary = tune_recommender(
@@ -141,8 +146,9 @@ def _main(argv):
     rows, best = summary["rows"], summary["best"]
     print(f"{len(rows)} trials ({sum(r['status'] == 'failed' for r in rows)} failed); wrote {summary['markdown']}")
     if summary["interrupted"]:
-        records = f" --records {args.records}" if args.records else ""
-        print(f"interrupted: resume with --resume --name {summary['request']['name']}{records}")
+        given = (("--storage", args.storage), ("--records", args.records))  # where the resume must look again
+        where = "".join(f" {o} {shlex.quote(str(v))}" for o, v in given if v and v != parser.get_default(o[2:]))
+        print(f"interrupted: resume with --resume --name {summary['request']['name']}{where}")
         return 130
     if best is None:
         print("no trial finished; see the errors in the table")

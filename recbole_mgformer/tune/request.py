@@ -98,7 +98,7 @@ def make_request(
         raise TuneSetupError(str(error)) from None
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise TuneSetupError(f"--samples {samples!r}: a search draws at least 1 sample; give --samples 1 or more")
-    _whole_number(search_seed, "--search-seed")
+    _whole_number(search_seed, "--search-seed", 0)  # Ray's draws take no negative seed
     _whole_number(grace_period, "--grace-period", 1)
     if name is not None and (not str(name).strip() or Path(str(name)).name != str(name) or str(name) in (".", "..")):
         raise TuneSetupError(f"--name {name!r}: give a plain folder name (no '/'), e.g. --name {model}-{dataset}-wide")

@@ -57,8 +57,9 @@ def load_space(space, model, dataset=None):
     if not path.is_file():
         shipped = sorted(p.stem for p in (properties_dir() / "hyper").glob("*.yaml"))
         raise TuneSetupError(
-            f"search space {path} does not exist; spaces ship for {', '.join(shipped)} "
-            "(write one as `key: {choice: [...]}` per line and pass it with --space)"
+            f"search space {path} does not exist; --space takes a YAML file's path (write one as "
+            "`key: {choice: [...]}` per line); without --space, a model's shipped space is searched: "
+            f"{', '.join(shipped)} (properties/hyper/<model>.yaml)"
         )
     try:
         raw = parse_settings_text(utf8_text(path, "search space"), path)  # 1e-4 a float, as in RecBole's files

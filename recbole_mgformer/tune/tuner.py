@@ -2,6 +2,7 @@
 
 import logging
 import signal
+import socket
 import tempfile
 import threading
 from pathlib import Path
@@ -20,6 +21,23 @@ def default_temp_dir(storage):
     return candidate if len(str(candidate)) <= 40 else Path(tempfile.gettempdir()) / "ray-recbole-mgformer"
 
 
+def check_reachable(address, timeout=5.0):
+    """A ``host:port`` (or ``ray://host:port``) where nothing listens is a TuneSetupError within ``timeout``
+    seconds: Ray retries such a head for minutes (printing a warning every few seconds, or a traceback per retry for
+    a host that does not answer). ``auto`` and ``local`` are left to Ray, which answers them at once."""
+    host, colon, port = str(address).removeprefix("ray://").rpartition(":")
+    if not colon:
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as error:
+        raise TuneSetupError(
+            f"--address {address}: nothing answers at {host}:{port} ({error.strerror or error}); start Ray there with "
+            "`ray start --head` (its output names the address), check the host and port, or leave --address out to "
+            "start Ray here"
+        ) from None
+
+
 def init_ray(address, num_cpus, num_gpus, temp_dir):
     """Start Ray (or join the cluster at ``address``) unless this process already did; True if started here."""
     import ray
@@ -27,6 +45,7 @@ def init_ray(address, num_cpus, num_gpus, temp_dir):
     if ray.is_initialized():
         return False
     if address:
+        check_reachable(address)
         try:
             ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
         except ConnectionError as error:

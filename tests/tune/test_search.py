@@ -16,7 +16,7 @@ import ray
 import yaml
 from conftest import tune_args
 
-from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender
+from recbole_mgformer.tune import TuneSetupError, main, make_request, parse_space, ray_space, tune_recommender, tuner
 from recbole_mgformer.tune.search import check_address
 from recbole_mgformer.tune.tuner import check_resources as _check_resources
 
@@ -322,8 +322,48 @@ def test_an_address_where_no_ray_answers_is_named(monkeypatch):
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", unreachable)
+    monkeypatch.setattr(tuner, "check_reachable", lambda address: None)  # a port that answers, and no Ray behind it
     with pytest.raises(TuneSetupError, match=r"--address 10.0.0.5:6379: no Ray cluster answered there .*ray start"):
         init_ray("10.0.0.5:6379", None, None, "unused")
+
+
+def test_an_address_where_nothing_listens_is_named_at_once(monkeypatch):
+    """Ray retried such a head for minutes (127.0.0.1:6379 with no Ray there: a warning every few seconds)."""
+    import socket
+
+    import ray
+
+    from recbole_mgformer.tune.tuner import init_ray
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        tuner.check_reachable(f"127.0.0.1:{port}")  # something answers: left to Ray
+        tuner.check_reachable(f"ray://127.0.0.1:{port}")
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **_: pytest.fail("Ray was started"))
+    with pytest.raises(TuneSetupError, match=rf"--address 127.0.0.1:{port}: nothing answers at 127.0.0.1:{port} "):
+        init_ray(f"127.0.0.1:{port}", None, None, "unused")
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--search", "grid", "--samples", "5"], "--samples sets the draws of a random or hyperopt search"),
+        (["--scheduler", "fifo", "--grace-period", "3"], "--grace-period sets when ASHA may stop a trial"),
+        (["--search-seed", "-5"], "--search-seed -5: give a whole number of 0 or more"),
+    ],
+)
+def test_options_a_search_would_drop_or_fail_on_are_named_before_it_starts(
+    tiny_data, tiny_yaml, tmp_path, capsys, options, message
+):
+    arguments = tune_args("BPR", tmp_path, f"--data_path={tiny_data}", f"--config_files={tiny_yaml}", *options)
+    try:
+        assert main(arguments) == 2
+    except SystemExit as stop:  # argparse's usage error
+        assert stop.code == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "tune").exists()
 
 
 def test_a_name_that_is_a_path_is_an_error(tiny_data, tmp_path):

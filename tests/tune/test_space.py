@@ -285,7 +285,11 @@ def test_the_command_reports_an_invalid_space_and_starts_nothing(tiny_data, tmp_
     assert main(["--model", "NoSuchNet", "--dataset", "tiny", f"--data_path={tiny_data}"]) == 2
     assert "unknown model 'NoSuchNet'" in capsys.readouterr().err
     assert main(["--model", "MGFormer", "--dataset", "tiny", "--space", str(tmp_path / "none.yaml")]) == 2
-    assert re.search(r"does not exist; spaces ship for .*BPR, .*DirectAU, .*MGFormer", capsys.readouterr().err)
+    assert re.search(
+        r"does not exist; --space takes a YAML file's path .*without --space, a model's shipped space is searched: "
+        r".*BPR, .*DirectAU, .*MGFormer",
+        capsys.readouterr().err,
+    )
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("hyperopt") is not None, reason="hyperopt is installed")
