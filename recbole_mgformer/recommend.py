@@ -457,6 +457,14 @@ def main(argv=None):
             )
         if users:
             result = rank(model, dataset, train_data, users, args.k, args.exclude)
+            short = {user: len(items) for user, items in result.items() if len(items) < args.k}
+            if short:
+                user, count = next(iter(short.items()))
+                print(
+                    f"note: {len(short)} user(s) have fewer than --k {args.k} items to recommend (the catalogue less "
+                    f"the items --exclude {args.exclude} leaves out), e.g. {user}: {count}",
+                    file=sys.stderr,
+                )
             if args.output:
                 write(result, args.output, args.overwrite)
                 print(f"wrote {sum(map(len, result.values()))} recommendations to {args.output}")

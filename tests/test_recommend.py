@@ -486,3 +486,11 @@ def test_a_checkpoint_of_a_run_not_finished_is_served_with_a_note(checkpoints, t
     best.with_suffix(".latest.pth").write_bytes(b"")  # a run still training keeps its last epoch beside its best
     assert main(["--checkpoint", str(best), "--users", "u1"]) == 0
     assert f"note: the run that wrote {best} has not finished" in capsys.readouterr().err
+
+
+def test_a_k_above_the_items_left_to_a_user_says_how_many_there_are(checkpoints, capsys):
+    assert main(["--checkpoint", str(checkpoints["BPR"]), "--users", "u1", "--k", "10000"]) == 0
+    out, err = capsys.readouterr()
+    shown = len(out.splitlines()) - 1
+    assert 0 < shown < 60 and "note: 1 user(s) have fewer than --k 10000 items to recommend" in err
+    assert err.rstrip().endswith(f"e.g. u1: {shown}")

@@ -719,7 +719,7 @@ def refuse_existing(path, option, overwrite=False):
     path = Path(path)
     _check_parents(path, option)
     if path.is_dir():
-        raise FileExistsError(f"{option} {path}: a folder is there; name a file inside it, e.g. {path / 'top.csv'}")
+        raise FileExistsError(f"{option} {path}: a folder is there, where this command writes a file; move it aside")
     if path.exists() and not overwrite:
         raise FileExistsError(
             f"{option} {path}: the file exists; choose another name, or pass --overwrite to replace it"
