@@ -137,7 +137,29 @@ def import_dataset(name, output, plan, overwrite=False):
         raise AssertionError(f"an import planned {plan.targets} but built {[file for file, _ in files]}")
     summary.files = write_dataset(folder, files, overwrite)
     summary.notes += [_settings_note(name, output, path) for path in summary.files if path.suffix == ".yaml"]
+    summary.notes += _files_kept_note(folder, name, plan.targets)
     return summary
+
+
+# what RecBole and the runner read of a dataset's folder: its atomic files (a split's too) and its settings
+READ_SUFFIXES = (".inter", ".user", ".item", ".kg", ".link", ".net", ".yaml")
+
+
+def _files_kept_note(folder, name, written):
+    """The dataset's files in ``folder`` that this import did not write, named ([] when none): left by an earlier
+    import, a ``<name>.yaml`` there is read by the runner and may name a ``.user`` or split file that no longer
+    matches the interactions."""
+    kept = sorted(
+        path.name
+        for path in Path(folder).iterdir()
+        if path.name.startswith(f"{name}.") and path.suffix in READ_SUFFIXES and path.name not in written
+    )
+    if not kept:
+        return []
+    return [
+        f"kept in {folder}, not written by this import: {', '.join(kept)}; the runner reads {name}.yaml there and "
+        "the files its settings name, so remove any left by an earlier import"
+    ]
 
 
 def _settings_note(name, output, path):

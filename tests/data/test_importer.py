@@ -271,6 +271,20 @@ def test_every_format_refuses_an_existing_dataset_unless_asked_and_leaves_it_who
     assert {path: path.read_bytes() for path in folder.iterdir()} == written
 
 
+def test_files_of_an_earlier_import_left_in_the_folder_are_named(tmp_path, capsys):
+    """``--overwrite`` replaces the files an import writes and keeps the others: a ``<name>.yaml`` of an earlier
+    ``--write-config`` is read by the runner, and may name a ``.user`` or split file of the old data."""
+    good = write(tmp_path / "good.txt", "u1:i1 i2\n")
+    argv = ["--format", "selfrec", "--name", "x", "--output", str(tmp_path / "data"), str(good)]
+    assert main(argv) == 0
+    assert "not written by this import" not in capsys.readouterr().out
+    for stale in ("x.yaml", "x.user", "x.train.inter", "notes.txt"):
+        (tmp_path / "data" / "x" / stale).write_text("")
+    assert main([*argv, "--overwrite"]) == 0
+    out = capsys.readouterr().out
+    assert "not written by this import: x.train.inter, x.user, x.yaml; the runner reads x.yaml there" in out
+
+
 @pytest.mark.parametrize("label", FORMAT_LABELS)
 def test_every_format_checks_its_target_before_reading_the_inputs(tmp_path, capsys, monkeypatch, label):
     argv = format_sources(tmp_path / "src")[label]
