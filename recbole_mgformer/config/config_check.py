@@ -447,10 +447,8 @@ def check_negative_sampling(config, model_class):
             f"leaves {model_class.__name__} without negatives: a pairwise model trains on a sampled negative item "
             "per pair; remove train_neg_sample_args: ~ from your settings (RecBole's default samples one, uniformly)",
         )
-    trains_without = (
-        "train_neg_sample_args" in model_defaults(model_class.__name__)
-        and not (model_defaults(model_class.__name__)["train_neg_sample_args"])
-    )
+    defaults = model_defaults(model_class.__name__)
+    trains_without = "train_neg_sample_args" in defaults and not defaults["train_neg_sample_args"]
     if trains_without and distribution not in (None, "none"):  # its YAML sets none: its loss reads positives only
         logging.getLogger().warning(
             f"train_neg_sample_args {sampling}: {model_class.__name__} trains on positive pairs only, so the sampled "
