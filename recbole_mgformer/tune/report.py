@@ -44,9 +44,16 @@ def best_config_yaml(request, row, path):
     return "\n".join(header) + "\n" + body
 
 
+def asha_stops_trials(request):
+    """Whether the search's ASHA could stop a trial: it judges trials at its grace period and rungs above, before
+    ``max_t``; a search of at most ``grace_period`` evaluations a trial (``--epochs=1``, a model fit once) has no
+    rung below its end, so every trial ran to its end."""
+    return request["scheduler"] == "asha" and request["grace_period"] < request["max_t"]
+
+
 def epochs_note(request, params):
     """What the best YAML says of epochs: searched (then it holds them), else the search's cap, which it leaves out."""
-    asha = " (ASHA stopped poor trials early)" if request["scheduler"] == "asha" else ""
+    asha = " (ASHA stopped poor trials early)" if asha_stops_trials(request) else ""
     if "epochs" in params:
         return f"Searched settings only, epochs among them{asha}."
     cap = request.get("epochs")
@@ -130,11 +137,12 @@ def render_markdown(summary):
     keys = list(request["space"])
     metric = request["metric"]
     counts = {s: sum(r["status"] == s for r in rows) for s in ("completed", "stopped early", "failed", "unfinished")}
-    scheduler = (
-        f"ASHA (grace period {request['grace_period']}, max {request['max_t']} evaluations)"
-        if request["scheduler"] == "asha"
-        else "no early stopping of trials"
-    )
+    if asha_stops_trials(request):
+        scheduler = f"ASHA (grace period {request['grace_period']}, max {request['max_t']} evaluations)"
+    elif request["scheduler"] == "asha":
+        scheduler = f"ASHA with nothing to stop (a trial reports {request['max_t']} evaluation(s) at most)"
+    else:
+        scheduler = "no early stopping of trials"
     files = ", ".join(f"`{display_path(p)}`" for p in request["config_files"])
     lines = [
         f"# Hyperparameter search: {request['model']} on {request['dataset']}",

@@ -84,3 +84,21 @@ def test_a_drawn_none_shows_as_yamls_tilde_and_a_missing_value_as_blank():
     page = render_markdown(summary)
     assert "| 1 | t1 | completed | 0.2700 | 3 | ~ | 0.001 |" in page
     assert "| t2 | failed: ValueError |  | 0 |  |  |" in page
+
+
+@pytest.mark.parametrize(("grace_period", "max_t", "stops"), [(1, 1, False), (3, 3, False), (1, 2, True), (2, 3, True)])
+def test_asha_is_said_to_stop_trials_only_when_a_rung_lies_below_a_trials_end(grace_period, max_t, stops):
+    # --epochs=1 (or a model fit once) shrinks the grace period to the one evaluation: every trial runs to its end
+    asked = request(grace_period=grace_period, max_t=max_t)
+    text = best_config_yaml(asked, row("t1", "completed", 0.2, params={"learning_rate": 0.01}), "tuning/x.yaml")
+    assert ("(ASHA stopped poor trials early)" in text) is stops
+    summary = {
+        "request": asked,
+        "rows": [row("t1", "completed", 0.2, params={"learning_rate": 0.01})],
+        "best": None,
+        "retrained": None,
+        "provenance": {"machine": "cpu", "commit": "abc", "date": "today", "versions": {}},
+    }
+    page = render_markdown(summary)
+    assert (f"ASHA (grace period {grace_period}, max {max_t} evaluations)" in page) is stops
+    assert ("ASHA with nothing to stop" in page) is not stops
