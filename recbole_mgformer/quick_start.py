@@ -43,6 +43,7 @@ from recbole_mgformer.config.input_checks import (
     expand_home_folders,
     read_config_file,
     recbole_defaults,
+    settle_flags,
     user_setting_sources,
 )
 from recbole_mgformer.data import validate_dataset_files
@@ -171,6 +172,7 @@ def build_config(model, dataset, config_file_list=None, config_dict=None):
     check_config(config, model_class, get_trainer(config["MODEL_TYPE"], model_class.__name__), own_files)
     check_train_protocol(config, model_class)
     check_setting_types(config, read_config_file(model_file) if model_file else None)
+    settle_flags(config)  # --reproducibility=0 logged and read as False
     if dataset == "ml-100k":
         settings_line += ml_100k_data_path(config, user_files, config_dict)
     config.dataset_settings = settings_line

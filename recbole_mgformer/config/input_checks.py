@@ -646,6 +646,16 @@ def check_setting_types(config, model_defaults=None):
             _raise_type_error(key, problem)
 
 
+def settle_flags(config):
+    """A flag of RecBole's or the runner's given as 0 or 1 (a tuning draw, ``--reproducibility=0``), which
+    :func:`check_setting_types` takes, set to False or True: the logged config then says what the run does."""
+    defaults = setting_defaults()
+    for key, value in config.final_config_dict.items():
+        default = SHAPES.get(key, defaults.get(key))
+        if isinstance(default, bool) and not isinstance(value, bool) and _is_flag(value):
+            config.final_config_dict[key] = bool(value)
+
+
 def _unset_number_problem(key, default):
     """A number setting the user left empty (``--epochs=``, ``learning_rate: ~``): RecBole and torch compare or
     multiply it deep in a run (``'<' not supported between 'NoneType' and 'int'``)."""

@@ -1,6 +1,7 @@
 """Config files, dataset names and output paths checked before RecBole or the filesystem meets them."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -639,3 +640,16 @@ def test_an_empty_folder_setting_is_named_before_recbole_reads_it(config_dict, m
 
     with pytest.raises(ValueError, match=message):
         build_config("BPR", "ml-100k", config_dict=config_dict)
+
+
+@pytest.mark.parametrize(
+    ("given", "read"), [({"reproducibility": 0}, False), ({"reproducibility": 1}, True), ({"shuffle": 0.0}, False)]
+)
+def test_a_flag_given_as_a_number_is_read_and_logged_as_true_or_false(tiny_data, given, read):
+    # a tuning draw of a flag (choice [0, 1]) or --reproducibility=0: the logged config said "reproducibility = 0"
+    from recbole_mgformer.quick_start import build_config
+
+    config, _ = build_config("BPR", "tiny", config_dict={"data_path": str(tiny_data), **given})
+    (key,) = given
+    assert config[key] is read
+    assert f"{key} = {read}" in re.sub(r"\x1b\[[0-9;]*m", "", str(config))  # RecBole colours its log
