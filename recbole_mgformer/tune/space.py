@@ -202,10 +202,10 @@ def run_problem(key, value, model_settings):
     single run makes on its built config: :func:`check_setting_types` (against RecBole's general defaults and
     ``model_settings``, the model's) and :func:`check_sizes` (:data:`BOUNDS`); None when the run takes it."""
     settings = SimpleNamespace(
-        final_config_dict={key: value}, external_config_dict={key: value}, internal_config_dict=model_settings
+        final_config_dict={key: value}, external_config_dict={key: value}, internal_config_dict={}
     )
     try:
-        check_setting_types(settings)
+        check_setting_types(settings, model_settings)
     except ValueError as error:  # "setting <key> <problem>; fix it in your config file ...": the space is fixed here
         return str(error).partition("; fix it in your config file")[0]
     try:
