@@ -166,7 +166,8 @@ class ClosedFormRecommender(SharedSparseBuffers, GeneralRecommender):
         # RecBole's trainer needs a parameter to optimise; it is never used (RecBole's EASE does the same).
         self.fake_loss = nn.Parameter(torch.zeros(1))
         self.interactions = binary_interactions(dataset)  # (users, items) scipy CSR, on the CPU
-        self._cached_block = None  # (block number, its scores)
+        self._blocks = {}  # block number -> its scores: the last block made, or every one with keep_scores
+        self.keep_scores = False
         started = time.perf_counter()
         self.fit(self.interactions, config)
         # the fit happens here, before the trainer's one epoch: its time is not in the epoch's
@@ -194,12 +195,15 @@ class ClosedFormRecommender(SharedSparseBuffers, GeneralRecommender):
         """Scores (filter_batch_size x items, fewer in the last block) of users ``block * filter_batch_size`` on.
         The last block stays cached: RecBole's full-sort evaluation asks for a few users at a time, in id order
         (eval_batch_size // items of them: one at a time on 40,000 items), and each sparse product costs about
-        the same for one user as for a thousand."""
-        if self._cached_block is None or self._cached_block[0] != block:
+        the same for one user as for a thousand. With ``keep_scores`` every block stays (users x items float32):
+        a model that adds these scores to its own at every evaluation (MGFormer's filter residual) filters once."""
+        if block not in self._blocks:
+            if not self.keep_scores:
+                self._blocks.clear()
             start = block * self.filter_batch_size
             users = torch.arange(start, min(start + self.filter_batch_size, self.n_users))
-            self._cached_block = (block, self.filter_rows(self.user_rows(users)))
-        return self._cached_block[1]
+            self._blocks[block] = self.filter_rows(self.user_rows(users))
+        return self._blocks[block]
 
     def score_users(self, users):  # (n,) -> (n, items)
         users = users.cpu()
@@ -212,7 +216,7 @@ class ClosedFormRecommender(SharedSparseBuffers, GeneralRecommender):
         return scores
 
     def _apply(self, fn, *args, **kwargs):
-        self._cached_block = None  # a move to another device or dtype
+        self._blocks = {block: fn(scores) for block, scores in self._blocks.items()}  # to another device or dtype
         return super()._apply(fn, *args, **kwargs)
 
     @torch.no_grad()

@@ -11,6 +11,7 @@ temporaries fit in a share of the device's memory, and else the most rows that d
 import logging
 import numbers
 
+import psutil
 import torch
 
 from recbole_mgformer.model.loss import UNIFORMITY_BLOCK_ROWS, uniformity_bytes_per_row
@@ -30,6 +31,14 @@ def device_memory_budget(device):
         return None
     index = device.index if device.index is not None else torch.cuda.current_device()
     return int(GPU_MEMORY_SHARE * torch.cuda.get_device_properties(index).total_memory)
+
+
+def available_memory(device):
+    """Bytes free on ``device`` now: a CUDA device's free memory, else the machine's available memory."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    return psutil.virtual_memory().available
 
 
 def auto_rows(total_rows, bytes_per_row, cpu_rows, memory_budget):

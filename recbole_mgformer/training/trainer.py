@@ -78,6 +78,7 @@ RUNTIME_KEYS = frozenset(
         "benchmark_untuned_heading",
         "dataset_source",
         "cuda_graph",
+        "filter_residual_cache",
     }
 )
 

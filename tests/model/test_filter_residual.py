@@ -3,6 +3,7 @@ per user and scaled to the spread of the model's own scores, added at test time;
 (issue 81: ``loss: softmax`` with ``filter_residual_in_training``)."""
 
 import copy
+import logging
 from unittest.mock import patch
 
 import numpy as np
@@ -449,6 +450,39 @@ def test_the_softmax_loss_trains_and_its_entry_trains_as_itself(tiny_setup):
     post_hoc = {"attention": False, **RESIDUAL}
     assert trained_overrides("MGFormer", post_hoc) == {"attention": False}
     assert trained_overrides("MGFormer", {"attention": False, **TRAINED}) == {"attention": False, **TRAINED}
+
+
+@pytest.mark.parametrize("trained", [False, True])
+def test_kept_filter_scores_change_no_bit_of_training_or_scores(tiny_setup, trained):
+    residual = {**RESIDUAL, "filter_residual": "bspm", "filter_residual_batch_size": 8}  # several blocks
+    settings = {**TRAINED, **residual} if trained else {**residual, "loss": "softmax"}
+    runs = []
+    for cache in (False, True):
+        _, model, trainer, (train, valid, _) = tiny_setup(
+            attention=False, seed=5, epochs=2, filter_residual_cache=cache, **settings
+        )
+        assert model.residual_filter.keep_scores is cache
+        trainer.fit(train, valid, saved=False, show_progress=False)  # validated each epoch
+        runs.append((full_sort(model), trainer.best_valid_score, getattr(model, "training_residual", None)))
+    np.testing.assert_array_equal(runs[1][0], runs[0][0])
+    assert runs[1][1] == runs[0][1]
+    if trained:
+        assert torch.equal(runs[1][2], runs[0][2])
+
+
+@pytest.mark.parametrize(("available", "kept"), [(2**40, True), (1, False)])
+def test_auto_keeps_the_filter_scores_when_they_fit_in_half_the_available_memory(tiny_setup, caplog, available, kept):
+    with patch("recbole_mgformer.model.filter_residual.available_memory", return_value=available):
+        with caplog.at_level(logging.INFO):
+            _, model, _, _ = tiny_setup(attention=False, filter_residual_cache="auto", **RESIDUAL)
+    assert model.residual_filter.keep_scores is kept
+    assert f"MGFormer: filter_residual_cache auto -> {kept} (the filter's scores of every user take" in caplog.text
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0.5, [True]])
+def test_filter_residual_cache_takes_auto_true_or_false(tiny_setup, value):
+    with pytest.raises(ValueError, match=r"unknown filter_residual_cache .*; choose one of auto, True, False"):
+        tiny_setup(attention=False, filter_residual_cache=value, **RESIDUAL)
 
 
 @pytest.mark.parametrize(

@@ -99,6 +99,24 @@ def test_cached_blocks_score_users_in_any_order_as_filtering_them_directly(tiny_
     torch.testing.assert_close(again, direct.flip(0))
 
 
+@pytest.mark.parametrize("keep", [False, True])
+def test_kept_scores_filter_each_block_once_and_are_the_scores_filtered_afresh_exactly(tiny_setup, keep):
+    # the same block filtered again gives the same bits: a kept block is what a fresh filtering would give
+    _, model, _, _ = tiny_setup("BSPM", factor_dim=8, filter_batch_size=4)
+    orders = [torch.tensor([9, 2, 3, 17, 2, 40, 0, 9]), torch.tensor([40, 0, 1, 2, 3, 4, 18])]
+    fresh = [model.score_users(users) for users in orders]  # the last block cached only: each filtered again
+    model.keep_scores = keep
+    original, filtered = model.filter_rows, []
+    model.filter_rows = lambda rows: filtered.append(len(rows)) or original(rows)
+    for _ in range(2):  # two evaluations
+        for users, expected in zip(orders, fresh):
+            assert torch.equal(model.score_users(users), expected)
+    blocks = len({u // 4 for users in orders for u in users.tolist()})
+    assert len(filtered) <= blocks if keep else len(filtered) > blocks  # kept: each block filtered once at most
+    model.to(torch.float64)  # a kept block moves with the model
+    assert model._blocks and all(scores.dtype == torch.float64 for scores in model._blocks.values())
+
+
 def test_the_fit_time_is_kept_since_the_trainers_epoch_does_not_include_it(tiny_setup):
     _, model, _, _ = tiny_setup("TurboCF")
     assert 0 < model.fit_seconds < 60

@@ -20,6 +20,7 @@ from recbole.utils import InputType
 
 from recbole_mgformer.model.abstract_recommender import CachedRepresentations, ModelContract, SharedSparseBuffers
 from recbole_mgformer.model.filter_residual import (
+    keep_filter_scores,
     matched_residual,
     residual_filter,
     residual_in_training,
@@ -162,6 +163,8 @@ class MGFormer(ModelContract, SharedSparseBuffers, CachedRepresentations, Genera
         # beyond the papers (issue 55): fitted last, it draws nothing from torch's generators, so the embeddings and
         # the training are those of the same model without it
         self.residual_filter, self.filter_residual_weight = residual_filter(config, dataset)
+        if self.residual_filter is not None:  # before training_residual, which then fills what it keeps
+            self.residual_filter.keep_scores = keep_filter_scores(config, self.residual_filter)
         self.loss, self.softmax_temperature = options.loss, options.softmax_temperature
         self.residual_in_training = residual_in_training(config, options.loss, self.residual_filter)
         self.user_batches = user_batches(config, options.loss)

@@ -41,6 +41,7 @@ FILTER_RESIDUAL_OPTIONS = frozenset(
         "filter_residual_alpha",
         "filter_residual_batch_size",
         "filter_residual_settings",
+        "filter_residual_cache",
     }
 )
 
