@@ -65,7 +65,7 @@ from recbole_mgformer.training.distributed import (
     make_shared_folders,
     shard_evaluation,
 )
-from recbole_mgformer.training.heap import keep_freed_memory
+from recbole_mgformer.training.heap import keep_freed_memory, release_freed_memory
 from recbole_mgformer.training.resume import (
     best_and_latest,
     check_resumable,
@@ -216,6 +216,7 @@ def prepare(config, settled=False):
         model = model_class(config, train_data._dataset).to(config["device"])
     # part of the time to fit: a closed-form model fits here (RecBole's traditional path), MGFormer takes its SVD
     model.build_seconds = round(time.perf_counter() - started, 3)
+    release_freed_memory()  # the build's temporaries, kept by keep_freed_memory: training never reuses most of them
     getLogger().info(model)
     trainer = get_trainer(config["MODEL_TYPE"], config["model"])(config, model)
     return model, trainer, (train_data, valid_data, test_data)

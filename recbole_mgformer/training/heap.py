@@ -8,8 +8,13 @@ full-item softmax on Gowalla (41k items: each (items, w) table, its normalised c
 gradient is 21 to 42 MB) spent as much time in the kernel as in its own arithmetic
 (results/performance/heap_step-gowalla.md). Raising the mmap and trim thresholds makes ``malloc`` keep freed blocks
 and reuse them: after the first steps the heap holds the step's peak and stops faulting. It changes no number,
-only where memory comes from, for the whole process; the cost is that the process keeps its peak heap until it
+only where memory comes from, for the whole process; the cost is that the process would keep its peak heap until it
 exits. Every run applies it (``keep_freed_memory: False`` leaves glibc's defaults), as it flushes subnormals.
+
+The peak that matters is the step's, not the model build's: a build can make far more temporaries than a step (the
+filter residual's BSPM filters every user and item of Gowalla in blocks of 168 MB tensors: the process held 15 GB
+after it, two such runs more than the machine's 23 GB). So once the model is built, :func:`release_freed_memory`
+gives the free heap back to the system, and the heap then grows to the step's peak and keeps it.
 """
 
 import ctypes
@@ -34,3 +39,14 @@ def keep_freed_memory(config=None):
     if mallopt is None:
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, LARGEST)) and bool(mallopt(M_TRIM_THRESHOLD, LARGEST))
+
+
+def release_freed_memory():
+    """Return the heap's free memory to the system once (glibc's ``malloc_trim(0)``, which also releases free pages
+    inside the heap, whatever the trim threshold); True where memory went back. Changes no number."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc
+        trim = None
+    return bool(trim(0)) if trim is not None else False
