@@ -65,7 +65,7 @@ from recbole_mgformer.training.distributed import (
     make_shared_folders,
     shard_evaluation,
 )
-from recbole_mgformer.training.heap import keep_freed_memory, release_freed_memory
+from recbole_mgformer.training.heap import keep_freed_memory, return_freed_memory
 from recbole_mgformer.training.resume import (
     best_and_latest,
     check_resumable,
@@ -191,7 +191,6 @@ def prepare_data(config, settled=False):
     split). ``settled``: :func:`settle_data_settings` has run on ``config``."""
     init_seed(config["seed"], config["reproducibility"])
     flush_subnormals(config)
-    keep_freed_memory(config)
     if not settled:
         settle_data_settings(config)
     with dataset_build_errors(config):  # filters that leave no interaction, named
@@ -209,6 +208,7 @@ def prepare(config, settled=False):
     """Dataset, splits, model and trainer for ``config``, the way ``run_recbole`` makes them (``settled`` as in
     :func:`prepare_data`)."""
     model_class = get_model(config["model"])
+    return_freed_memory(config)  # the data's and the build's temporaries go back as they are freed (training/heap.py)
     train_data, valid_data, test_data = prepare_data(config, settled)
     init_seed(config["seed"] + config["local_rank"], config["reproducibility"])
     started = time.perf_counter()
@@ -216,7 +216,8 @@ def prepare(config, settled=False):
         model = model_class(config, train_data._dataset).to(config["device"])
     # part of the time to fit: a closed-form model fits here (RecBole's traditional path), MGFormer takes its SVD
     model.build_seconds = round(time.perf_counter() - started, 3)
-    release_freed_memory()  # the build's temporaries, kept by keep_freed_memory: training never reuses most of them
+    return_freed_memory(config)
+    keep_freed_memory(config)  # for the training step's tensors
     getLogger().info(model)
     trainer = get_trainer(config["MODEL_TYPE"], config["model"])(config, model)
     return model, trainer, (train_data, valid_data, test_data)

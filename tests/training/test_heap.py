@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import REPOSITORY, faults_per_large_product
 
-from recbole_mgformer.training.heap import keep_freed_memory
+from recbole_mgformer.training.heap import keep_freed_memory, return_freed_memory
 
 KEEP = "from recbole_mgformer.training.heap import keep_freed_memory\nassert keep_freed_memory()"
 
@@ -25,9 +25,9 @@ def test_keep_freed_memory_false_leaves_the_c_library_alone(monkeypatch, value):
     assert keep_freed_memory({"keep_freed_memory": value}) is False
 
 
-RELEASE = """
+RETURN = """
 import sys, torch
-from recbole_mgformer.training.heap import keep_freed_memory, release_freed_memory
+from recbole_mgformer.training.heap import keep_freed_memory, return_freed_memory
 def resident_mib():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
 assert keep_freed_memory()
@@ -36,17 +36,29 @@ tensors = [torch.ones(2**23) for _ in range(16)]  # 16 x 32 MiB, each above glib
 before = resident_mib()
 del tensors
 kept = resident_mib()
-released = release_freed_memory()
-print(before, kept, released, resident_mib())
+returned = return_freed_memory()
+after = resident_mib()
+build = torch.ones(2**26)  # a build's 256 MiB temporary, mapped and unmapped
+del build
+print(before, kept, returned, after, resident_mib())
 """
 
 
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads the resident size from /proc")
-def test_the_kept_heap_goes_back_to_the_system_once_released():
-    # a model build's temporaries (the filter residual's: 15 GB on Gowalla) stay in a kept heap until released
-    code = f"import sys\nsys.path.insert(0, {str(REPOSITORY)!r})\n{RELEASE}"
+def test_a_kept_heap_goes_back_to_the_system_and_a_builds_temporaries_are_not_kept():
+    # a model build's temporaries (the filter residual's: 15 GB on Gowalla) stay in a kept heap unless returned
+    code = f"import sys\nsys.path.insert(0, {str(REPOSITORY)!r})\n{RETURN}"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    before, kept, released, after = run.stdout.split()
+    before, kept, returned, after, after_build = run.stdout.split()
     assert float(kept) > float(before) - 64  # freed, but kept: at most a block's worth returned
-    assert released == "True"
+    assert returned == "True"
     assert float(after) < float(kept) - 400  # the 512 MiB went back
+    assert float(after_build) < float(after) + 64  # and the temporary after them
+
+
+def test_return_freed_memory_without_keep_freed_memory_leaves_the_c_library_alone(monkeypatch):
+    def refuse(*args):
+        raise AssertionError("the C library was loaded")
+
+    monkeypatch.setattr(ctypes, "CDLL", refuse)
+    assert return_freed_memory({"keep_freed_memory": False}) is False
