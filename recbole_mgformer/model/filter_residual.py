@@ -41,8 +41,9 @@ from recbole_mgformer.model.sizing import AUTO, available_memory
 # filter_residual value -> (filter class, its keys of the low-rank part: singular vectors, weight)
 FILTERS = {"gfcf": (GFCF, "k", "alpha"), "chebycf": (ChebyCF, "eta", "alpha"), "bspm": (BSPM, "factor_dim", "idl_beta")}
 FILTER_RESIDUALS = ("none", *FILTERS)
-# the share of the available memory that filter_residual_cache: auto lets the filter's kept scores take
-KEPT_SCORES_SHARE = 0.5
+# the share of the available memory that filter_residual_cache: auto lets the filter's kept scores take: the
+# run allocates its training residual and its step after that choice, and a second run may share the machine
+KEPT_SCORES_SHARE = 0.25
 # keys of a filter's YAML that configure RecBole's training of it alone, not the filter
 TRAINING_KEYS = ("train_neg_sample_args", "epochs")
 

@@ -470,8 +470,12 @@ def test_kept_filter_scores_change_no_bit_of_training_or_scores(tiny_setup, trai
         assert torch.equal(runs[1][2], runs[0][2])
 
 
-@pytest.mark.parametrize(("available", "kept"), [(2**40, True), (1, False)])
-def test_auto_keeps_the_filter_scores_when_they_fit_in_half_the_available_memory(tiny_setup, caplog, available, kept):
+@pytest.mark.parametrize(("spare", "kept"), [(0, True), (-1, False), (2**40, True)])
+def test_auto_keeps_the_filter_scores_when_they_fit_in_a_quarter_of_the_available_memory(
+    tiny_setup, caplog, spare, kept
+):
+    _, model, _, _ = tiny_setup(attention=False, filter_residual_cache=False, **RESIDUAL)
+    available = 4 * model.n_users * model.n_items * 4 + spare  # float32 scores: a quarter of it, give or take a byte
     with patch("recbole_mgformer.model.filter_residual.available_memory", return_value=available):
         with caplog.at_level(logging.INFO):
             _, model, _, _ = tiny_setup(attention=False, filter_residual_cache="auto", **RESIDUAL)
