@@ -219,6 +219,11 @@ class ClosedFormRecommender(SharedSparseBuffers, GeneralRecommender):
         self._blocks = {block: fn(scores) for block, scores in self._blocks.items()}  # to another device or dtype
         return super()._apply(fn, *args, **kwargs)
 
+    def __deepcopy__(self, memo):
+        for scores in self._blocks.values():  # never written once made: a copy shares them (4.6 GiB on Gowalla)
+            memo[id(scores)] = scores
+        return super().__deepcopy__(memo)
+
     @torch.no_grad()
     def full_sort_predict(self, interaction):
         return self.score_users(interaction[self.USER_ID]).reshape(-1)

@@ -1,5 +1,6 @@
 """The training-free filters through the project's runner and ``recommend``, and the shared helpers."""
 
+import copy
 import math
 
 import numpy as np
@@ -113,6 +114,8 @@ def test_kept_scores_filter_each_block_once_and_are_the_scores_filtered_afresh_e
             assert torch.equal(model.score_users(users), expected)
     blocks = len({u // 4 for users in orders for u in users.tolist()})
     assert len(filtered) <= blocks if keep else len(filtered) > blocks  # kept: each block filtered once at most
+    copied = copy.deepcopy(model)  # RecBole's run_recbole deep-copies a model to count its FLOPs
+    assert all(copied._blocks[block] is scores for block, scores in model._blocks.items())
     model.to(torch.float64)  # a kept block moves with the model
     assert model._blocks and all(scores.dtype == torch.float64 for scores in model._blocks.values())
 
