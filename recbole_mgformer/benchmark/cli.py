@@ -340,9 +340,8 @@ def _main(argv):
                 except KeyboardInterrupt as stop:
                     print(f"stopped: {stop or 'interrupted'}; rerun the same command to continue", flush=True)
                     return 130
-            print(f"{label}: running", flush=True)
-            try:
-                record = run.execute()
+            try:  # "running" only once claimed: another process's run, or a record there, is a skip
+                record = run.execute(announce=lambda label=label: print(f"{label}: running", flush=True))
             except Busy as busy:
                 print(f"{label}: skipped, {busy}", flush=True)
                 continue

@@ -218,14 +218,15 @@ class Run:
         }
         return setup_run(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files), config_dict)
 
-    def execute(self, log=print):
-        """Train and test unless the record exists; returns the new record, or None when skipped. A record that
+    def execute(self, log=print, announce=None):
+        """Train and test unless the record exists; returns the new record, or None when skipped. ``announce()`` is
+        called once the run is this process's and has work to do (not before a skip). A record that
         this run replaces (:meth:`replaced_because`: trained before an equal-budget search's settings, or a hybrid
         whose weight was chosen elsewhere) moves to ``<results>/exploration/runs/<dataset>/`` first. Raises
         :class:`~recbole_mgformer.benchmark.claims.Busy` when another process is training this run, into the same
         checkpoint folder or the same results folder."""
         with claim(self.claim_path), claim(self.record_claim_path):
-            return self._execute(log)
+            return self._execute(log, announce or (lambda: None))
 
     def replaced_because(self, recorded):
         """Why this run replaces the record ``recorded`` of its name, or None: it was trained before the
@@ -241,7 +242,7 @@ class Run:
                 return f"its weight was chosen as {choice or 'unstated'}, this run's as {self.choice}"
         return None
 
-    def _execute(self, log):
+    def _execute(self, log, announce):
         if self.record_path.exists():
             because = self.replaced_because(json.loads(self.record_path.read_text()))
             if because:
@@ -251,7 +252,8 @@ class Run:
             return None
         trained = self.trained
         if trained is not None:
-            return score_variant(self, trained, log)
+            return score_variant(self, trained, log, announce)
+        announce()
         tuning = self.tuning
         commit = code_commit()  # the code this process imported, however long the run takes
         checkpoint = self.checkpoint

@@ -184,11 +184,13 @@ def trained_checkpoint(run, trained, log=print):
         return load_checkpoint(checkpoint), json.loads(trained.record_path.read_text()), file_sha256(checkpoint)
 
 
-def score_variant(run, trained, log=print):
+def score_variant(run, trained, log=print, announce=lambda: None):
     """Score the scoring-only variant ``run`` (a :class:`~recbole_mgformer.benchmark.runs.Run`) from ``trained``'s
-    best-epoch checkpoint and write its record; returns the record."""
+    best-epoch checkpoint and write its record; returns the record. ``announce()`` once the checkpoint is loaded
+    (the trained entry may be another process's: then this raises Busy unannounced)."""
     commit = code_commit()
     state, trained_record, digest = trained_checkpoint(run, trained, log)
+    announce()
     checkpoint = trained.checkpoint
     config, model, trainer, (train_data, valid_data, test_data) = run.setup(run.checkpoint)
     valid_metric = config["valid_metric"].lower()

@@ -57,8 +57,10 @@ def test_the_benchmark_skips_a_run_another_process_trains_and_trains_it_once_fre
         assert main(args) == 0
     out = capsys.readouterr().out
     assert f"[1/2] BPR on tiny, seed 0: skipped, another process (pid {holder.pid}) holds" in out
+    assert "[1/2] BPR on tiny, seed 0: running" not in out and "[2/2] BPR on tiny, seed 1: running" in out
     assert not (runs / "bpr-seed0.json").exists() and not list((tmp_path / "saved" / "tiny").glob("bpr-seed0*.pth"))
     assert json.loads((runs / "bpr-seed1.json").read_text())["seed"] == 1  # the next run went on
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "[1/2] BPR on tiny, seed 0: test recall@20" in out and "[2/2] BPR on tiny, seed 1: record exists" in out
+    assert "[2/2] BPR on tiny, seed 1: running" not in out  # a record there is no run

@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from conftest import TINY_METRICS, benchmark_args
+from conftest import TINY_METRICS, benchmark_args, held_elsewhere
 
 from recbole_mgformer.benchmark import main, slug
 from recbole_mgformer.benchmark.general import scored_lines
@@ -76,6 +76,18 @@ def test_weight_zero_scores_as_the_variant_trained_end_to_end(tiny_data, tmp_pat
     assert sum(per_user.values()) / len(per_user) == pytest.approx(scored["test"]["ndcg@20"], abs=1e-4)
     page = (tmp_path / "results" / "tiny" / "leaderboard.md").read_text()
     assert "Scored from a trained entry's best-epoch checkpoint, not trained again" in page
+
+
+def test_a_variant_whose_trained_entry_another_process_trains_is_skipped_unannounced(tiny_data, tmp_path, capsys):
+    # it said "running" and then "skipped", as if it had started
+    label = "[1/1] MGFormer attention=False embedding_size=8 filter_residual=gfcf filter_residual_weight=0.5 on tiny, seed 0"
+    with held_elsewhere(tmp_path / "saved" / "tiny" / f"{TRAINED_NAME}-seed0.lock") as holder:
+        assert main(args(variant(0.5), tiny_data, tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert f"{label}: skipped, another process (pid {holder.pid}) holds" in out and f"{label}: running" not in out
+    assert main(args(variant(0.5), tiny_data, tmp_path)) == 0  # free now: the entry trains, then the variant scores
+    out = capsys.readouterr().out
+    assert out.index("which has no record yet: training it first") < out.index(f"{label}: running")
 
 
 def test_a_positive_weight_scores_as_the_checkpoint_loaded_by_hand(tiny_data, tmp_path):
