@@ -80,7 +80,8 @@ def test_weight_zero_scores_as_the_variant_trained_end_to_end(tiny_data, tmp_pat
 
 def test_a_variant_whose_trained_entry_another_process_trains_is_skipped_unannounced(tiny_data, tmp_path, capsys):
     # it said "running" and then "skipped", as if it had started
-    label = "[1/1] MGFormer attention=False embedding_size=8 filter_residual=gfcf filter_residual_weight=0.5 on tiny, seed 0"
+    label = "[1/1] MGFormer attention=False embedding_size=8 filter_residual=gfcf filter_residual_weight=0.5"
+    label += " on tiny, seed 0"
     with held_elsewhere(tmp_path / "saved" / "tiny" / f"{TRAINED_NAME}-seed0.lock") as holder:
         assert main(args(variant(0.5), tiny_data, tmp_path)) == 0
     out = capsys.readouterr().out

@@ -33,7 +33,7 @@ def resident_mib():
 assert keep_freed_memory()
 torch.set_num_threads(1)
 tensors = [torch.ones(2**23) for _ in range(16)]  # 16 x 32 MiB, each above glibc's default mmap threshold
-pin = torch.ones(256) if sys.argv[1] == "pinned" else None  # a small block above them: their space is a hole, not the top
+pin = torch.ones(256) if sys.argv[1] == "pinned" else None  # a small block above them: their space is a hole
 before = resident_mib()
 del tensors
 kept = resident_mib()
