@@ -213,6 +213,27 @@ def scored_lines(records, shown=None):
     ]
 
 
+def capped_lines(records):
+    """The note under a table naming the rows whose epoch cap, not early stopping, ended a run
+    (``best_epoch_at_cap``, :func:`~recbole_mgformer.benchmark.run_record.hit_cap`): their validation might still
+    have improved, so each is a capped row, not the model's best. A model fit once (its record counts its
+    ``stored_values``: BSPM, EASE, ...) has no epochs to cap."""
+    capped = {}
+    for record in records:
+        if record.get("epoch_cap") and "stored_values" not in record:
+            seeds = capped.setdefault((record["variant"], record["epoch_cap"]), [0, 0])
+            seeds[0] += bool(record.get("best_epoch_at_cap"))
+            seeds[1] += 1
+    named = [f"{variant} (cap {cap}; {hit} of {n} seeds)" for (variant, cap), (hit, n) in sorted(capped.items()) if hit]
+    if not named:
+        return []
+    return [
+        "",
+        "Ended by their epoch cap, not by early stopping (their validation might still have improved; the notes "
+        "say why each is capped): " + "; ".join(named) + ".",
+    ]
+
+
 def render_dataset(dataset, records):
     """One markdown table like the paper's Table 2 for one dataset's records (a table per section)."""
     lines = [f"## {dataset}", ""]
@@ -241,6 +262,7 @@ def render_dataset(dataset, records):
                 + ".",
             ]
         lines += scored_lines(group, shown)
+        lines += capped_lines(group)
         lines.append("")
     while lines[-1] == "":
         lines.pop()

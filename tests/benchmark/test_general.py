@@ -320,3 +320,22 @@ def test_on_a_published_split_the_unsearched_runs_stand_under_the_datasets_own_h
     assert "| SLIMElastic |" in searched_part and "| GFCF |" in fixed_part
     assert OLDER_RUNS_HEADING not in table
     assert f"### {OLDER_RUNS_HEADING}" in render_dataset("ml-100k", records)
+
+
+def test_rows_their_epoch_cap_ended_are_named_under_the_table_and_a_fitted_once_model_never():
+    # the page showed a 6-epoch row still improving beside 30-epoch rows with nothing to say it was capped
+    def capped(variant, seed, at_cap, **more):
+        return {**record(variant, "MGFormer", seed, 0.2, 0.1), "epoch_cap": 6, "best_epoch_at_cap": at_cap, **more}
+
+    records = [
+        capped("Short", 0, True),
+        capped("Short", 1, False),
+        capped("Stopped", 0, False),
+        capped("BSPM", 0, True, stored_values=10),  # fit once: its one epoch is its fit
+        record("Uncapped", "BPR", 0, 0.1, 0.05),  # written before records kept their cap
+    ]
+    page = render_dataset("toy", records)
+    assert "Ended by their epoch cap, not by early stopping" in page
+    line = next(line for line in page.splitlines() if line.startswith("Ended by their epoch cap"))
+    assert line.endswith(": Short (cap 6; 1 of 2 seeds).")
+    assert "Ended by their epoch cap" not in render_dataset("toy", [capped("Stopped", 0, False), records[3]])
