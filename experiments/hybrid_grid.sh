@@ -44,7 +44,7 @@ filter_args() {  # the residual's settings for filter $1 on dataset $2
   local own="FILTER_ARGS_$1"
   if [ -n "${!own:-}" ]; then echo "${!own}"
   elif [ -n "${FILTER_ARGS:-}" ]; then echo "$FILTER_ARGS"
-  else $PY -m recbole_mgformer.benchmark.hybrid "$2" "$1"
+  else $PY -m recbole_mgformer.benchmark.hybrid "$2" "$1" "$RESULTS/runs"
   fi
 }
 entry() { echo "MGFormer[$BASE; filter_residual=$1; filter_residual_weight=$2]"; }

@@ -12,7 +12,8 @@
 # Both take the tokens' tuned settings ($BASE's file: MGFormer.tuned_as). BASE="attention=False; train_protocol=user"
 # trains both families on batches of whole users, each user's full-item logits made once (data/user_batches.py), and
 # "...; train_user_chunk=2" on users' chunks of 2 pairs (level with RecBole's pairs on amazon-beauty; whole users not).
-# The filter is at its settings from the dataset's own search (recbole_mgformer/benchmark/hybrid.py), or $FILTER_ARGS. The grid goes to $GRID's records
+# The filter is at its settings on the dataset's board (its search, or its row's: recbole_mgformer/benchmark/hybrid.py),
+# or $FILTER_ARGS. The grid goes to $GRID's records
 # (choice_made_on: none), the chosen entries to $RESULTS (choice_made_on: validation; the trained one's seed 0 is the
 # grid's run, copied), the control's other seeds to $GRID (the post-hoc hybrid's trained entry). Compare them with
 # experiments/paired.py (the post-hoc hybrid of hybrid_grid.sh and the filter alone are the other rows).
@@ -35,7 +36,7 @@ FILTER=${FILTER:-gfcf}
 PRECISION=${PRECISION:-fp32}
 read -r -a TEMPERATURES <<< "${TEMPERATURES:-0.1 0.2}"
 read -r -a WEIGHTS <<< "${WEIGHTS:-0.25 0.5 1 2}"
-FILTER_ARGS=${FILTER_ARGS:-$($PY -m recbole_mgformer.benchmark.hybrid "$DATASET" "$FILTER")}
+FILTER_ARGS=${FILTER_ARGS:-$($PY -m recbole_mgformer.benchmark.hybrid "$DATASET" "$FILTER" "$RESULTS/runs")}
 echo "$DATASET: $FILTER residual: $FILTER_ARGS"
 
 post_hoc() { echo "MGFormer[$BASE; loss=softmax; softmax_temperature=$1; filter_residual=$FILTER; filter_residual_weight=$2]"; }

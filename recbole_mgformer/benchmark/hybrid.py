@@ -2,9 +2,11 @@
 give MGFormer's residual filter the settings the filter has on a dataset's board (so the hybrid adds the filter the
 page shows), and the entry of a grid that validation chooses.
 
-Usage: ``python -m recbole_mgformer.benchmark.hybrid DATASET FILTER`` prints the arguments on one line (the source on
-stderr); ``python -m recbole_mgformer.benchmark.hybrid --best-on-validation RUNS DATASET ENTRY...`` prints the entry
-whose seed-0 record in ``RUNS/DATASET/`` has the highest validation NDCG@20;
+Usage: ``python -m recbole_mgformer.benchmark.hybrid DATASET FILTER [BOARD_RUNS]`` prints the arguments on one line
+(the source on stderr): the filter's tuned file on the dataset, else its paper's YAML, with the settings its row on
+the board (``BOARD_RUNS``, default ``results/runs``) was given (BSPM's README settings on ``yelp2018``);
+``python -m recbole_mgformer.benchmark.hybrid --best-on-validation RUNS DATASET ENTRY...`` prints the entry whose
+seed-0 record in ``RUNS/DATASET/`` has the highest validation NDCG@20;
 ``python -m recbole_mgformer.benchmark.hybrid --promote GRID_RUNS BOARD_RUNS DATASET ENTRY`` puts the chosen trained
 entry's seed-0 run of the grid on the board (:func:`promote_chosen`).
 """
@@ -25,13 +27,37 @@ def filter_settings_source(dataset, kind):
     return benchmark_config_file(name, dataset) or model_config_file(name)
 
 
-def residual_arguments(dataset, kind):
+def board_overrides(board_runs, dataset, kind):
+    """``(overrides, record path)`` of filter ``kind``'s row on ``dataset``'s board (``board_runs/<dataset>/``): the
+    settings its entry gave over its file's (``BSPM[solver_sharpen=euler; ...]``), ``{}`` where the row has none or
+    the board no row. A board with the filter at several settings leaves the choice to the caller: a ValueError
+    naming them."""
+    name = FILTERS[kind][0].__name__
+    rows = {}
+    for path in sorted((Path(board_runs) / dataset).glob("*-seed*.json")):
+        record = json.loads(path.read_text())
+        if record.get("model") == name:
+            rows.setdefault(json.dumps(record.get("overrides") or {}, sort_keys=True), path)
+    if len(rows) > 1:
+        shown = "; ".join(f"{path.name}: {overrides}" for overrides, path in rows.items())
+        raise ValueError(
+            f"{name} has rows at {len(rows)} settings on {dataset}'s board ({shown}): which one the hybrid adds is a "
+            "choice; give it as FILTER_ARGS (--filter_residual_k=... --filter_residual_alpha=... "
+            "--filter_residual_settings={...})"
+        )
+    return next(((json.loads(overrides), path) for overrides, path in rows.items()), ({}, None))
+
+
+def residual_arguments(dataset, kind, board_runs=None):
     """The command-line arguments (a list) that set filter ``kind``'s residual to its settings on ``dataset``
-    (:func:`filter_settings_source`): its low-rank part as ``--filter_residual_k`` / ``--filter_residual_alpha``, and
-    any other setting that differs from its paper's in one ``--filter_residual_settings`` literal without spaces (the
+    (:func:`filter_settings_source`, with the overrides of its row on the board in ``board_runs`` where given:
+    :func:`board_overrides`): its low-rank part as ``--filter_residual_k`` / ``--filter_residual_alpha``, and any
+    other setting that differs from its paper's in one ``--filter_residual_settings`` literal without spaces (the
     script splits its arguments on them)."""
     filter_class, rank_key, share_key = FILTERS[kind]
     settings = read_settings(filter_settings_source(dataset, kind))
+    if board_runs is not None:
+        settings.update(board_overrides(board_runs, dataset, kind)[0])
     papers = {**filter_defaults(filter_class.__name__), **{key: settings[key] for key in (rank_key, share_key)}}
     arguments = [f"--filter_residual_k={papers[rank_key]}", f"--filter_residual_alpha={papers[share_key]}"]
     changed = {
@@ -104,8 +130,8 @@ def promote_chosen(grid_runs, board_runs, dataset, entry, seed=0):
 
 
 USAGE = (
-    "usage: python -m recbole_mgformer.benchmark.hybrid DATASET FILTER | --best-on-validation RUNS DATASET ENTRY "
-    "[ENTRY ...] | --promote GRID_RUNS BOARD_RUNS DATASET ENTRY"
+    "usage: python -m recbole_mgformer.benchmark.hybrid DATASET FILTER [BOARD_RUNS] | --best-on-validation RUNS "
+    "DATASET ENTRY [ENTRY ...] | --promote GRID_RUNS BOARD_RUNS DATASET ENTRY"
 )
 
 
@@ -130,13 +156,15 @@ def _main(argv):
         target = promote_chosen(*argv[1:])
         print(f"{argv[4]} at seed 0: {f'copied to {target}' if target else 'on the board already'}", file=sys.stderr)
         return
-    if len(argv) != 2 or argv[0].startswith("-"):
+    if len(argv) not in (2, 3) or argv[0].startswith("-"):
         sys.exit(USAGE)
-    dataset, kind = argv
+    dataset, kind, board_runs = (*argv, "results/runs")[:3]
     if kind not in FILTERS:
         sys.exit(f"unknown filter {kind!r}; choose one of {', '.join(FILTERS)}")
-    print(f"{FILTERS[kind][0].__name__}'s settings from {filter_settings_source(dataset, kind)}", file=sys.stderr)
-    print(" ".join(residual_arguments(dataset, kind)))
+    overrides, row = board_overrides(board_runs, dataset, kind)
+    source = filter_settings_source(dataset, kind) + (f", with the settings of its row {row}" if overrides else "")
+    print(f"{FILTERS[kind][0].__name__}'s settings from {source}", file=sys.stderr)
+    print(" ".join(residual_arguments(dataset, kind, board_runs)))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """benchmark/hybrid.py: the residual filter's settings experiments/hybrid_grid.sh passes are the filter's on the
 dataset's board (its tuned file there, else its paper's YAML), and MGFormer accepts them as they are printed."""
 
+import json
 import subprocess
 import sys
 
 import pytest
+from conftest import REPOSITORY as ROOT
 
-from recbole_mgformer.benchmark.hybrid import filter_settings_source, residual_arguments
+from recbole_mgformer.benchmark.hybrid import board_overrides, filter_settings_source, residual_arguments
 from recbole_mgformer.benchmark.tuning import read_settings
 from recbole_mgformer.config.command_line import parse_overrides
 from recbole_mgformer.model.filter_residual import FILTERS, filter_defaults
@@ -75,7 +77,9 @@ def test_validation_chooses_the_best_entry_of_a_grid_and_the_first_of_equal_scor
         main(["--best-on-validation", str(tmp_path), "tiny", entries[0].replace("0.5", "4")])
 
 
-@pytest.mark.parametrize("argv", [[], ["ml-100k"], ["ml-100k", "bspm", "gfcf"], ["--promote"], ["--help", "x"]])
+@pytest.mark.parametrize(
+    "argv", [[], ["ml-100k"], ["ml-100k", "bspm", "runs", "gfcf"], ["--promote"], ["--help", "x"], ["--help", "x", "y"]]
+)
 def test_the_command_given_the_wrong_arguments_prints_its_usage(argv):
     from recbole_mgformer.benchmark.hybrid import main
 
@@ -134,3 +138,37 @@ def test_the_chosen_grid_run_goes_on_the_board_once_as_chosen_on_validation(tmp_
         source.write_text(json.dumps(refused))
         with pytest.raises(ValueError, match=match):
             promote_chosen(grid, board, "tiny", entry)
+
+
+def test_the_filters_row_on_the_board_gives_its_settings_over_the_file(tmp_path):
+    # yelp2018's BSPM row runs at its README's Yelp2018 settings, given on the entry; the grid's residual had the
+    # YAML's (k 448, alpha 0.2), another filter than the page's row
+    board = tmp_path / "runs"
+    (board / "toy").mkdir(parents=True)
+    settings = {"T_s": 1.2, "factor_dim": 384, "idl_beta": 0.3, "solver_sharpen": "euler", "t_point_combination": True}
+    row = board / "toy" / "bspm-solver-sharpen-euler-seed0.json"
+    row.write_text(json.dumps({"model": "BSPM", "overrides": settings}))
+    (board / "toy" / "gfcf-seed0.json").write_text(json.dumps({"model": "GFCF", "overrides": {}}))
+    assert board_overrides(board, "toy", "bspm") == (settings, row)
+    assert residual_arguments("toy", "bspm", board) == [
+        "--filter_residual_k=384",
+        "--filter_residual_alpha=0.3",
+        "--filter_residual_settings={'T_s':1.2,'solver_sharpen':'euler','t_point_combination':True}",
+    ]
+    assert residual_arguments("toy", "gfcf", board) == residual_arguments("toy", "gfcf")  # its row has none
+    assert board_overrides(board, "other", "bspm") == ({}, None)  # no row: the file's settings
+    # two rows at two settings: the hybrid's filter is a choice the command does not make
+    (board / "toy" / "bspm-seed0.json").write_text(json.dumps({"model": "BSPM", "overrides": {}}))
+    with pytest.raises(ValueError, match=r"BSPM has rows at 2 settings on toy's board .*give it as FILTER_ARGS"):
+        residual_arguments("toy", "bspm", board)
+    command = [sys.executable, "-m", "recbole_mgformer.benchmark.hybrid", "toy", "bspm", str(board)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.startswith("error: BSPM has rows at 2 settings") and not done.stdout
+
+
+def test_the_committed_yelp2018_board_gives_bspm_its_readmes_settings():
+    assert residual_arguments("yelp2018", "bspm", ROOT / "results" / "runs") == [
+        "--filter_residual_k=384",
+        "--filter_residual_alpha=0.3",
+        "--filter_residual_settings={'T_s':1.2,'solver_sharpen':'euler','t_point_combination':True}",
+    ]
