@@ -48,16 +48,15 @@ def board_overrides(board_runs, dataset, kind):
     return next(((json.loads(overrides), path) for overrides, path in rows.items()), ({}, None))
 
 
-def residual_arguments(dataset, kind, board_runs=None):
+def residual_arguments(dataset, kind, overrides=None):
     """The command-line arguments (a list) that set filter ``kind``'s residual to its settings on ``dataset``
-    (:func:`filter_settings_source`, with the overrides of its row on the board in ``board_runs`` where given:
-    :func:`board_overrides`): its low-rank part as ``--filter_residual_k`` / ``--filter_residual_alpha``, and any
-    other setting that differs from its paper's in one ``--filter_residual_settings`` literal without spaces (the
-    script splits its arguments on them)."""
+    (:func:`filter_settings_source`, with ``overrides`` over them: its board row's, :func:`board_overrides`): its
+    low-rank part as ``--filter_residual_k`` / ``--filter_residual_alpha``, and any other setting that differs from
+    its paper's in one ``--filter_residual_settings`` literal without spaces (the script splits its arguments on
+    them)."""
     filter_class, rank_key, share_key = FILTERS[kind]
     settings = read_settings(filter_settings_source(dataset, kind))
-    if board_runs is not None:
-        settings.update(board_overrides(board_runs, dataset, kind)[0])
+    settings.update(overrides or {})
     papers = {**filter_defaults(filter_class.__name__), **{key: settings[key] for key in (rank_key, share_key)}}
     arguments = [f"--filter_residual_k={papers[rank_key]}", f"--filter_residual_alpha={papers[share_key]}"]
     changed = {
@@ -164,7 +163,7 @@ def _main(argv):
     overrides, row = board_overrides(board_runs, dataset, kind)
     source = filter_settings_source(dataset, kind) + (f", with the settings of its row {row}" if overrides else "")
     print(f"{FILTERS[kind][0].__name__}'s settings from {source}", file=sys.stderr)
-    print(" ".join(residual_arguments(dataset, kind, board_runs)))
+    print(" ".join(residual_arguments(dataset, kind, overrides)))
 
 
 if __name__ == "__main__":

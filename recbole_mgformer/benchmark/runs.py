@@ -218,7 +218,7 @@ class Run:
         }
         return setup_run(self.model, self.dataset, tuned_config_files(self.tuned_file, self.config_files), config_dict)
 
-    def execute(self, log=print, announce=None):
+    def execute(self, log=print, announce=lambda: None):
         """Train and test unless the record exists; returns the new record, or None when skipped. ``announce()`` is
         called once the run is this process's and has work to do (not before a skip). A record that
         this run replaces (:meth:`replaced_because`: trained before an equal-budget search's settings, or a hybrid
@@ -226,7 +226,7 @@ class Run:
         :class:`~recbole_mgformer.benchmark.claims.Busy` when another process is training this run, into the same
         checkpoint folder or the same results folder."""
         with claim(self.claim_path), claim(self.record_claim_path):
-            return self._execute(log, announce or (lambda: None))
+            return self._execute(log, announce)
 
     def replaced_because(self, recorded):
         """Why this run replaces the record ``recorded`` of its name, or None: it was trained before the

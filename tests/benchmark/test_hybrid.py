@@ -150,24 +150,25 @@ def test_the_filters_row_on_the_board_gives_its_settings_over_the_file(tmp_path)
     row.write_text(json.dumps({"model": "BSPM", "overrides": settings}))
     (board / "toy" / "gfcf-seed0.json").write_text(json.dumps({"model": "GFCF", "overrides": {}}))
     assert board_overrides(board, "toy", "bspm") == (settings, row)
-    assert residual_arguments("toy", "bspm", board) == [
+    assert residual_arguments("toy", "bspm", board_overrides(board, "toy", "bspm")[0]) == [
         "--filter_residual_k=384",
         "--filter_residual_alpha=0.3",
         "--filter_residual_settings={'T_s':1.2,'solver_sharpen':'euler','t_point_combination':True}",
     ]
-    assert residual_arguments("toy", "gfcf", board) == residual_arguments("toy", "gfcf")  # its row has none
+    assert board_overrides(board, "toy", "gfcf") == ({}, board / "toy" / "gfcf-seed0.json")  # its row has none
     assert board_overrides(board, "other", "bspm") == ({}, None)  # no row: the file's settings
     # two rows at two settings: the hybrid's filter is a choice the command does not make
     (board / "toy" / "bspm-seed0.json").write_text(json.dumps({"model": "BSPM", "overrides": {}}))
     with pytest.raises(ValueError, match=r"BSPM has rows at 2 settings on toy's board .*give it as FILTER_ARGS"):
-        residual_arguments("toy", "bspm", board)
+        board_overrides(board, "toy", "bspm")
     command = [sys.executable, "-m", "recbole_mgformer.benchmark.hybrid", "toy", "bspm", str(board)]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 1 and done.stderr.startswith("error: BSPM has rows at 2 settings") and not done.stdout
 
 
 def test_the_committed_yelp2018_board_gives_bspm_its_readmes_settings():
-    assert residual_arguments("yelp2018", "bspm", ROOT / "results" / "runs") == [
+    overrides, _ = board_overrides(ROOT / "results" / "runs", "yelp2018", "bspm")
+    assert residual_arguments("yelp2018", "bspm", overrides) == [
         "--filter_residual_k=384",
         "--filter_residual_alpha=0.3",
         "--filter_residual_settings={'T_s':1.2,'solver_sharpen':'euler','t_point_combination':True}",
