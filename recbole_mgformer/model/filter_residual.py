@@ -27,6 +27,7 @@ Shapes: ``b`` users (or pairs), ``items`` item ids (RecBole's padding id 0 inclu
 
 from logging import getLogger
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -217,6 +218,13 @@ def filter_self_weights(filter_model):
     return diagonal
 
 
+def training_pairs(rows, device):
+    """The (row, item) positions of a scipy CSR block's stored entries (its users' training pairs), on ``device``."""
+    counts = torch.from_numpy(np.diff(rows.indptr))
+    pairs = torch.repeat_interleave(torch.arange(rows.shape[0]), counts)
+    return pairs.to(device), torch.from_numpy(rows.indices.astype(np.int64)).to(device)
+
+
 def training_residual(filter_model, dtype=torch.float16):
     """``Z`` (users, items) in ``dtype``: every user's filter scores standardised over the items, as
     :func:`matched_residual` standardises them at test time, except that each training pair ``(u, i)`` is scored
@@ -228,13 +236,16 @@ def training_residual(filter_model, dtype=torch.float16):
     residual = torch.empty(n_users, filter_model.n_items, dtype=dtype, device=self_weights.device)
     with torch.no_grad():
         for start in range(0, n_users, block):
-            users = torch.arange(start, min(start + block, n_users))
-            rows = filter_model.user_rows(users)  # (block, items), 1 at the user's training items
-            scores = filter_model.score_block(start // block)  # filter_rows(rows), kept with keep_scores
-            stats = scores.mean(dim=1, keepdim=True), scores.std(dim=1, correction=0, keepdim=True)
-            held_out = scores - rows * self_weights
-            z = (held_out - stats[0]) / stats[1].clamp_min(torch.finfo(scores.dtype).tiny)
-            residual[start : start + len(users)] = torch.where(stats[1] > 0, z, torch.zeros_like(z)).to(dtype)
+            stop = min(start + block, n_users)
+            scores = filter_model.score_block(start // block)  # (block, items), kept with keep_scores: not written
+            mean, spread = scores.mean(dim=1, keepdim=True), scores.std(dim=1, correction=0, keepdim=True)
+            # s_ui - F_ii at the user's training items only, in place on one copy: the same numbers as
+            # scores - rows * F_ii over the dense rows, without their (block, items) temporaries
+            pairs, items = training_pairs(filter_model.interactions[start:stop], self_weights.device)
+            z = scores.clone()
+            z[pairs, items] -= self_weights[items]
+            z.sub_(mean).div_(spread.clamp_min(torch.finfo(scores.dtype).tiny)).masked_fill_(~(spread > 0), 0.0)
+            residual[start:stop].copy_(z)
     return residual
 
 

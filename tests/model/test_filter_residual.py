@@ -293,6 +293,20 @@ def test_a_training_pair_is_scored_with_its_item_held_out_and_other_pairs_as_at_
     assert torch.equal(z[0], torch.zeros_like(z[0]))  # the padding user has no interactions
 
 
+@pytest.mark.parametrize("kind", ["gfcf", "chebycf", "bspm"])
+def test_the_held_out_scores_are_the_dense_rows_formula_to_the_bit(tiny_setup, kind):
+    # the training items' self weights are subtracted where the user's row is stored, not over dense rows: the same
+    # floats as scores - rows * F_ii, row by row (1 * w is w, and 0 * w takes nothing from a score)
+    alone = fitted_filter(tiny_setup, kind)
+    weights = filter_self_weights(alone)
+    rows = torch.from_numpy(alone.interactions.toarray()).float()
+    scores = torch.cat([alone.score_block(block) for block in range(-(-alone.n_users // alone.filter_batch_size))])
+    mean, spread = scores.mean(dim=1, keepdim=True), scores.std(dim=1, correction=0, keepdim=True)
+    z = (scores - rows * weights - mean) / spread.clamp_min(torch.finfo(scores.dtype).tiny)
+    expected = torch.where(spread > 0, z, torch.zeros_like(z)).to(torch.float16)
+    assert torch.equal(training_residual(alone), expected)
+
+
 def written_out_cross_entropy(users, items, targets, temperature, residual, weight):
     """``loss: softmax``'s cross-entropy, user by user and item by item in float64: the cosine of each item, plus
     weight times the user's residual given the spread of the user's cosines (every item's), over the temperature;
