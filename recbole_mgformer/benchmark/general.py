@@ -193,11 +193,15 @@ def published_lines(published, variants):
 def scored_lines(records, shown=None):
     """The note under a table with rows scored from a trained entry's checkpoint (benchmark.scoring): what they
     were scored from, and how their protocol differs from training them. ``shown``: ``{record name: shown name}``
-    of the dataset's rows, naming the trained entry as its row shows it."""
+    of the dataset's rows, naming the trained entry as its row shows it (else by its own short name, where it has no
+    row on the page: a grid's control)."""
     shown = shown or {}
     scored = sorted(
         {
-            (r["variant"], shown.get(r["scored_from"]["variant"], r["scored_from"]["variant"]))
+            (
+                r["variant"],
+                shown.get(r["scored_from"]["variant"], r["scored_from"].get("shown", r["scored_from"]["variant"])),
+            )
             for r in records
             if r.get("scored_from")
         }

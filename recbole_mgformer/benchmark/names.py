@@ -191,8 +191,9 @@ def check_choice_named(record, name):
 
 
 def name_records(records, names, folder, warn=None):
-    """Give each record of one folder its short name (``variant``), keeping the record's own in ``full_variant``;
-    two rows of one folder may not share a short name, and a hybrid chosen on its scored items must say so."""
+    """Give each record of one folder its short name (``variant``), keeping the record's own in ``full_variant``
+    (and the entry a scored record came from its short name, ``scored_from["shown"]``); two rows of one folder may
+    not share a short name, and a hybrid chosen on its scored items must say so."""
     shown = {}
     for record in records:
         full = record.setdefault("full_variant", record["variant"])
@@ -205,6 +206,9 @@ def name_records(records, names, folder, warn=None):
                 "give them names that tell them apart"
             )
         record["variant"] = name
+        if record.get("scored_from"):  # the trained entry, named as its row would be where it is not on the page
+            source = record["scored_from"]
+            record["scored_from"] = {**source, "shown": short_name(names, folder, source["variant"])}
     return records
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from recbole_mgformer.benchmark import main
+from recbole_mgformer.benchmark.general import scored_lines
 from recbole_mgformer.benchmark.names import (
     MAX_LENGTH,
     Names,
@@ -68,6 +69,16 @@ def test_two_rows_of_one_folder_may_not_share_a_name():
 def test_naming_keeps_the_records_own_name():
     records = name_records([{"variant": "GFCF"}, {"variant": "GFCF"}], Names({"GFCF": "GF-CF"}, {}), "runs/d")
     assert [(r["variant"], r["full_variant"]) for r in records] == [("GF-CF", "GFCF")] * 2
+
+
+def test_the_entry_a_row_was_scored_from_takes_its_short_name_off_the_page_too():
+    # a grid's control is not on the board: the note under the table names it by its short name, not its settings
+    records = [{"variant": "M w=1", "scored_from": {"variant": "M epochs=6 loss=softmax"}}]
+    names = Names({"M w=1": "M + F (1)", "M epochs=6 loss=softmax": "M softmax e6"}, {})
+    note = scored_lines(name_records(records, names, "runs/d"))[1]
+    assert "M + F (1) from M softmax e6." in note
+    records = [{"variant": "M w=1", "scored_from": {"variant": "M"}}, {"variant": "M"}]  # on the page: as its row
+    assert "from M-row." in scored_lines(name_records(records, Names({"M": "M-row"}, {}), "runs/d"), {"M": "M-row"})[1]
 
 
 @pytest.mark.parametrize(
