@@ -190,18 +190,14 @@ def published_lines(published, variants):
     return [line for text in lines for line in ("", text)]
 
 
-def scored_lines(records, shown=None):
+def scored_lines(records):
     """The note under a table with rows scored from a trained entry's checkpoint (benchmark.scoring): what they
-    were scored from, and how their protocol differs from training them. ``shown``: ``{record name: shown name}``
-    of the dataset's rows, naming the trained entry as its row shows it (else by its own short name, where it has no
-    row on the page: a grid's control)."""
-    shown = shown or {}
+    were scored from (by the entry's short name, ``scored_from["shown"]``, where the records are named: the name
+    its row has, or would have where it has no row on the page, as a grid's control), and how their protocol
+    differs from training them."""
     scored = sorted(
         {
-            (
-                r["variant"],
-                shown.get(r["scored_from"]["variant"], r["scored_from"].get("shown", r["scored_from"]["variant"])),
-            )
+            (r["variant"], r["scored_from"].get("shown", r["scored_from"]["variant"]))
             for r in records
             if r.get("scored_from")
         }
@@ -265,7 +261,7 @@ def render_dataset(dataset, records):
                 + "; ".join(f"{model} (and its variants) `{path}`" for model, path in tuned)
                 + ".",
             ]
-        lines += scored_lines(group, shown)
+        lines += scored_lines(group)
         lines += capped_lines(group)
         lines.append("")
     while lines[-1] == "":

@@ -78,7 +78,8 @@ def test_the_entry_a_row_was_scored_from_takes_its_short_name_off_the_page_too()
     note = scored_lines(name_records(records, names, "runs/d"))[1]
     assert "M + F (1) from M softmax e6." in note
     records = [{"variant": "M w=1", "scored_from": {"variant": "M"}}, {"variant": "M"}]  # on the page: as its row
-    assert "from M-row." in scored_lines(name_records(records, Names({"M": "M-row"}, {}), "runs/d"), {"M": "M-row"})[1]
+    named = name_records(records, Names({"M": "M-row"}, {}), "runs/d")
+    assert named[1]["variant"] == "M-row" and "from M-row." in scored_lines(named)[1]
 
 
 @pytest.mark.parametrize(
