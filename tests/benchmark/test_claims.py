@@ -3,12 +3,16 @@
 import json
 import os
 import re
+from pathlib import Path
+from subprocess import run
 
 import pytest
 from conftest import TINY_METRICS, benchmark_args, held_elsewhere
 
 from recbole_mgformer.benchmark import main
 from recbole_mgformer.benchmark.claims import Busy, claim
+from recbole_mgformer.benchmark.runs import Run
+from recbole_mgformer.tune.records import lock_path
 
 pytest.importorskip("fcntl")
 
@@ -64,3 +68,21 @@ def test_the_benchmark_skips_a_run_another_process_trains_and_trains_it_once_fre
     out = capsys.readouterr().out
     assert "[1/2] BPR on tiny, seed 0: test recall@20" in out and "[2/2] BPR on tiny, seed 1: record exists" in out
     assert "[2/2] BPR on tiny, seed 1: running" not in out  # a record there is no run
+
+
+def test_the_claims_a_killed_run_leaves_in_the_results_folder_are_ignored_by_git():
+    # a killed holder leaves its .lock file behind (harmless: flock); `git status` should not offer it for commit
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    hybrid = Run(
+        "MGFormer",
+        {"attention": False, "filter_residual": "bspm"},
+        "yelp2018",
+        0,
+        runs_dir="results/runs",
+        data_path=".",
+    )
+    left = [hybrid.record_claim_path, lock_path(Path("results/tuning/amazon-beauty/MGFormer"))]
+    ignored = run(["git", "check-ignore", "--no-index", *map(str, left)], cwd=root, capture_output=True, text=True)
+    assert ignored.stdout.split() == [str(path) for path in left]
